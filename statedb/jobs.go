@@ -1,0 +1,442 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Job states, after Disbatch's task states.
+const (
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusKilled    = "killed"
+	StatusTimedOut  = "timed-out"
+	StatusLost      = "lost"
+)
+
+// Job is one run of a lorry.
+type Job struct {
+	ID          int64
+	Path        string
+	Kind        string
+	Minion      string
+	Host        string
+	PID         int64
+	Started     int64
+	Updated     int64
+	Ended       *int64
+	Status      string
+	Exit        *int64
+	Kill        bool
+	KillReason  string
+	Timeout     int64
+	DiskUsage   *int64
+	OutputBytes int64 // bytes received, including any cut
+	CutBytes    int64 // bytes dropped from the middle to keep under the cap
+
+	headBytes, tailBytes, nextChunk int64
+}
+
+const jobColumns = `id, path, kind, minion, host, pid, started, updated, ended, status,
+	exit, kill, kill_reason, timeout, disk_usage, output_bytes, cut_bytes,
+	head_bytes, tail_bytes, next_chunk`
+
+func scanJob(row scanner) (Job, error) {
+	var j Job
+	var ended, exit, du sql.NullInt64
+	err := row.Scan(&j.ID, &j.Path, &j.Kind, &j.Minion, &j.Host, &j.PID, &j.Started,
+		&j.Updated, &ended, &j.Status, &exit, &j.Kill, &j.KillReason, &j.Timeout, &du,
+		&j.OutputBytes, &j.CutBytes, &j.headBytes, &j.tailBytes, &j.nextChunk)
+	j.Ended, j.Exit, j.DiskUsage = nullInt(ended), nullInt(exit), nullInt(du)
+	return j, err
+}
+
+// Job returns the job with the given id.
+func (tx *Tx) Job(ctx context.Context, id int64) (Job, error) {
+	j, err := scanJob(tx.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return j, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return j, fmt.Errorf("read job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+func (tx *Tx) jobIDs(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := tx.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	ids := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// JobIDs lists every remembered job, oldest first.
+func (tx *Tx) JobIDs(ctx context.Context) ([]int64, error) {
+	return tx.jobIDs(ctx, `SELECT id FROM jobs ORDER BY id`)
+}
+
+// RunningJobIDs lists the running jobs, oldest first.
+func (tx *Tx) RunningJobIDs(ctx context.Context) ([]int64, error) {
+	return tx.jobIDs(ctx, `SELECT id FROM jobs WHERE status = 'running' ORDER BY id`)
+}
+
+// JobsOfLorry lists the newest jobs of the lorry at path, newest first.
+func (tx *Tx) JobsOfLorry(ctx context.Context, path string, limit int) ([]int64, error) {
+	return tx.jobIDs(ctx, `SELECT id FROM jobs WHERE path = ? ORDER BY id DESC LIMIT ?`, path, limit)
+}
+
+// JobCounts counts jobs by status.
+func (tx *Tx) JobCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := tx.query(ctx, `SELECT status, COUNT(*) FROM jobs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+// Assignment is a job handed to a minion.
+type Assignment struct {
+	Job   Job
+	Lorry Lorry
+	// Again is true when the minion already owned this job and asked again,
+	// most likely because it never saw the first answer.
+	Again bool
+}
+
+// MinionID names the minion process asking for or reporting on a job.
+type MinionID struct {
+	Name string
+	Host string
+	PID  int64
+}
+
+// GiveMeJob hands the first due lorry of the queue to the minion m, or
+// returns ErrNotFound if there is nothing to do. A minion that asks again
+// while it owns a running job gets that job again; a minion that comes back
+// with a new pid has its old job ended as lost, since the job's process died
+// with the old minion.
+func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
+	var a Assignment
+	if err := tx.touchMinion(ctx, m, nil); err != nil {
+		return a, err
+	}
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND status = 'running'`, m.Name)
+	if err != nil {
+		return a, fmt.Errorf("find jobs of minion %s: %w", m.Name, err)
+	}
+	var owned []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			rows.Close()
+			return a, err
+		}
+		owned = append(owned, j)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return a, err
+	}
+	for _, j := range owned {
+		if j.Host == m.Host && j.PID == m.PID {
+			l, err := tx.Lorry(ctx, j.Path)
+			if errors.Is(err, ErrNotFound) {
+				l = Lorry{Path: j.Path, Kind: j.Kind, Timeout: j.Timeout}
+			} else if err != nil {
+				return a, err
+			}
+			if err := tx.touchMinion(ctx, m, &j.ID); err != nil {
+				return a, err
+			}
+			return Assignment{Job: j, Lorry: l, Again: true}, nil
+		}
+		msg := fmt.Sprintf("minion %s restarted (pid %d on %s, was pid %d on %s); the job died with it",
+			m.Name, m.PID, m.Host, j.PID, j.Host)
+		if err := tx.endJob(ctx, j, StatusLost, nil, msg); err != nil {
+			return a, err
+		}
+	}
+
+	running, err := tx.RunningQueue(ctx)
+	if err != nil {
+		return a, err
+	}
+	if !running {
+		return a, fmt.Errorf("queue is stopped: %w", ErrNotFound)
+	}
+	max, err := tx.MaxJobs(ctx)
+	if err != nil {
+		return a, err
+	}
+	if max != nil {
+		var n int64
+		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE status = 'running'`).Scan(&n); err != nil {
+			return a, fmt.Errorf("count running jobs: %w", err)
+		}
+		if n >= *max {
+			return a, fmt.Errorf("%d jobs running, max_jobs is %d: %w", n, *max, ErrNotFound)
+		}
+	}
+
+	// The partial index answers "is anything due?" at once, so an idle poll
+	// never walks the queue; only when something is due is the queue walked
+	// in order to find the first one.
+	var any int
+	err = tx.queryRow(ctx, `SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ? LIMIT 1`, tx.Now).Scan(&any)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("no lorry is due: %w", ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("find due lorry: %w", err)
+	}
+	l, err := scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_queue
+		WHERE running_job IS NULL AND next_due <= ? ORDER BY queue_pos LIMIT 1`, tx.Now))
+	if err != nil {
+		return a, fmt.Errorf("find due lorry: %w", err)
+	}
+
+	res, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
+		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout)
+	if err != nil {
+		return a, fmt.Errorf("create job for %q: %w", l.Path, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return a, err
+	}
+	// Handing a lorry out sends it to the back of the queue, so every due
+	// lorry gets its turn before any comes round again.
+	if _, err := tx.exec(ctx, `UPDATE lorries SET running_job = ?,
+			queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries) WHERE path = ?`, id, l.Path); err != nil {
+		return a, fmt.Errorf("mark %q running: %w", l.Path, err)
+	}
+	if err := tx.touchMinion(ctx, m, &id); err != nil {
+		return a, err
+	}
+	l.RunningJob = &id
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return a, err
+	}
+	return Assignment{Job: j, Lorry: l}, nil
+}
+
+// JobUpdate is what a minion reports about its job.
+type JobUpdate struct {
+	ID     int64
+	Minion MinionID
+	// Exit is nil while the job runs, else its exit code: the job is over.
+	Exit      *int64
+	Stdout    []byte
+	Stderr    []byte
+	DiskUsage *int64
+}
+
+// UpdateJob records a minion's report: it appends output, keeps the job
+// alive, and finishes it when Exit is set. It answers whether the minion
+// should kill the job, which is also how a lorry-timeout is delivered.
+// ErrNotFound: no such job; ErrConflict: the job is over or belongs to
+// another minion.
+func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error) {
+	j, err := tx.Job(ctx, u.ID)
+	if err != nil {
+		return false, err
+	}
+	if j.Status != StatusRunning {
+		return false, fmt.Errorf("job %d is %s: %w", j.ID, j.Status, ErrConflict)
+	}
+	if u.Minion.Name != "" && u.Minion.Name != j.Minion {
+		return false, fmt.Errorf("job %d belongs to minion %s, not %s: %w", j.ID, j.Minion, u.Minion.Name, ErrConflict)
+	}
+	if u.Minion.PID != 0 && u.Minion.PID != j.PID {
+		return false, fmt.Errorf("job %d belongs to pid %d of minion %s, not %d: %w", j.ID, j.PID, j.Minion, u.Minion.PID, ErrConflict)
+	}
+	for _, out := range [][]byte{u.Stdout, u.Stderr} {
+		if err := tx.appendOutput(ctx, &j, out); err != nil {
+			return false, err
+		}
+	}
+	if u.Minion.Name != "" {
+		if err := tx.touchMinion(ctx, MinionID{Name: j.Minion, Host: j.Host, PID: j.PID}, &j.ID); err != nil {
+			return false, err
+		}
+	}
+	if u.DiskUsage != nil {
+		j.DiskUsage = u.DiskUsage
+	}
+
+	if u.Exit != nil {
+		status := StatusFailed
+		switch {
+		case *u.Exit == 0:
+			status = StatusSucceeded
+		case j.KillReason == StatusTimedOut:
+			status = StatusTimedOut
+		case j.KillReason == StatusKilled:
+			status = StatusKilled
+		}
+		return false, tx.endJob(ctx, j, status, u.Exit, "")
+	}
+
+	if !j.Kill && j.Timeout > 0 && tx.Now-j.Started > j.Timeout {
+		j.Kill, j.KillReason = true, StatusTimedOut
+	}
+	_, err = tx.exec(ctx, `UPDATE jobs SET updated = ?, kill = ?, kill_reason = ?, disk_usage = ?,
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?
+		WHERE id = ?`,
+		tx.Now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, j.ID)
+	if err != nil {
+		return false, fmt.Errorf("update job %d: %w", j.ID, err)
+	}
+	return j.Kill, nil
+}
+
+// StopJob asks the minion running job id to kill it. ErrConflict if the job
+// is already over.
+func (tx *Tx) StopJob(ctx context.Context, id int64) error {
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Status != StatusRunning {
+		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
+	}
+	if j.Kill {
+		return nil
+	}
+	_, err = tx.exec(ctx, `UPDATE jobs SET kill = 1, kill_reason = ? WHERE id = ?`, StatusKilled, id)
+	if err != nil {
+		return fmt.Errorf("stop job %d: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveJob forgets a finished job and its output. ErrConflict if it still
+// runs.
+func (tx *Tx) RemoveJob(ctx context.Context, id int64) error {
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Status == StatusRunning {
+		return fmt.Errorf("job %d is still running: %w", id, ErrConflict)
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("remove job %d: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveGhostJobs ends as lost the running jobs that no minion has reported
+// on for longer than timeout seconds, freeing their lorries.
+func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, error) {
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status = 'running' AND updated < ? ORDER BY id`, tx.Now-timeout)
+	if err != nil {
+		return nil, fmt.Errorf("find ghost jobs: %w", err)
+	}
+	var ghosts []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ghosts = append(ghosts, j)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	ids := []int64{}
+	for _, j := range ghosts {
+		msg := fmt.Sprintf("no update from minion %s for %ds; job presumed dead", j.Minion, tx.Now-j.Updated)
+		if err := tx.endJob(ctx, j, StatusLost, nil, msg); err != nil {
+			return nil, err
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids, nil
+}
+
+// RemoveOldJobs forgets finished jobs that ended more than maxAge seconds
+// ago, always keeping the newest job of each lorry.
+func (tx *Tx) RemoveOldJobs(ctx context.Context, maxAge int64) (int64, error) {
+	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE status != 'running' AND ended < ?
+		AND id NOT IN (SELECT MAX(id) FROM jobs GROUP BY path)`, tx.Now-maxAge)
+	if err != nil {
+		return 0, fmt.Errorf("remove old jobs: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// endJob finishes j with status and records the result on its lorry and
+// minion. why, if set, is appended to the job's output and explains an end
+// that the job itself did not report.
+func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why string) error {
+	if why != "" {
+		if err := tx.appendOutput(ctx, &j, []byte("\n"+why+"\n")); err != nil {
+			return err
+		}
+	}
+	_, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?
+		WHERE id = ?`,
+		status, exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, j.ID)
+	if err != nil {
+		return fmt.Errorf("end job %d: %w", j.ID, err)
+	}
+	lastErr := ""
+	if status != StatusSucceeded {
+		tail, err := tx.outputTail(ctx, j.ID, lastErrorBytes)
+		if err != nil {
+			return err
+		}
+		lastErr = fmt.Sprintf("job %d %s", j.ID, status)
+		if exit != nil {
+			lastErr += fmt.Sprintf(" with exit %d", *exit)
+		}
+		if j.KillReason == StatusTimedOut {
+			lastErr += fmt.Sprintf(" (lorry-timeout %ds)", j.Timeout)
+		}
+		if len(tail) > 0 {
+			lastErr += ":\n" + string(tail)
+		}
+	}
+	_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?,
+			next_due = ? + interval, last_run_exit = ?, last_run_error = ?,
+			disk_usage = COALESCE(?, disk_usage)
+		WHERE path = ? AND running_job = ?`,
+		j.Started, j.Started, exit, lastErr, j.DiskUsage, j.Path, j.ID)
+	if err != nil {
+		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
+	}
+	_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL WHERE name = ? AND job_id = ?`, j.Minion, j.ID)
+	if err != nil {
+		return fmt.Errorf("free minion %s: %w", j.Minion, err)
+	}
+	return nil
+}

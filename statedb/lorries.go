@@ -1,0 +1,240 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Lorry is one entry of the run queue.
+type Lorry struct {
+	Path         string
+	Text         string
+	Kind         string
+	Generated    bool
+	FromHost     string
+	FromPath     string
+	Interval     int64 // seconds
+	Timeout      int64 // seconds
+	QueuePos     int64
+	RunningJob   *int64
+	LastRun      *int64
+	NextDue      int64
+	LastRunExit  *int64
+	LastRunError string
+	DiskUsage    *int64
+}
+
+const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
+	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
+	last_run_error, disk_usage`
+
+type scanner interface{ Scan(...any) error }
+
+func scanLorry(row scanner) (Lorry, error) {
+	var l Lorry
+	var running, lastRun, exit, du sql.NullInt64
+	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
+		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
+		&l.LastRunError, &du)
+	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
+	return l, err
+}
+
+// Lorry returns the run-queue entry at path.
+func (tx *Tx) Lorry(ctx context.Context, path string) (Lorry, error) {
+	l, err := scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE path = ?`, path))
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("lorry %q: %w", path, ErrNotFound)
+	}
+	if err != nil {
+		return l, fmt.Errorf("read lorry %q: %w", path, err)
+	}
+	return l, nil
+}
+
+// Lorries returns the whole run queue in queue order.
+func (tx *Tx) Lorries(ctx context.Context) ([]Lorry, error) {
+	rows, err := tx.query(ctx, `SELECT `+lorryColumns+` FROM lorries ORDER BY queue_pos`)
+	if err != nil {
+		return nil, fmt.Errorf("list lorries: %w", err)
+	}
+	defer rows.Close()
+	var out []Lorry
+	for rows.Next() {
+		l, err := scanLorry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list lorries: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// QueuePaths returns the paths of the run queue in queue order.
+func (tx *Tx) QueuePaths(ctx context.Context) ([]string, error) {
+	rows, err := tx.query(ctx, `SELECT path FROM lorries ORDER BY queue_pos`)
+	if err != nil {
+		return nil, fmt.Errorf("list queue: %w", err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("list queue: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// LorryCounts summarises the run queue at time now.
+type LorryCounts struct {
+	Total, Due, Failing, Running int64
+}
+
+// CountLorries counts the run queue's lorries: all of them, those due now,
+// those whose last run failed and those running.
+func (tx *Tx) CountLorries(ctx context.Context) (LorryCounts, error) {
+	var c LorryCounts
+	err := tx.queryRow(ctx, `SELECT COUNT(*),
+			COALESCE(SUM(running_job IS NULL AND next_due <= ?), 0),
+			COALESCE(SUM(last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != ''), 0),
+			COALESCE(SUM(running_job IS NOT NULL), 0)
+		FROM lorries`, tx.Now).Scan(&c.Total, &c.Due, &c.Failing, &c.Running)
+	if err != nil {
+		return c, fmt.Errorf("count lorries: %w", err)
+	}
+	return c, nil
+}
+
+// MoveToTop puts the lorry at path first in the queue.
+func (tx *Tx) MoveToTop(ctx context.Context, path string) error {
+	return tx.moveLorry(ctx, path, `SELECT COALESCE(MIN(queue_pos), 1) - 1 FROM lorries`)
+}
+
+// MoveToBottom puts the lorry at path last in the queue.
+func (tx *Tx) MoveToBottom(ctx context.Context, path string) error {
+	return tx.moveLorry(ctx, path, `SELECT COALESCE(MAX(queue_pos), -1) + 1 FROM lorries`)
+}
+
+func (tx *Tx) moveLorry(ctx context.Context, path, posQuery string) error {
+	var pos int64
+	if err := tx.queryRow(ctx, posQuery).Scan(&pos); err != nil {
+		return fmt.Errorf("move lorry %q: %w", path, err)
+	}
+	res, err := tx.exec(ctx, `UPDATE lorries SET queue_pos = ? WHERE path = ?`, pos, path)
+	if err != nil {
+		return fmt.Errorf("move lorry %q: %w", path, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("lorry %q: %w", path, ErrNotFound)
+	}
+	return nil
+}
+
+// NewLorry is a lorry as the configuration describes it.
+type NewLorry struct {
+	Path     string
+	Text     string
+	Kind     string
+	FromPath string
+	Interval int64
+	Timeout  int64
+}
+
+// LorryChanges counts what applying a configuration did to the run queue.
+type LorryChanges struct {
+	Added, Changed, Removed, Unchanged int
+}
+
+// SetConfigLorries makes the lorries that came from the configuration
+// exactly want: new ones are added at the end of the queue, vanished ones
+// removed, changed ones updated in place (keeping their place and history).
+// A running job of a removed lorry is left to finish; it just has no lorry
+// to report to. Lorries generated from upstream hosts are not touched,
+// unless the configuration names the same path, which then takes it over.
+func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry) (LorryChanges, error) {
+	var ch LorryChanges
+	type have struct {
+		text, kind, fromPath string
+		interval, timeout    int64
+		generated            bool
+		lastRun              sql.NullInt64
+	}
+	existing := make(map[string]have)
+	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, last_run FROM lorries`)
+	if err != nil {
+		return ch, fmt.Errorf("read lorries: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		var h have
+		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated, &h.lastRun); err != nil {
+			rows.Close()
+			return ch, fmt.Errorf("read lorries: %w", err)
+		}
+		existing[p] = h
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return ch, fmt.Errorf("read lorries: %w", err)
+	}
+
+	var bottom int64
+	if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(queue_pos), -1) FROM lorries`).Scan(&bottom); err != nil {
+		return ch, fmt.Errorf("read queue: %w", err)
+	}
+	insert, err := tx.tx.PrepareContext(ctx, `INSERT INTO lorries
+		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due)
+		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0)`)
+	if err != nil {
+		return ch, err
+	}
+	defer insert.Close()
+	update, err := tx.tx.PrepareContext(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
+		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?,
+		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
+		WHERE path = ?`)
+	if err != nil {
+		return ch, err
+	}
+	defer update.Close()
+
+	wanted := make(map[string]bool, len(want))
+	for _, l := range want {
+		if wanted[l.Path] {
+			return ch, fmt.Errorf("lorry %q given twice: %w", l.Path, ErrInvalid)
+		}
+		wanted[l.Path] = true
+		h, ok := existing[l.Path]
+		switch {
+		case !ok:
+			bottom++
+			if _, err := insert.ExecContext(ctx, l.Path, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, bottom, l.Path); err != nil {
+				return ch, fmt.Errorf("add lorry %q: %w", l.Path, err)
+			}
+			ch.Added++
+		case h.generated || h.text != l.Text || h.kind != l.Kind || h.fromPath != l.FromPath ||
+			h.interval != l.Interval || h.timeout != l.Timeout:
+			if _, err := update.ExecContext(ctx, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Interval, l.Path); err != nil {
+				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
+			ch.Changed++
+		default:
+			ch.Unchanged++
+		}
+	}
+	for p, h := range existing {
+		if h.generated || wanted[p] {
+			continue
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {
+			return ch, fmt.Errorf("remove lorry %q: %w", p, err)
+		}
+		ch.Removed++
+	}
+	return ch, nil
+}

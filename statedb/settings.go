@@ -1,0 +1,101 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Keys of the settings table.
+const (
+	settingRunningQueue = "running_queue"
+	settingMaxJobs      = "max_jobs"
+	settingFakeNow      = "fake_now"
+	settingConfig       = "config"
+)
+
+func (tx *Tx) setting(ctx context.Context, key string) (string, bool, error) {
+	var v string
+	err := tx.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read setting %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+func (tx *Tx) setSetting(ctx context.Context, key, value string) error {
+	_, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("write setting %s: %w", key, err)
+	}
+	return nil
+}
+
+func (tx *Tx) deleteSetting(ctx context.Context, key string) error {
+	_, err := tx.exec(ctx, `DELETE FROM settings WHERE key = ?`, key)
+	return err
+}
+
+// RunningQueue reports whether jobs are being handed out. A new database
+// hands them out.
+func (tx *Tx) RunningQueue(ctx context.Context) (bool, error) {
+	v, ok, err := tx.setting(ctx, settingRunningQueue)
+	if err != nil || !ok {
+		return true, err
+	}
+	return v == "1", nil
+}
+
+// SetRunningQueue starts or stops handing out jobs.
+func (tx *Tx) SetRunningQueue(ctx context.Context, running bool) error {
+	v := "0"
+	if running {
+		v = "1"
+	}
+	return tx.setSetting(ctx, settingRunningQueue, v)
+}
+
+// MaxJobs is the limit on running jobs; nil means no limit.
+func (tx *Tx) MaxJobs(ctx context.Context) (*int64, error) {
+	v, ok, err := tx.setting(ctx, settingMaxJobs)
+	if err != nil || !ok {
+		return nil, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("setting %s holds %q: %w", settingMaxJobs, v, err)
+	}
+	return &n, nil
+}
+
+// SetMaxJobs sets the limit on running jobs; nil removes it.
+func (tx *Tx) SetMaxJobs(ctx context.Context, n *int64) error {
+	if n == nil {
+		return tx.deleteSetting(ctx, settingMaxJobs)
+	}
+	if *n < 0 {
+		return fmt.Errorf("max_jobs %d is negative: %w", *n, ErrInvalid)
+	}
+	return tx.setSetting(ctx, settingMaxJobs, strconv.FormatInt(*n, 10))
+}
+
+// FakeNow is the stored time of the debug clock, 0 if never set.
+func (tx *Tx) FakeNow(ctx context.Context) (int64, error) {
+	v, ok, err := tx.setting(ctx, settingFakeNow)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// SetFakeNow stores the time of the debug clock so that it survives a
+// restart of the WEBAPP.
+func (tx *Tx) SetFakeNow(ctx context.Context, now int64) error {
+	return tx.setSetting(ctx, settingFakeNow, strconv.FormatInt(now, 10))
+}

@@ -1,0 +1,551 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"lorrycontroller/clock"
+)
+
+type fixture struct {
+	db    *DB
+	clock *clock.Fake
+	path  string
+}
+
+func newFixture(t *testing.T, opts Options) *fixture {
+	t.Helper()
+	f := &fixture{clock: &clock.Fake{}, path: filepath.Join(t.TempDir(), "state.db")}
+	f.clock.Set(1000)
+	opts.Clock = f.clock
+	db, err := Open(context.Background(), f.path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f.db = db
+	return f
+}
+
+func (f *fixture) update(t *testing.T, fn func(*Tx) error) {
+	t.Helper()
+	if err := f.db.Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) lorries(t *testing.T, paths ...string) {
+	t.Helper()
+	var want []NewLorry
+	for _, p := range paths {
+		want = append(want, NewLorry{Path: p, Text: `{"` + p + `":{"type":"git"}}`, Kind: "lorry", Interval: 100, Timeout: 50})
+	}
+	f.update(t, func(tx *Tx) error { _, err := tx.SetConfigLorries(context.Background(), want); return err })
+}
+
+func (f *fixture) give(t *testing.T, m MinionID) (Assignment, error) {
+	t.Helper()
+	var a Assignment
+	err := f.db.Update(context.Background(), func(tx *Tx) error {
+		var err error
+		a, err = tx.GiveMeJob(context.Background(), m)
+		return err
+	})
+	return a, err
+}
+
+func (f *fixture) mustGive(t *testing.T, m MinionID) Assignment {
+	t.Helper()
+	a, err := f.give(t, m)
+	if err != nil {
+		t.Fatalf("GiveMeJob(%v): %v", m, err)
+	}
+	return a
+}
+
+func (f *fixture) report(t *testing.T, u JobUpdate) (bool, error) {
+	t.Helper()
+	var kill bool
+	err := f.db.Update(context.Background(), func(tx *Tx) error {
+		var err error
+		kill, err = tx.UpdateJob(context.Background(), u)
+		return err
+	})
+	return kill, err
+}
+
+func (f *fixture) job(t *testing.T, id int64) Job {
+	t.Helper()
+	var j Job
+	err := f.db.View(context.Background(), func(tx *Tx) error {
+		var err error
+		j, err = tx.Job(context.Background(), id)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func (f *fixture) lorry(t *testing.T, path string) Lorry {
+	t.Helper()
+	var l Lorry
+	err := f.db.View(context.Background(), func(tx *Tx) error {
+		var err error
+		l, err = tx.Lorry(context.Background(), path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func (f *fixture) queue(t *testing.T) []string {
+	t.Helper()
+	var q []string
+	err := f.db.View(context.Background(), func(tx *Tx) error {
+		var err error
+		q, err = tx.QueuePaths(context.Background())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func exit(n int64) *int64 { return &n }
+
+var m1 = MinionID{Name: "m1", Host: "h", PID: 1}
+
+func TestOpenMigratesOnceAndReopens(t *testing.T) {
+	f := newFixture(t, Options{})
+	v, err := f.db.SchemaVersion(context.Background())
+	if err != nil || v < 1 {
+		t.Fatalf("SchemaVersion = %d, %v; want >= 1", v, err)
+	}
+	f.update(t, func(tx *Tx) error { return tx.SetRunningQueue(context.Background(), false) })
+	f.db.Close()
+	db, err := Open(context.Background(), f.path, Options{Clock: f.clock})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer db.Close()
+	db.View(context.Background(), func(tx *Tx) error {
+		running, err := tx.RunningQueue(context.Background())
+		if err != nil || running {
+			t.Errorf("RunningQueue after reopen = %v, %v; want false", running, err)
+		}
+		return nil
+	})
+}
+
+func TestSettings(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.update(t, func(tx *Tx) error {
+		if r, _ := tx.RunningQueue(ctx); !r {
+			t.Error("new database: queue stopped; want running")
+		}
+		if m, _ := tx.MaxJobs(ctx); m != nil {
+			t.Errorf("new database: max_jobs = %d; want unlimited", *m)
+		}
+		if err := tx.SetMaxJobs(ctx, exit(3)); err != nil {
+			return err
+		}
+		if m, _ := tx.MaxJobs(ctx); m == nil || *m != 3 {
+			t.Errorf("max_jobs = %v; want 3", m)
+		}
+		if err := tx.SetMaxJobs(ctx, exit(-1)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SetMaxJobs(-1) = %v; want ErrInvalid", err)
+		}
+		if err := tx.SetMaxJobs(ctx, nil); err != nil {
+			return err
+		}
+		if m, _ := tx.MaxJobs(ctx); m != nil {
+			t.Errorf("max_jobs = %d; want unlimited", *m)
+		}
+		return nil
+	})
+}
+
+func TestSetConfigLorries(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b", "c")
+	a := f.mustGive(t, m1) // "a" runs, moves to the bottom
+	var ch LorryChanges
+	f.update(t, func(tx *Tx) error {
+		var err error
+		ch, err = tx.SetConfigLorries(ctx, []NewLorry{
+			{Path: "b", Text: "changed", Kind: "lorry", Interval: 5, Timeout: 50},
+			{Path: "c", Text: `{"c":{"type":"git"}}`, Kind: "lorry", Interval: 100, Timeout: 50},
+			{Path: "d", Text: "new", Kind: "lorry", Interval: 100, Timeout: 50},
+		})
+		return err
+	})
+	want := LorryChanges{Added: 1, Changed: 1, Removed: 1, Unchanged: 1}
+	if ch != want {
+		t.Errorf("changes = %+v; want %+v", ch, want)
+	}
+	if got, want := strings.Join(f.queue(t), " "), "b c d"; got != want {
+		t.Errorf("queue = %q; want %q", got, want)
+	}
+	if l := f.lorry(t, "b"); l.Text != "changed" || l.Interval != 5 {
+		t.Errorf("b = %+v; want changed text and interval 5", l)
+	}
+	// The removed lorry's job runs on and can still finish.
+	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(0)}); err != nil {
+		t.Errorf("finishing job of removed lorry: %v", err)
+	}
+	// Re-adding a path whose old job still runs must not allow a second job.
+	f.lorries(t, "x")
+	x := f.mustGive(t, m1)
+	f.lorries(t, "y")
+	f.lorries(t, "x")
+	if l := f.lorry(t, "x"); l.RunningJob == nil || *l.RunningJob != x.Job.ID {
+		t.Errorf("re-added x running_job = %v; want %d", l.RunningJob, x.Job.ID)
+	}
+}
+
+func TestQueueOrderAndMoves(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b", "c", "d")
+	f.update(t, func(tx *Tx) error {
+		if err := tx.MoveToTop(ctx, "c"); err != nil {
+			return err
+		}
+		if err := tx.MoveToBottom(ctx, "a"); err != nil {
+			return err
+		}
+		if err := tx.MoveToTop(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("MoveToTop(nope) = %v; want ErrNotFound", err)
+		}
+		return nil
+	})
+	if got, want := strings.Join(f.queue(t), " "), "c b d a"; got != want {
+		t.Fatalf("queue = %q; want %q", got, want)
+	}
+	var order []string
+	for i := range 4 {
+		a := f.mustGive(t, MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1})
+		order = append(order, a.Lorry.Path)
+	}
+	if got, want := strings.Join(order, " "), "c b d a"; got != want {
+		t.Errorf("hand-out order = %q; want %q", got, want)
+	}
+	if _, err := f.give(t, MinionID{Name: "m9", Host: "h", PID: 1}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GiveMeJob with all running = %v; want ErrNotFound", err)
+	}
+}
+
+func TestDueAfterInterval(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	a := f.mustGive(t, m1)
+	f.clock.Set(1010)
+	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(0), DiskUsage: exit(4096)}); err != nil {
+		t.Fatal(err)
+	}
+	l := f.lorry(t, "a")
+	if l.LastRun == nil || *l.LastRun != 1000 || l.NextDue != 1100 || *l.LastRunExit != 0 || *l.DiskUsage != 4096 {
+		t.Errorf("lorry after success = %+v; want last_run 1000, next_due 1100, exit 0, du 4096", l)
+	}
+	f.clock.Set(1099)
+	if _, err := f.give(t, m1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("before interval: %v; want ErrNotFound", err)
+	}
+	f.clock.Set(1100)
+	if got := f.mustGive(t, m1); got.Lorry.Path != "a" {
+		t.Errorf("after interval got %q", got.Lorry.Path)
+	}
+}
+
+func TestGatesStoppedQueueAndMaxJobs(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b", "c")
+	f.update(t, func(tx *Tx) error { return tx.SetRunningQueue(ctx, false) })
+	if _, err := f.give(t, m1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("stopped queue: %v; want ErrNotFound", err)
+	}
+	f.update(t, func(tx *Tx) error {
+		if err := tx.SetRunningQueue(ctx, true); err != nil {
+			return err
+		}
+		return tx.SetMaxJobs(ctx, exit(2))
+	})
+	f.mustGive(t, MinionID{Name: "x", Host: "h", PID: 1})
+	f.mustGive(t, MinionID{Name: "y", Host: "h", PID: 1})
+	if _, err := f.give(t, MinionID{Name: "z", Host: "h", PID: 1}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("max_jobs 2 with 2 running: %v; want ErrNotFound", err)
+	}
+}
+
+func TestSameMinionAgainAndRestart(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.lorries(t, "a", "b")
+	first := f.mustGive(t, m1)
+	again := f.mustGive(t, m1)
+	if again.Job.ID != first.Job.ID || !again.Again {
+		t.Errorf("asking again gave job %d (again=%v); want %d again", again.Job.ID, again.Again, first.Job.ID)
+	}
+	restarted := MinionID{Name: "m1", Host: "h", PID: 2}
+	next := f.mustGive(t, restarted)
+	if next.Job.ID == first.Job.ID {
+		t.Fatalf("restarted minion got its old job %d", first.Job.ID)
+	}
+	if j := f.job(t, first.Job.ID); j.Status != StatusLost || j.Ended == nil {
+		t.Errorf("old job = %s; want lost and ended", j.Status)
+	}
+	if l := f.lorry(t, first.Lorry.Path); l.RunningJob != nil || !strings.Contains(l.LastRunError, "restarted") {
+		t.Errorf("lorry of lost job = %+v; want free with an error saying why", l)
+	}
+}
+
+func TestUpdateJobLifecycle(t *testing.T) {
+	tests := []struct {
+		name       string
+		stop       bool
+		timeout    bool
+		exit       int64
+		wantStatus string
+	}{
+		{name: "success", exit: 0, wantStatus: StatusSucceeded},
+		{name: "failure", exit: 3, wantStatus: StatusFailed},
+		{name: "stopped", stop: true, exit: 143, wantStatus: StatusKilled},
+		{name: "timed out", timeout: true, exit: 143, wantStatus: StatusTimedOut},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			ctx := context.Background()
+			f.lorries(t, "a")
+			a := f.mustGive(t, m1)
+			kill, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Stdout: []byte("hello "), Stderr: []byte("world\n")})
+			if err != nil || kill {
+				t.Fatalf("first update = %v, %v; want no kill", kill, err)
+			}
+			if tc.stop {
+				f.update(t, func(tx *Tx) error { return tx.StopJob(ctx, a.Job.ID) })
+			}
+			if tc.timeout {
+				f.clock.Set(1000 + 51)
+			}
+			kill, err = f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1})
+			if err != nil || kill != (tc.stop || tc.timeout) {
+				t.Fatalf("second update kill = %v, %v; want %v", kill, err, tc.stop || tc.timeout)
+			}
+			if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(tc.exit), Stderr: []byte("bye\n")}); err != nil {
+				t.Fatal(err)
+			}
+			j := f.job(t, a.Job.ID)
+			if j.Status != tc.wantStatus || j.Exit == nil || *j.Exit != tc.exit {
+				t.Errorf("job = %s exit %v; want %s exit %d", j.Status, j.Exit, tc.wantStatus, tc.exit)
+			}
+			f.db.View(ctx, func(tx *Tx) error {
+				out, err := tx.Output(ctx, a.Job.ID)
+				if err != nil || out != "hello world\nbye\n" {
+					t.Errorf("output = %q, %v; want %q", out, err, "hello world\nbye\n")
+				}
+				return nil
+			})
+			l := f.lorry(t, "a")
+			if (l.LastRunError == "") != (tc.wantStatus == StatusSucceeded) {
+				t.Errorf("last_run_error = %q for %s", l.LastRunError, tc.wantStatus)
+			}
+			if tc.wantStatus != StatusSucceeded && !strings.Contains(l.LastRunError, "bye") {
+				t.Errorf("last_run_error = %q; want the output's tail", l.LastRunError)
+			}
+			if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1}); !errors.Is(err, ErrConflict) {
+				t.Errorf("update after end = %v; want ErrConflict", err)
+			}
+		})
+	}
+}
+
+func TestUpdateJobErrors(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a")
+	a := f.mustGive(t, m1)
+	if _, err := f.report(t, JobUpdate{ID: 999, Minion: m1}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown job: %v; want ErrNotFound", err)
+	}
+	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: MinionID{Name: "other", Host: "h", PID: 1}}); !errors.Is(err, ErrConflict) {
+		t.Errorf("other minion: %v; want ErrConflict", err)
+	}
+	f.update(t, func(tx *Tx) error {
+		if err := tx.RemoveJob(ctx, a.Job.ID); !errors.Is(err, ErrConflict) {
+			t.Errorf("RemoveJob(running) = %v; want ErrConflict", err)
+		}
+		if err := tx.RemoveJob(ctx, 999); !errors.Is(err, ErrNotFound) {
+			t.Errorf("RemoveJob(999) = %v; want ErrNotFound", err)
+		}
+		return nil
+	})
+	f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(1)})
+	f.update(t, func(tx *Tx) error {
+		if err := tx.StopJob(ctx, a.Job.ID); !errors.Is(err, ErrConflict) {
+			t.Errorf("StopJob(finished) = %v; want ErrConflict", err)
+		}
+		return tx.RemoveJob(ctx, a.Job.ID)
+	})
+	f.db.View(ctx, func(tx *Tx) error {
+		if _, err := tx.Job(ctx, a.Job.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("removed job: %v; want ErrNotFound", err)
+		}
+		return nil
+	})
+}
+
+func TestRemoveGhostJobs(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b")
+	ghost := f.mustGive(t, m1)
+	live := f.mustGive(t, MinionID{Name: "m2", Host: "h", PID: 1})
+	f.clock.Set(1100)
+	f.report(t, JobUpdate{ID: live.Job.ID, Minion: MinionID{Name: "m2", Host: "h", PID: 1}})
+	f.clock.Set(1150)
+	var removed []int64
+	f.update(t, func(tx *Tx) error {
+		var err error
+		removed, err = tx.RemoveGhostJobs(ctx, 100)
+		return err
+	})
+	if len(removed) != 1 || removed[0] != ghost.Job.ID {
+		t.Errorf("removed = %v; want [%d]", removed, ghost.Job.ID)
+	}
+	if j := f.job(t, ghost.Job.ID); j.Status != StatusLost {
+		t.Errorf("ghost status = %s; want lost", j.Status)
+	}
+	if l := f.lorry(t, ghost.Lorry.Path); l.RunningJob != nil {
+		t.Errorf("ghost's lorry still has running job %d", *l.RunningJob)
+	}
+	if j := f.job(t, live.Job.ID); j.Status != StatusRunning {
+		t.Errorf("live job status = %s; want running", j.Status)
+	}
+}
+
+func TestRemoveOldJobsKeepsNewestPerLorry(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b")
+	var ids []int64
+	for i := range 3 {
+		f.clock.Set(int64(1000 + i*1000))
+		for range 2 {
+			a := f.mustGive(t, m1)
+			f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(0)})
+			ids = append(ids, a.Job.ID)
+		}
+	}
+	f.clock.Set(10000)
+	var n int64
+	f.update(t, func(tx *Tx) error {
+		var err error
+		n, err = tx.RemoveOldJobs(ctx, 100)
+		return err
+	})
+	if n != 4 {
+		t.Errorf("removed %d; want 4", n)
+	}
+	f.db.View(ctx, func(tx *Tx) error {
+		left, _ := tx.JobIDs(ctx)
+		if fmt.Sprint(left) != fmt.Sprint(ids[4:]) {
+			t.Errorf("jobs left = %v; want %v", left, ids[4:])
+		}
+		return nil
+	})
+}
+
+func TestOutputCapKeepsHeadAndTail(t *testing.T) {
+	f := newFixture(t, Options{OutputLimit: 100})
+	ctx := context.Background()
+	f.lorries(t, "a")
+	a := f.mustGive(t, m1)
+	var all strings.Builder
+	for i := range 40 {
+		line := fmt.Sprintf("line %02d\n", i) // 8 bytes
+		all.WriteString(line)
+		if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Stdout: []byte(line)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := strings.Repeat("x", 30)
+	f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Stdout: []byte(big)})
+	j := f.job(t, a.Job.ID)
+	if j.OutputBytes != int64(all.Len()+30) {
+		t.Errorf("output_bytes = %d; want %d", j.OutputBytes, all.Len()+30)
+	}
+	f.db.View(ctx, func(tx *Tx) error {
+		out, err := tx.Output(ctx, a.Job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := all.String()[:50]
+		if !strings.HasPrefix(out, head) {
+			t.Errorf("output %q does not start with the head %q", out, head)
+		}
+		if !strings.HasSuffix(out, "line 39\n"+big) {
+			t.Errorf("output %q does not end with the tail", out)
+		}
+		marker := fmt.Sprintf("[... %d bytes of output cut ...]", j.CutBytes)
+		if j.CutBytes == 0 || !strings.Contains(out, marker) {
+			t.Errorf("output %q lacks the cut marker %q", out, marker)
+		}
+		if kept := int64(len(out)) - int64(len(marker)) - 2; kept+j.CutBytes != j.OutputBytes || kept > 100 {
+			t.Errorf("kept %d + cut %d != received %d, or over the cap", kept, j.CutBytes, j.OutputBytes)
+		}
+		return nil
+	})
+}
+
+// Many minions racing for jobs must never get two running jobs for one
+// lorry, and must each get a different lorry while there are enough.
+func TestConcurrentGiveMeJob(t *testing.T) {
+	f := newFixture(t, Options{})
+	var paths []string
+	for i := range 20 {
+		paths = append(paths, fmt.Sprintf("p/%02d", i))
+	}
+	f.lorries(t, paths...)
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := f.give(t, MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1})
+			if errors.Is(err, ErrNotFound) {
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			got[a.Lorry.Path]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(got) != 20 {
+		t.Errorf("%d lorries handed out; want 20", len(got))
+	}
+	for p, n := range got {
+		if n != 1 {
+			t.Errorf("lorry %s handed out %d times", p, n)
+		}
+	}
+}

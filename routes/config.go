@@ -1,0 +1,114 @@
+package routes
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+
+	"lorrycontroller/confgit"
+	"lorrycontroller/statedb"
+)
+
+// readConfigResult is the answer to read-configuration.
+type readConfigResult struct {
+	OK      bool                `json:"ok"`
+	Commit  string              `json:"commit"`
+	Lorries int                 `json:"lorries"`
+	Hosts   int                 `json:"hosts"`
+	Errors  []statedb.FileError `json:"errors"`
+	Added   int                 `json:"added"`
+	Changed int                 `json:"changed"`
+	Removed int                 `json:"removed"`
+}
+
+func (s *Server) readConfiguration(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.ReadConfiguration(r.Context())
+	if err != nil {
+		return err
+	}
+	return ok(w, res)
+}
+
+// ReadConfiguration fetches CONFGIT and applies it to the run queue in one
+// transaction. A configuration that cannot be read or is broken changes
+// nothing but the record of the failure.
+func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error) {
+	var res readConfigResult
+	cfg, err := s.Config.Read(ctx)
+	if err != nil {
+		msg := redactURLs(err.Error())
+		s.Log.Error("read configuration", "err", msg)
+		recErr := s.DB.Update(ctx, func(tx *statedb.Tx) error {
+			st, err := tx.ConfigState(ctx)
+			if err != nil {
+				return err
+			}
+			st.Failure, st.FailAt = msg, tx.Now
+			return tx.SetConfigState(ctx, st)
+		})
+		if recErr != nil {
+			return res, errors.Join(err, recErr)
+		}
+		if errors.Is(err, confgit.ErrBadConf) {
+			return res, errorf(http.StatusBadRequest, "%s", msg)
+		}
+		return res, errorf(http.StatusBadGateway, "read CONFGIT: %s", msg)
+	}
+
+	lorries := make([]statedb.NewLorry, len(cfg.Lorries))
+	for i, l := range cfg.Lorries {
+		lorries[i] = statedb.NewLorry{
+			Path: l.Path, Text: l.Text, Kind: KindLorry,
+			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
+		}
+	}
+	hosts := make([]statedb.Host, len(cfg.Hosts))
+	for i, h := range cfg.Hosts {
+		hosts[i] = statedb.Host{
+			Name: h.Name, Type: h.Type, Protocol: h.Protocol,
+			LsInterval: int64(h.LsInterval.Seconds()), Interval: int64(h.Interval.Seconds()),
+			Timeout: int64(h.Timeout.Seconds()), Section: h.Section,
+		}
+	}
+	fileErrors := make([]statedb.FileError, len(cfg.Errors))
+	for i, e := range cfg.Errors {
+		fileErrors[i] = statedb.FileError{File: e.File, Error: e.Error}
+	}
+	var changes statedb.LorryChanges
+	err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
+		var err error
+		if changes, err = tx.SetConfigLorries(ctx, lorries); err != nil {
+			return err
+		}
+		if _, err := tx.SetConfigHosts(ctx, hosts); err != nil {
+			return err
+		}
+		return tx.SetConfigState(ctx, statedb.ConfigState{
+			Commit: cfg.Commit, ReadAt: tx.Now, Lorries: len(lorries), Hosts: len(hosts),
+			Errors: fileErrors, Changes: changes,
+		})
+	})
+	if err != nil {
+		return res, err
+	}
+	s.Log.Info("configuration applied", "commit", cfg.Commit, "lorries", len(lorries), "hosts", len(hosts),
+		"added", changes.Added, "changed", changes.Changed, "removed", changes.Removed, "skipped", len(fileErrors))
+	for _, e := range fileErrors {
+		s.Log.Warn("configuration file skipped", "file", e.File, "err", e.Error)
+	}
+	return readConfigResult{
+		OK: true, Commit: cfg.Commit, Lorries: len(lorries), Hosts: len(hosts), Errors: fileErrors,
+		Added: changes.Added, Changed: changes.Changed, Removed: changes.Removed,
+	}, nil
+}
+
+// KindLorry is the kind of job that runs lorry on a spec.
+const KindLorry = "lorry"
+
+var urlCredentials = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/@\s]+@`)
+
+// redactURLs hides user names and passwords in URLs within s.
+func redactURLs(s string) string {
+	return urlCredentials.ReplaceAllString(s, "${1}***@")
+}

@@ -1,0 +1,132 @@
+package routes
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"lorrycontroller/statedb"
+)
+
+func (s *Server) listRunningJobs(w http.ResponseWriter, r *http.Request) error {
+	var ids []int64
+	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		ids, err = tx.RunningJobIDs(r.Context())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string][]int64{"running_jobs": ids})
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
+	var ids []int64
+	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		ids, err = tx.JobIDs(r.Context())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string][]int64{"job_ids": ids})
+}
+
+func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
+	id, err := parseJobID(chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	var j statedb.Job
+	var out string
+	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		if j, err = tx.Job(r.Context(), id); err != nil {
+			return err
+		}
+		out, err = tx.Output(r.Context(), id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, jobWire(j, out))
+}
+
+func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) error {
+	p, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	id, err := p.jobID()
+	if err != nil {
+		return err
+	}
+	if err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.StopJob(r.Context(), id) }); err != nil {
+		return err
+	}
+	s.Log.Info("stop job", "job_id", id)
+	return ok(w, map[string]any{"job_id": id, "kill": true})
+}
+
+func (s *Server) removeJob(w http.ResponseWriter, r *http.Request) error {
+	p, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	id, err := p.jobID()
+	if err != nil {
+		return err
+	}
+	if err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.RemoveJob(r.Context(), id) }); err != nil {
+		return err
+	}
+	s.Log.Info("remove job", "job_id", id)
+	return ok(w, map[string]any{"job_id": id, "removed": true})
+}
+
+func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {
+	var ids []int64
+	err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		ids, err = tx.RemoveGhostJobs(r.Context(), int64(s.GhostTimeout.Seconds()))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		s.Log.Warn("ghost jobs ended as lost", "job_ids", ids)
+	}
+	return ok(w, map[string][]int64{"removed": ids})
+}
+
+func (s *Server) removeOldJobs(w http.ResponseWriter, r *http.Request) error {
+	p, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	maxAge, err := p.seconds("max_age")
+	if err != nil {
+		return err
+	}
+	age := int64(s.JobMaxAge.Seconds())
+	if maxAge != nil {
+		age = *maxAge
+	}
+	if age < 0 {
+		return errorf(http.StatusBadRequest, "max_age %d is negative", age)
+	}
+	var n int64
+	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		n, err = tx.RemoveOldJobs(r.Context(), age)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.Log.Info("old jobs removed", "removed", n, "max_age_s", age)
+	return ok(w, map[string]int64{"removed": n, "max_age": age})
+}

@@ -1,0 +1,128 @@
+package routes
+
+import (
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxBody bounds a request body; job-update carries the largest ones.
+const maxBody = 32 << 20
+
+// params are a request's parameters: query parameters and the form-encoded
+// or JSON body, the body winning.
+type params map[string]string
+
+func readParams(r *http.Request) (params, error) {
+	p := params{}
+	for k, v := range r.URL.Query() {
+		p[k] = v[len(v)-1]
+	}
+	if r.Body == nil || r.Method == http.MethodGet {
+		return p, nil
+	}
+	body := http.MaxBytesReader(nil, r.Body, maxBody)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		var m map[string]any
+		dec := json.NewDecoder(body)
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil && err != io.EOF {
+			return nil, errorf(http.StatusBadRequest, "JSON body: %v", err)
+		}
+		for k, v := range m {
+			switch v := v.(type) {
+			case string:
+				p[k] = v
+			case json.Number:
+				p[k] = v.String()
+			case bool:
+				p[k] = strconv.FormatBool(v)
+			case nil:
+				p[k] = ""
+			default:
+				return nil, errorf(http.StatusBadRequest, "JSON body: %s must be a string or number", k)
+			}
+		}
+	default:
+		r.Body = body
+		if err := r.ParseForm(); err != nil {
+			return nil, errorf(http.StatusBadRequest, "form body: %v", err)
+		}
+		for k, v := range r.PostForm {
+			p[k] = v[len(v)-1]
+		}
+	}
+	return p, nil
+}
+
+func (p params) required(name string) (string, error) {
+	v, ok := p[name]
+	if !ok || v == "" {
+		return "", errorf(http.StatusBadRequest, "missing parameter %s", name)
+	}
+	return v, nil
+}
+
+func (p params) int(name string) (int64, error) {
+	v, err := p.required(name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "parameter %s: %q is not an integer", name, v)
+	}
+	return n, nil
+}
+
+// optionalInt is like int but answers nil for a missing or empty value.
+func (p params) optionalInt(name string) (*int64, error) {
+	if p[name] == "" {
+		return nil, nil
+	}
+	n, err := p.int(name)
+	return &n, err
+}
+
+// seconds reads a duration given as whole seconds or in Go syntax ("10m").
+func (p params) seconds(name string) (*int64, error) {
+	v := strings.TrimSpace(p[name])
+	if v == "" {
+		return nil, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return &n, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "parameter %s: %q is neither seconds nor a duration like 720h", name, v)
+	}
+	n := int64(d / time.Second)
+	return &n, nil
+}
+
+// jobID reads the job_id parameter.
+func (p params) jobID() (int64, error) {
+	id, err := p.int("job_id")
+	if err != nil {
+		return 0, err
+	}
+	if id <= 0 {
+		return 0, errorf(http.StatusBadRequest, "job_id %d is not a job id", id)
+	}
+	return id, nil
+}
+
+func parseJobID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errorf(http.StatusBadRequest, "%q is not a job id", s)
+	}
+	return id, nil
+}

@@ -1,0 +1,126 @@
+package routes
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"lorrycontroller/statedb"
+)
+
+func (s *Server) setQueue(running bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+			return tx.SetRunningQueue(r.Context(), running)
+		})
+		if err != nil {
+			return err
+		}
+		s.Log.Info("queue", "running", running)
+		return ok(w, map[string]bool{"running_queue": running})
+	}
+}
+
+func (s *Server) listQueue(w http.ResponseWriter, r *http.Request) error {
+	var q []string
+	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		q, err = tx.QueuePaths(r.Context())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string][]string{"queue": q})
+}
+
+func (s *Server) move(top bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		p, err := readParams(r)
+		if err != nil {
+			return err
+		}
+		path, err := p.required("path")
+		if err != nil {
+			return err
+		}
+		var q []string
+		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+			move := tx.MoveToBottom
+			if top {
+				move = tx.MoveToTop
+			}
+			if err := move(r.Context(), path); err != nil {
+				return err
+			}
+			q, err = tx.QueuePaths(r.Context())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return ok(w, map[string][]string{"queue": q})
+	}
+}
+
+func (s *Server) lorry(w http.ResponseWriter, r *http.Request) error {
+	path := strings.Trim(chi.URLParam(r, "*"), "/")
+	if path == "" {
+		return errorf(http.StatusBadRequest, "no lorry path given")
+	}
+	var l statedb.Lorry
+	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		l, err = tx.Lorry(r.Context(), path)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ok(w, lorryWire(l))
+}
+
+func (s *Server) maxJobs(ctx context.Context) (*int64, error) {
+	var n *int64
+	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+		var err error
+		n, err = tx.MaxJobs(ctx)
+		return err
+	})
+	return n, err
+}
+
+func (s *Server) getMaxJobs(w http.ResponseWriter, r *http.Request) error {
+	n, err := s.maxJobs(r.Context())
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]*int64{"max_jobs": n})
+}
+
+func (s *Server) setMaxJobs(w http.ResponseWriter, r *http.Request) error {
+	p, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	n, err := p.optionalInt("max_jobs")
+	if err != nil {
+		return err
+	}
+	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.SetMaxJobs(r.Context(), n) })
+	if err != nil {
+		return err
+	}
+	s.Log.Info("max jobs", "max_jobs", optional(n))
+	return ok(w, map[string]*int64{"max_jobs": n})
+}
+
+// optional shows a nullable number in logs.
+func optional(n *int64) any {
+	if n == nil {
+		return "unlimited"
+	}
+	return *n
+}

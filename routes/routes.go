@@ -1,0 +1,104 @@
+// Package routes is the WEBAPP's HTTP interface: the /1.0 API that admins,
+// minions and timers use, and the status page.
+package routes
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"lorrycontroller/clock"
+	"lorrycontroller/confgit"
+	"lorrycontroller/statedb"
+)
+
+// ConfigReader reads the configuration from CONFGIT.
+type ConfigReader interface {
+	Read(ctx context.Context) (*confgit.Config, error)
+}
+
+// Server holds what the handlers need. Build it in main and call Handler.
+type Server struct {
+	DB     *statedb.DB
+	Config ConfigReader
+	Log    *slog.Logger
+
+	// StatusHTML is where status-html writes its on-disk copy; "" for none.
+	StatusHTML string
+	// GhostTimeout is how long a running job may go without an update
+	// before remove-ghost-jobs ends it.
+	GhostTimeout time.Duration
+	// JobMaxAge is how long remove-old-jobs keeps finished jobs by default.
+	JobMaxAge time.Duration
+	// FakeClock, if set, is the debug clock that pretend-time moves.
+	FakeClock *clock.Fake
+}
+
+// Handler returns the WEBAPP's routes. All of them are registered here.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Use(s.logRequests)
+	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusNotFound, "no such route: %s %s", r.Method, r.URL.Path)
+	}))
+	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
+	}))
+
+	r.Get("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/1.0/status-html", http.StatusFound)
+	})
+	r.Route("/1.0", func(r chi.Router) {
+		// State of the controller.
+		r.Get("/status", s.handle(s.status))
+		r.Get("/status-html", s.handle(s.statusHTML))
+		r.Get("/health-check", s.handle(s.healthCheck))
+
+		// The run queue.
+		r.Post("/stop-queue", s.handle(s.setQueue(false)))
+		r.Post("/start-queue", s.handle(s.setQueue(true)))
+		r.Get("/list-queue", s.handle(s.listQueue))
+		r.Post("/move-to-top", s.handle(s.move(true)))
+		r.Post("/move-to-bottom", s.handle(s.move(false)))
+		r.Get("/lorry/*", s.handle(s.lorry))
+		r.Get("/get-max-jobs", s.handle(s.getMaxJobs))
+		r.Post("/set-max-jobs", s.handle(s.setMaxJobs))
+
+		// Jobs.
+		r.Get("/list-running-jobs", s.handle(s.listRunningJobs))
+		r.Get("/list-jobs", s.handle(s.listJobs))
+		r.Get("/job/{id}", s.handle(s.job))
+		r.Post("/stop-job", s.handle(s.stopJob))
+		r.Post("/remove-job", s.handle(s.removeJob))
+		r.Post("/remove-ghost-jobs", s.handle(s.removeGhostJobs))
+		r.Post("/remove-old-jobs", s.handle(s.removeOldJobs))
+
+		// Configuration.
+		r.Post("/read-configuration", s.handle(s.readConfiguration))
+
+		// Minions.
+		r.Get("/give-me-job", s.handle(s.giveMeJob))
+		r.Post("/give-me-job", s.handle(s.giveMeJob))
+		r.Post("/job-update", s.handle(s.jobUpdate))
+
+		if s.FakeClock != nil {
+			r.Post("/pretend-time", s.handle(s.pretendTime))
+		}
+	})
+	return r
+}
+
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		s.Log.Debug("request", "method", r.Method, "path", r.URL.Path,
+			"status", ww.Status(), "duration_ms", time.Since(start).Milliseconds())
+	})
+}

@@ -1,0 +1,392 @@
+package confgit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// ConfFile is the name of the configuration file at the root of CONFGIT.
+const ConfFile = "lorry-controller.conf"
+
+// Defaults for keys a section may leave out.
+const (
+	DefaultInterval     = 24 * time.Hour
+	DefaultLsInterval   = 24 * time.Hour
+	DefaultLorryTimeout = 3600 * time.Second
+)
+
+// Host section types, and the protocol each uses when none is given.
+var hostTypes = map[string]string{
+	"trove":  "ssh",
+	"gitlab": "https",
+	"gitea":  "https",
+	"github": "https",
+}
+
+var protocols = map[string]bool{"ssh": true, "http": true, "https": true}
+
+// ErrBadConf is matched (with errors.Is) by every *ConfError, so a caller
+// can tell a configuration the admin must fix from a repository that could
+// not be fetched.
+var ErrBadConf = errors.New("broken " + ConfFile)
+
+// ConfError says what is wrong with lorry-controller.conf and where. A
+// broken file is rejected as a whole: applying part of it could drop every
+// lorry of a section that failed to parse.
+type ConfError struct {
+	Section int    // index of the section in the list, from 0; -1 for the file as a whole
+	Type    string // the section's type, when known
+	Key     string // the offending key, when there is one
+	Err     error
+}
+
+func (e *ConfError) Error() string {
+	var b strings.Builder
+	b.WriteString(ConfFile)
+	if e.Section >= 0 {
+		fmt.Fprintf(&b, ": section [%d]", e.Section)
+		if e.Type != "" {
+			fmt.Fprintf(&b, " (%s)", e.Type)
+		}
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ": key %q", e.Key)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *ConfError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrBadConf) true for any *ConfError.
+func (e *ConfError) Is(target error) bool { return target == ErrBadConf }
+
+// lorriesSection is a "lorries" section, kept only until its globs have
+// been matched against the tree.
+type lorriesSection struct {
+	index    int
+	prefix   string
+	globs    [][]string
+	interval time.Duration
+	timeout  time.Duration
+}
+
+type parsedConf struct {
+	lorries []lorriesSection
+	hosts   []Host
+}
+
+// parseConf parses the contents of lorry-controller.conf. Every problem
+// is a *ConfError.
+func parseConf(data []byte) (*parsedConf, error) {
+	v, err := decodeJSON(data)
+	if err != nil {
+		return nil, &ConfError{Section: -1, Err: err}
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, &ConfError{Section: -1, Err: fmt.Errorf("must be a JSON list of sections, not %s", jsonKind(v))}
+	}
+	pc := &parsedConf{}
+	seen := map[string]int{}
+	for i, item := range list {
+		sec, ok := item.(map[string]any)
+		if !ok {
+			return nil, &ConfError{Section: i, Err: fmt.Errorf("must be an object, not %s", jsonKind(item))}
+		}
+		tv, ok := sec["type"]
+		if !ok {
+			return nil, &ConfError{Section: i, Key: "type", Err: errors.New("missing")}
+		}
+		typ, ok := tv.(string)
+		if !ok {
+			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("must be a string, not %s", jsonKind(tv))}
+		}
+		switch {
+		case typ == "lorries":
+			ls, err := parseLorriesSection(i, sec)
+			if err != nil {
+				return nil, err
+			}
+			pc.lorries = append(pc.lorries, ls)
+		case hostTypes[typ] != "":
+			h, err := parseHostSection(i, typ, sec)
+			if err != nil {
+				return nil, err
+			}
+			key := strings.ToLower(h.Name)
+			if j, dup := seen[key]; dup {
+				return nil, &ConfError{Section: i, Type: typ, Key: hostKey(sec),
+					Err: fmt.Errorf("host %q is already configured by section [%d]", h.Name, j)}
+			}
+			seen[key] = i
+			pc.hosts = append(pc.hosts, h)
+		default:
+			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("unknown type %q (want lorries, trove, gitlab, gitea or github)", typ)}
+		}
+	}
+	return pc, nil
+}
+
+// ParseHostSection parses one host section on its own, such as
+// Host.Section as stored earlier, with the same checks and defaults as
+// Read. Errors are *ConfError with Section -1.
+func ParseHostSection(section string) (Host, error) {
+	v, err := decodeJSON([]byte(section))
+	if err != nil {
+		return Host{}, &ConfError{Section: -1, Err: err}
+	}
+	sec, ok := v.(map[string]any)
+	if !ok {
+		return Host{}, &ConfError{Section: -1, Err: fmt.Errorf("host section must be an object, not %s", jsonKind(v))}
+	}
+	typ, _ := sec["type"].(string)
+	if hostTypes[typ] == "" {
+		return Host{}, &ConfError{Section: -1, Key: "type", Err: fmt.Errorf("not a host section type: %s", describe(sec["type"]))}
+	}
+	return parseHostSection(-1, typ, sec)
+}
+
+func parseLorriesSection(i int, sec map[string]any) (lorriesSection, error) {
+	fail := func(key string, err error) (lorriesSection, error) {
+		return lorriesSection{}, &ConfError{Section: i, Type: "lorries", Key: key, Err: err}
+	}
+	ls := lorriesSection{index: i}
+	prefix, err := requireString(sec, "prefix")
+	if err != nil {
+		return fail("prefix", err)
+	}
+	if err := ValidatePath(prefix); err != nil {
+		return fail("prefix", err)
+	}
+	ls.prefix = prefix
+	gv, ok := sec["globs"]
+	if !ok {
+		return fail("globs", errors.New("missing"))
+	}
+	globs, err := stringList(gv)
+	if err != nil {
+		return fail("globs", err)
+	}
+	for _, g := range globs {
+		if err := ValidateGlob(g); err != nil {
+			return fail("globs", err)
+		}
+		ls.globs = append(ls.globs, splitGlob(g))
+	}
+	if ls.interval, err = intervalKey(sec, "interval", DefaultInterval); err != nil {
+		return fail("interval", err)
+	}
+	if ls.timeout, err = intervalKey(sec, "lorry-timeout", DefaultLorryTimeout); err != nil {
+		return fail("lorry-timeout", err)
+	}
+	return ls, nil
+}
+
+// hostKey names the key a host section took its host from, for messages.
+func hostKey(sec map[string]any) string {
+	if _, ok := sec["host"]; ok {
+		return "host"
+	}
+	return "trovehost"
+}
+
+func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
+	fail := func(key string, err error) (Host, error) {
+		return Host{}, &ConfError{Section: i, Type: typ, Key: key, Err: err}
+	}
+	h := Host{Type: typ, Prefixmap: map[string]string{}, Ignore: []string{}}
+
+	// "trovehost" is what the key was called before hosts other than
+	// Troves were supported; old configurations still use it.
+	hv, hasHost := sec["host"]
+	tv, hasTrove := sec["trovehost"]
+	switch {
+	case hasHost:
+		name, ok := hv.(string)
+		if !ok {
+			return fail("host", fmt.Errorf("must be a string, not %s", jsonKind(hv)))
+		}
+		if ts, same := tv.(string); hasTrove && (!same || ts != name) {
+			return fail("trovehost", fmt.Errorf("differs from \"host\" %q; give only one", name))
+		}
+		h.Name = name
+	case hasTrove:
+		name, ok := tv.(string)
+		if !ok {
+			return fail("trovehost", fmt.Errorf("must be a string, not %s", jsonKind(tv)))
+		}
+		h.Name = name
+	default:
+		return fail("host", errors.New("missing"))
+	}
+	if err := validateHostName(h.Name); err != nil {
+		return fail(hostKey(sec), err)
+	}
+
+	h.Protocol = hostTypes[typ]
+	if pv, ok := sec["protocol"]; ok {
+		p, ok := pv.(string)
+		if !ok || !protocols[p] {
+			return fail("protocol", fmt.Errorf("must be \"ssh\", \"http\" or \"https\", not %s", describe(pv)))
+		}
+		h.Protocol = p
+	}
+	var err error
+	if h.LsInterval, err = intervalKey(sec, "ls-interval", DefaultLsInterval); err != nil {
+		return fail("ls-interval", err)
+	}
+	if h.Interval, err = intervalKey(sec, "interval", DefaultInterval); err != nil {
+		return fail("interval", err)
+	}
+	if h.Timeout, err = intervalKey(sec, "lorry-timeout", DefaultLorryTimeout); err != nil {
+		return fail("lorry-timeout", err)
+	}
+	if pv, ok := sec["prefixmap"]; ok {
+		m, ok := pv.(map[string]any)
+		if !ok {
+			return fail("prefixmap", fmt.Errorf("must be an object, not %s", jsonKind(pv)))
+		}
+		for k, v := range m {
+			s, ok := v.(string)
+			if !ok {
+				return fail("prefixmap", fmt.Errorf("value of %q must be a string, not %s", k, jsonKind(v)))
+			}
+			// The values become prefixes of lorry paths.
+			if err := ValidatePath(s); err != nil {
+				return fail("prefixmap", fmt.Errorf("value of %q: %w", k, err))
+			}
+			h.Prefixmap[k] = s
+		}
+	}
+	if iv, ok := sec["ignore"]; ok {
+		ig, err := stringList(iv)
+		if err != nil {
+			return fail("ignore", err)
+		}
+		for _, g := range ig {
+			if err := ValidateGlob(g); err != nil {
+				return fail("ignore", err)
+			}
+		}
+		h.Ignore = ig
+	}
+	text, err := json.Marshal(sec)
+	if err != nil {
+		return fail("", err)
+	}
+	h.Section = string(text)
+	return h, nil
+}
+
+// validateHostName keeps the host name usable as the host part of the URLs
+// built from it; the scheme comes from "protocol".
+func validateHostName(name string) error {
+	if name == "" {
+		return errors.New("is empty")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("host %q has a space or control character", name)
+		}
+		if r == '/' || r == '\\' {
+			return fmt.Errorf("host %q must be a host name (with an optional port), not a URL or path", name)
+		}
+	}
+	return nil
+}
+
+func requireString(sec map[string]any, key string) (string, error) {
+	v, ok := sec[key]
+	if !ok {
+		return "", errors.New("missing")
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("must be a string, not %s", jsonKind(v))
+	}
+	return s, nil
+}
+
+func stringList(v any) ([]string, error) {
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("must be a list of strings, not %s", jsonKind(v))
+	}
+	out := make([]string, 0, len(l))
+	for j, item := range l {
+		s, ok := item.(string)
+		if !ok {
+			return nil, fmt.Errorf("item [%d] must be a string, not %s", j, jsonKind(item))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func intervalKey(sec map[string]any, key string, def time.Duration) (time.Duration, error) {
+	v, ok := sec[key]
+	if !ok {
+		return def, nil
+	}
+	return ParseInterval(v)
+}
+
+// describe shows a value the way it appeared in the JSON.
+func describe(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return jsonKind(v)
+}
+
+// decodeJSON decodes exactly one JSON value, keeping numbers as written so
+// that re-encoding does not change them.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, jsonError(data, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		off := dec.InputOffset()
+		line, col := lineCol(data, off)
+		return nil, fmt.Errorf("invalid JSON: unexpected data after the top-level value at line %d, column %d", line, col)
+	}
+	return v, nil
+}
+
+func jsonError(data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := lineCol(data, se.Offset)
+		return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, se)
+	}
+	if errors.Is(err, io.EOF) {
+		return errors.New("invalid JSON: empty file")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("invalid JSON: unexpected end of file")
+	}
+	return fmt.Errorf("invalid JSON: %v", err)
+}
+
+func lineCol(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	if col == 0 {
+		col = 1
+	}
+	return line, col
+}

@@ -1,0 +1,296 @@
+// Package confgit reads the controller's configuration from the committed
+// tree of a branch of the CONFGIT repository: lorry-controller.conf at the
+// root, and the .lorry files its "lorries" sections select.
+//
+// Only committed content counts, so what the controller runs is always what
+// an admin pushed, and Config.Commit names it.
+package confgit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config is the configuration found in one commit of CONFGIT.
+type Config struct {
+	Commit  string      // hex id of the commit the configuration was read from; empty from Parse
+	Lorries []Lorry     // sorted by Path; paths are unique
+	Hosts   []Host      // in file order; names are unique
+	Errors  []FileError // .lorry files and specs that were skipped, and why
+}
+
+// FileError is a .lorry file, or one spec in it, that was skipped.
+type FileError struct {
+	File  string `json:"file"` // path of the .lorry file in the repository
+	Error string `json:"error"`
+}
+
+// Lorry is one run-queue entry defined by a .lorry file.
+type Lorry struct {
+	Path string // section prefix + "/" + spec name
+	// Text is {Path: spec} as compact JSON with sorted keys, so the same
+	// spec always gives the same Text and a changed spec is seen as changed.
+	Text     string
+	Type     string // the spec's "type"
+	Interval time.Duration
+	Timeout  time.Duration // "lorry-timeout" of the section
+}
+
+// Host is an Upstream Host section. Its repositories become lorries when
+// the host is listed, not when the configuration is read.
+type Host struct {
+	Name       string // "host", or the older "trovehost"
+	Type       string // trove, gitlab, gitea or github
+	Protocol   string // ssh, http or https
+	LsInterval time.Duration
+	Interval   time.Duration
+	Timeout    time.Duration // "lorry-timeout"
+	Prefixmap  map[string]string
+	Ignore     []string
+	// Section is the whole section as JSON with sorted keys, including keys
+	// this package does not interpret such as "auth" and "private-token".
+	// It holds secrets: store it, never show it.
+	Section string
+}
+
+// specTypes are the values a spec's "type" may take.
+var specTypes = []string{"git", "tarball", "zip", "gzip", "raw-file", "svn", "hg", "bzr", "cvs"}
+
+// maxFileSize bounds what is read into memory from one file; configuration
+// files are small, and a huge one is a mistake to report, not to load.
+const maxFileSize = 16 << 20
+
+var errTooLarge = fmt.Errorf("file is larger than %d bytes", maxFileSize)
+
+// tree is the committed content Config is built from.
+type tree interface {
+	// conf returns lorry-controller.conf, or ok false when there is none.
+	conf() (data []byte, ok bool, err error)
+	// files lists the regular files, with slash-separated paths.
+	files() ([]string, error)
+	read(name string) ([]byte, error)
+}
+
+// Parse builds a Config from fsys the way Read builds it from a commit:
+// lorry-controller.conf at the root of fsys, regular files for the globs.
+// Directories named .git are skipped. Commit is left empty.
+func Parse(fsys fs.FS) (*Config, error) {
+	return build(context.Background(), fsTree{fsys})
+}
+
+type fsTree struct{ fsys fs.FS }
+
+func (t fsTree) conf() ([]byte, bool, error) {
+	fi, err := fs.Stat(t.fsys, ConfFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, &ConfError{Section: -1, Err: errors.New("is not a regular file")}
+	}
+	if fi.Size() > maxFileSize {
+		return nil, false, &ConfError{Section: -1, Err: errTooLarge}
+	}
+	data, err := fs.ReadFile(t.fsys, ConfFile)
+	return data, err == nil, err
+}
+
+func (t fsTree) files() ([]string, error) {
+	var out []string
+	err := fs.WalkDir(t.fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." && d.Name() == ".git" {
+			return fs.SkipDir
+		}
+		if d.Type().IsRegular() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (t fsTree) read(name string) ([]byte, error) {
+	fi, err := fs.Stat(t.fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > maxFileSize {
+		return nil, errTooLarge
+	}
+	return fs.ReadFile(t.fsys, name)
+}
+
+// build parses lorry-controller.conf first, so a broken one is reported
+// without reading any .lorry file, then reads the files its globs select.
+func build(ctx context.Context, t tree) (*Config, error) {
+	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Errors: []FileError{}}
+	data, ok, err := t.conf()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return cfg, nil
+	}
+	pc, err := parseConf(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Hosts = append(cfg.Hosts, pc.hosts...)
+	if len(pc.lorries) == 0 {
+		return cfg, nil
+	}
+	names, err := t.files()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+
+	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{}}
+	var matched []*lorriesSection
+	for i, name := range names {
+		if i%512 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		segs := strings.Split(name, "/")
+		matched = matched[:0]
+		for j := range pc.lorries {
+			ls := &pc.lorries[j]
+			for _, g := range ls.globs {
+				if matchSegments(g, segs) {
+					matched = append(matched, ls)
+					break
+				}
+			}
+		}
+		if len(matched) == 0 {
+			continue
+		}
+		data, err := t.read(name)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, ctxErr
+			}
+			b.report(name, err.Error())
+			continue
+		}
+		b.addFile(name, data, matched)
+	}
+	slices.SortFunc(cfg.Lorries, func(a, b Lorry) int { return strings.Compare(a.Path, b.Path) })
+	return cfg, nil
+}
+
+type builder struct {
+	cfg      *Config
+	from     map[string]string // lorry path -> file that defined it
+	reported map[FileError]bool
+}
+
+func (b *builder) report(file, msg string) {
+	fe := FileError{File: file, Error: msg}
+	if !b.reported[fe] {
+		b.reported[fe] = true
+		b.cfg.Errors = append(b.cfg.Errors, fe)
+	}
+}
+
+// addFile adds the specs of one .lorry file under every section that
+// selected it. Keys are taken in sorted order so that which of two
+// clashing specs wins does not depend on map order.
+func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) {
+	specs, err := parseLorryFile(data)
+	if err != nil {
+		b.report(name, err.Error())
+		return
+	}
+	for _, key := range slices.Sorted(maps.Keys(specs)) {
+		s := specs[key]
+		if s.err != nil {
+			b.report(name, fmt.Sprintf("spec %q: %v", key, s.err))
+			continue
+		}
+		typ, err := checkSpec(s.value)
+		if err != nil {
+			b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+			continue
+		}
+		for _, ls := range sections {
+			p := ls.prefix + "/" + key
+			if err := ValidatePath(p); err != nil {
+				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+				continue
+			}
+			if first, dup := b.from[p]; dup {
+				b.report(name, fmt.Sprintf("spec %q: path %q is already defined by %s", key, p, first))
+				continue
+			}
+			text, err := json.Marshal(map[string]any{p: s.value})
+			if err != nil {
+				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+				continue
+			}
+			b.from[p] = name
+			b.cfg.Lorries = append(b.cfg.Lorries, Lorry{
+				Path:     p,
+				Text:     string(text),
+				Type:     typ,
+				Interval: ls.interval,
+				Timeout:  ls.timeout,
+			})
+		}
+	}
+}
+
+func checkSpec(v any) (string, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", fmt.Errorf("must be an object, not %s", jsonKind(v))
+	}
+	tv, ok := m["type"]
+	if !ok {
+		return "", errors.New(`has no "type"`)
+	}
+	typ, ok := tv.(string)
+	if !ok {
+		return "", fmt.Errorf(`"type" must be a string, not %s`, jsonKind(tv))
+	}
+	if !slices.Contains(specTypes, typ) {
+		return "", fmt.Errorf("unknown type %q (want one of %s)", typ, strings.Join(specTypes, ", "))
+	}
+	if typ == "git" {
+		if u, ok := m["url"].(string); !ok || u == "" {
+			return "", errors.New(`git spec needs a "url" string`)
+		}
+	}
+	return typ, nil
+}
+
+// clone copies c so that a cached Config cannot be changed through a copy
+// handed to a caller.
+func (c *Config) clone() *Config {
+	out := *c
+	out.Lorries = slices.Clone(c.Lorries)
+	out.Errors = slices.Clone(c.Errors)
+	out.Hosts = make([]Host, len(c.Hosts))
+	for i, h := range c.Hosts {
+		h.Prefixmap = maps.Clone(h.Prefixmap)
+		h.Ignore = slices.Clone(h.Ignore)
+		out.Hosts[i] = h
+	}
+	return &out
+}

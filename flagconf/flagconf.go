@@ -47,7 +47,8 @@ func Apply(fs *flag.FlagSet, path string) error {
 		if len(value) >= 2 && (value[0] == '"' && value[len(value)-1] == '"' || value[0] == '\'' && value[len(value)-1] == '\'') {
 			value = value[1 : len(value)-1]
 		}
-		if fs.Lookup(key) == nil {
+		// A file naming another file would make the result depend on order.
+		if key == "config" || fs.Lookup(key) == nil {
 			return fmt.Errorf("%s:%d: unknown key %q", path, n, key)
 		}
 		if set[key] {

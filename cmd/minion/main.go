@@ -1,0 +1,191 @@
+// Command lorry-controller-minion runs the jobs a Lorry Controller WEBAPP
+// hands out, one at a time, reporting their output and how they ended.
+//
+// It stops on SIGTERM or SIGINT, killing and reporting the job it runs; a
+// second signal ends it at once, and the job dies with it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"lorrycontroller/flagconf"
+	"lorrycontroller/minion"
+)
+
+// Config is the minion's configuration, from flags and the --config file.
+type Config struct {
+	WebappURL      string
+	Name           string
+	Sleep          time.Duration
+	UpdateInterval time.Duration
+	KillGrace      time.Duration
+	LorryCmd       string
+	WorkingArea    string
+	Once           bool
+
+	Logger *slog.Logger
+}
+
+// httpTimeout bounds each request to the WEBAPP, so that a hung connection
+// counts as the WEBAPP being unreachable rather than stalling the job's
+// updates for good.
+const httpTimeout = 30 * time.Second
+
+func main() {
+	cfg, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lorry-controller-minion:", err)
+		os.Exit(2)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("minion", cfg.Name)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, cfg); err != nil {
+		cfg.Logger.Error("minion failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg Config) error {
+	if err := os.MkdirAll(cfg.WorkingArea, 0o755); err != nil {
+		return fmt.Errorf("create working area: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("host name: %w", err)
+	}
+	log := cfg.Logger
+	if _, err := exec.LookPath(cfg.LorryCmd); err != nil {
+		// Not fatal: it may be installed later, and each job reports it.
+		log.Warn("lorry command not found; jobs will fail until it is installed", "lorry_cmd", cfg.LorryCmd, "err", err)
+	}
+
+	m := minion.New(minion.Config{
+		WebappURL:      cfg.WebappURL,
+		Name:           cfg.Name,
+		Host:           host,
+		Pid:            os.Getpid(),
+		LorryCmd:       cfg.LorryCmd,
+		WorkingArea:    cfg.WorkingArea,
+		Sleep:          cfg.Sleep,
+		UpdateInterval: cfg.UpdateInterval,
+		KillGrace:      cfg.KillGrace,
+	}, &http.Client{Timeout: httpTimeout}, log)
+
+	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea)
+	defer log.Info("minion stopped")
+	if cfg.Once {
+		ran, err := m.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if !ran {
+			log.Info("nothing to do")
+		}
+		return nil
+	}
+	m.Run(ctx)
+	return nil
+}
+
+// parseArgs reads the command line and the --config file it names, if any;
+// the command line wins over the file.
+func parseArgs(args []string, out io.Writer) (Config, error) {
+	var cfg Config
+	fs := flag.NewFlagSet("lorry-controller-minion", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: lorry-controller-minion [flags]
+
+Asks the Lorry Controller WEBAPP for jobs and runs them one at a time.
+Durations are written like 10s, 1m30s.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.WebappURL, "webapp-url", "http://127.0.0.1:12765", "base `URL` of the WEBAPP")
+	fs.StringVar(&cfg.Name, "name", defaultName(), "stable `name` of this minion, e.g. HOST-N for systemd instance N")
+	fs.DurationVar(&cfg.Sleep, "sleep", 10*time.Second, "wait this long after the WEBAPP had nothing to do")
+	fs.DurationVar(&cfg.UpdateInterval, "update-interval", 5*time.Second, "send a job's output this often")
+	fs.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "when killing a job, wait this long after SIGTERM before SIGKILL")
+	fs.StringVar(&cfg.LorryCmd, "lorry-cmd", defaultLorryCmd(), "lorry `program` to run for each job")
+	fs.StringVar(&cfg.WorkingArea, "working-area", "/var/lib/lorry-controller/work", "`directory` for lorry's working state, created if missing")
+	fs.String("config", "", "read settings from `file`: key = value lines, keys named like the flags")
+	fs.BoolVar(&cfg.Once, "once", false, "ask for one job, run it if there is one, then exit")
+	if err := flagconf.Parse(fs, args, "config"); err != nil {
+		return cfg, err
+	}
+	return cfg, validate(cfg)
+}
+
+func validate(cfg Config) error {
+	u, err := url.Parse(cfg.WebappURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--webapp-url %q: want an http or https URL", cfg.WebappURL)
+	}
+	for _, s := range []struct {
+		flag, value string
+	}{{"name", cfg.Name}, {"lorry-cmd", cfg.LorryCmd}, {"working-area", cfg.WorkingArea}} {
+		if s.value == "" {
+			return fmt.Errorf("--%s must not be empty", s.flag)
+		}
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"sleep", cfg.Sleep}, {"update-interval", cfg.UpdateInterval}} {
+		if d.value <= 0 {
+			return fmt.Errorf("--%s %v: want a positive duration", d.flag, d.value)
+		}
+	}
+	if cfg.KillGrace < 0 {
+		return fmt.Errorf("--kill-grace %v: want a duration of zero or more", cfg.KillGrace)
+	}
+	return nil
+}
+
+// defaultName is unique among the minions of a host while they run; systemd
+// units should pass a stable --name instead, so that a restarted minion is
+// recognised.
+func defaultName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+// defaultLorryCmd prefers the lorry installed beside the minion, so that an
+// installation uses its own lorry whatever PATH says.
+func defaultLorryCmd() string {
+	exe, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(exe), "lorry")
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return "lorry"
+}

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mainEnv makes the test binary run main, so tests can run the real minion
+// (built with the race detector when the tests are).
+const mainEnv = "LORRY_MINION_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestParseArgs(t *testing.T) {
+	defaults := Config{
+		WebappURL:      "http://127.0.0.1:12765",
+		Name:           defaultName(),
+		Sleep:          10 * time.Second,
+		UpdateInterval: 5 * time.Second,
+		KillGrace:      10 * time.Second,
+		LorryCmd:       defaultLorryCmd(),
+		WorkingArea:    "/var/lib/lorry-controller/work",
+	}
+	with := func(change func(*Config)) Config {
+		c := defaults
+		change(&c)
+		return c
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		config  string // contents of a --config file, added to args when set
+		want    Config
+		wantErr string
+	}{
+		{name: "defaults", want: defaults},
+		{
+			name: "flags",
+			args: []string{"--webapp-url", "http://webapp:8080", "--name", "box-1", "--sleep", "1m", "--update-interval", "500ms",
+				"--kill-grace", "0s", "--lorry-cmd", "/opt/lorry", "--working-area", "/srv/work", "--once"},
+			want: Config{WebappURL: "http://webapp:8080", Name: "box-1", Sleep: time.Minute, UpdateInterval: 500 * time.Millisecond,
+				KillGrace: 0, LorryCmd: "/opt/lorry", WorkingArea: "/srv/work", Once: true},
+		},
+		{
+			name: "config file",
+			config: `# minion settings
+[config]
+webapp-url = http://webapp:1234
+name = box-2
+; durations in Go syntax
+sleep = 2s
+update_interval = 3s
+kill-grace=4s
+lorry-cmd = /usr/local/bin/lorry
+working-area = /srv/lorry work
+once = true
+`,
+			want: Config{WebappURL: "http://webapp:1234", Name: "box-2", Sleep: 2 * time.Second, UpdateInterval: 3 * time.Second,
+				KillGrace: 4 * time.Second, LorryCmd: "/usr/local/bin/lorry", WorkingArea: "/srv/lorry work", Once: true},
+		},
+		{
+			name:   "command line wins",
+			args:   []string{"--name", "from-flag", "--sleep", "7s"},
+			config: "name = from-file\nsleep = 1s\nkill-grace = 3s\n",
+			want:   with(func(c *Config) { c.Name, c.Sleep, c.KillGrace = "from-flag", 7*time.Second, 3*time.Second }),
+		},
+		{name: "no header", config: "name = bare\n", want: with(func(c *Config) { c.Name = "bare" })},
+		{name: "unknown key", config: "[config]\nwebapp-host = x\n", wantErr: `:2: unknown key "webapp-host"`},
+		{name: "config in config", config: "config = other\n", wantErr: `unknown key "config"`},
+		{name: "bad duration in file", config: "sleep = 10\n", wantErr: ":1: sleep:"},
+		{name: "other section", config: "[other]\nname = x\n", wantErr: "unknown section [other]"},
+		{name: "no equals", config: "name box\n", wantErr: "want key = value"},
+		{name: "bad duration flag", args: []string{"--update-interval", "5"}, wantErr: "invalid value"},
+		{name: "zero sleep", args: []string{"--sleep", "0s"}, wantErr: "--sleep 0s: want a positive duration"},
+		{name: "negative grace", args: []string{"--kill-grace", "-1s"}, wantErr: "--kill-grace"},
+		{name: "bad url", args: []string{"--webapp-url", "127.0.0.1:12765"}, wantErr: "--webapp-url"},
+		{name: "empty name", args: []string{"--name", ""}, wantErr: "--name must not be empty"},
+		{name: "extra argument", args: []string{"job.lorry"}, wantErr: "unexpected argument"},
+		{name: "missing config file", args: []string{"--config", "/nonexistent/minion.conf"}, wantErr: "read config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.config != "" {
+				args = append([]string{"--config", writeFile(t, "minion.conf", tt.config)}, args...)
+			}
+			var out bytes.Buffer
+			got, err := parseArgs(args, &out)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseArgs(%q): got error %v, want one containing %q", args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseArgs(%q): got error %v, want none", args, err)
+			}
+			if got != tt.want {
+				t.Errorf("parseArgs(%q):\ngot  %+v\nwant %+v", args, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseArgsHelp(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseArgs([]string{"--help"}, &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("got error %v, want %v", err, flag.ErrHelp)
+	}
+	for _, f := range []string{"-webapp-url", "-name", "-sleep", "-update-interval", "-kill-grace", "-lorry-cmd", "-working-area", "-config", "-once"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("help: got %q, want it to list %s", out.String(), f)
+		}
+	}
+}
+
+func TestDefaultLorryCmd(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	beside := filepath.Join(filepath.Dir(exe), "lorry")
+	if _, err := os.Stat(beside); err == nil {
+		t.Skipf("%s exists; cannot test the PATH fallback", beside)
+	}
+	if got := defaultLorryCmd(); got != "lorry" {
+		t.Errorf("without lorry beside the minion: got %q, want %q", got, "lorry")
+	}
+	if err := os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Skipf("cannot write beside the test binary: %v", err)
+	}
+	defer os.Remove(beside)
+	if got := defaultLorryCmd(); got != beside {
+		t.Errorf("with lorry beside the minion: got %q, want %q", got, beside)
+	}
+}
+
+// webapp is a small stand-in for the WEBAPP that hands out one job.
+type webapp struct {
+	srv     *httptest.Server
+	started chan struct{} // closed when the job's output says "started"
+
+	mu      sync.Mutex
+	polls   int
+	updates []map[string]string
+}
+
+func newWebapp(t *testing.T, job string) *webapp {
+	w := &webapp{started: make(chan struct{})}
+	var once sync.Once
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /1.0/give-me-job", func(rw http.ResponseWriter, r *http.Request) {
+		w.mu.Lock()
+		w.polls++
+		n := w.polls
+		w.mu.Unlock()
+		if n > 1 || job == "" {
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+		fmt.Fprint(rw, job)
+	})
+	mux.HandleFunc("POST /1.0/job-update", func(rw http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Error(err)
+		}
+		u := make(map[string]string)
+		for k := range r.PostForm {
+			u[k] = r.PostForm.Get(k)
+		}
+		w.mu.Lock()
+		w.updates = append(w.updates, u)
+		w.mu.Unlock()
+		if strings.Contains(u["stdout"], "started") {
+			once.Do(func() { close(w.started) })
+		}
+		fmt.Fprint(rw, `{"kill": false}`)
+	})
+	w.srv = httptest.NewServer(mux)
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func (w *webapp) snapshot() (int, []map[string]string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.polls, append([]map[string]string(nil), w.updates...)
+}
+
+// minionCmd runs the real minion against w.
+func minionCmd(t *testing.T, w *webapp, lorry string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{
+		"--webapp-url", w.srv.URL,
+		"--name", "test-minion",
+		"--lorry-cmd", lorry,
+		"--working-area", filepath.Join(t.TempDir(), "work"),
+		"--sleep", "20ms",
+		"--update-interval", "20ms",
+		"--kill-grace", "5s",
+	}, extra...)
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	var logs bytes.Buffer
+	cmd.Stdout = &logs
+	cmd.Stderr = &logs
+	return cmd, &logs
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd, logs *bytes.Buffer) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("minion did not exit; its log:\n%s", logs)
+		return -1
+	}
+}
+
+func gone(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "--help")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("--help: got %v, want exit 0; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "-webapp-url") {
+		t.Errorf("--help: got %q, want the flags listed", out)
+	}
+}
+
+// TestSigterm stops the real minion while its job runs: the job must be
+// killed with SIGTERM and reported, and the minion must exit 0.
+func TestSigterm(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	lorry := writeFile(t, "lorry", "#!/bin/sh\necho $$ > '"+pidFile+"'\necho started\nsleep 1000\n")
+	w := newWebapp(t, `{"job_id": 21, "path": "delta/sig", "kind": "lorry", "text": "{}", "timeout": 3600, "push_url": ""}`)
+	cmd, logs := minionCmd(t, w, lorry)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	select {
+	case <-w.started:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("job did not start; minion log:\n%s", logs)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Errorf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+	}
+	polls, updates := w.snapshot()
+	if polls != 1 {
+		t.Errorf("give-me-job requests: got %d, want 1", polls)
+	}
+	if len(updates) == 0 {
+		t.Fatal("no job-update received")
+	}
+	final := updates[len(updates)-1]
+	if final["exit"] != "143" || final["job_id"] != "21" {
+		t.Errorf("final update: got job_id %s exit %s, want job_id 21 exit 143", final["job_id"], final["exit"])
+	}
+	if _, ok := final["disk_usage"]; !ok {
+		t.Errorf("final update: got %v, want disk_usage", final)
+	}
+	if !gone(job) {
+		t.Errorf("job process %d still runs after the minion exited", job)
+	}
+}
+
+func TestOnce(t *testing.T) {
+	tests := []struct {
+		name       string
+		job        string
+		wantPolls  int
+		wantUpdate string // exit of the final update; empty for none
+	}{
+		{name: "one job", job: `{"job_id": 30, "path": "delta/once", "kind": "lorry", "text": "{}"}`, wantPolls: 1, wantUpdate: "5"},
+		{name: "nothing to do", job: "", wantPolls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lorry := writeFile(t, "lorry", "#!/bin/sh\necho mirrored\nexit 5\n")
+			w := newWebapp(t, tt.job)
+			cmd, logs := minionCmd(t, w, lorry, "--once")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitExit(t, cmd, logs); code != 0 {
+				t.Errorf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+			}
+			polls, updates := w.snapshot()
+			if polls != tt.wantPolls {
+				t.Errorf("give-me-job requests: got %d, want %d", polls, tt.wantPolls)
+			}
+			var final string
+			if len(updates) > 0 {
+				final = updates[len(updates)-1]["exit"]
+			}
+			if final != tt.wantUpdate {
+				t.Errorf("final exit: got %q, want %q", final, tt.wantUpdate)
+			}
+		})
+	}
+}
+
+func TestOnceWebappDown(t *testing.T) {
+	w := newWebapp(t, "")
+	cmd, logs := minionCmd(t, w, "/bin/true", "--once")
+	w.srv.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 1 {
+		t.Errorf("minion exit code: got %d, want 1; log:\n%s", code, logs)
+	}
+}

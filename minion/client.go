@@ -1,0 +1,164 @@
+package minion
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// job is the WEBAPP's answer to give-me-job. Fields the minion does not use
+// are ignored.
+type job struct {
+	ID      int64   `json:"job_id"`
+	Path    string  `json:"path"`
+	Kind    string  `json:"kind"`
+	Text    string  `json:"text"`
+	Timeout float64 `json:"timeout"` // seconds; enforced by the WEBAPP
+	PushURL string  `json:"push_url"`
+}
+
+// updateRunning is the exit value of a job-update for a job still running.
+const updateRunning = -1
+
+// maxAnswer bounds how much of an answer is read; a job's spec text is the
+// largest thing the WEBAPP sends.
+const maxAnswer = 16 << 20
+
+// StatusError is an answer from the WEBAPP with an unexpected status.
+type StatusError struct {
+	Route  string
+	Status int
+	Msg    string // the answer's "error" text, or the start of its body
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: %d %s: %s", e.Route, e.Status, http.StatusText(e.Status), e.Msg)
+}
+
+// retryable says whether err may go away by itself: the WEBAPP could not be
+// reached, or it failed or was overloaded. Answers the WEBAPP means, such as
+// 404 and 409, are not retried.
+func retryable(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return true
+	}
+	return se.Status >= 500 || se.Status == http.StatusRequestTimeout || se.Status == http.StatusTooManyRequests
+}
+
+// giveMeJob asks for a job; nil means there is nothing to do.
+func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
+	form := url.Values{
+		"host":   {m.cfg.Host},
+		"pid":    {strconv.Itoa(m.cfg.Pid)},
+		"minion": {m.cfg.Name},
+	}
+	status, body, err := m.post(ctx, "give-me-job", form)
+	if err != nil {
+		return nil, err
+	}
+	if status == http.StatusNoContent {
+		return nil, nil
+	}
+	var j job
+	if err := json.Unmarshal(body, &j); err != nil {
+		return nil, fmt.Errorf("give-me-job: decode answer: %w", err)
+	}
+	if j.ID == 0 {
+		return nil, fmt.Errorf("give-me-job: answer has no job_id: %s", snippet(body))
+	}
+	if j.Kind == "" {
+		// Every job was a lorry before jobs had kinds.
+		j.Kind = KindLorry
+	}
+	return &j, nil
+}
+
+// jobUpdate reports on job j; exit is updateRunning while the job runs, and
+// diskUsage is sent when not nil. It returns whether the WEBAPP wants the
+// job killed.
+func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr []byte, diskUsage *int64) (bool, error) {
+	exitValue := "no"
+	if exit != updateRunning {
+		exitValue = strconv.Itoa(exit)
+	}
+	form := url.Values{
+		"job_id": {strconv.FormatInt(j.ID, 10)},
+		"minion": {m.cfg.Name},
+		"pid":    {strconv.Itoa(m.cfg.Pid)},
+		"exit":   {exitValue},
+		"stdout": {string(stdout)},
+		"stderr": {string(stderr)},
+	}
+	if diskUsage != nil {
+		form.Set("disk_usage", strconv.FormatInt(*diskUsage, 10))
+	}
+	_, body, err := m.post(ctx, "job-update", form)
+	if err != nil {
+		return false, err
+	}
+	var answer struct {
+		Kill bool `json:"kill"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		// The update was accepted, so its output must not be sent
+		// again; only the kill flag is unknown, and the next update
+		// asks again.
+		m.log.Warn("job-update: cannot decode answer", "job_id", j.ID, "err", err, "body", snippet(body))
+		return false, nil
+	}
+	return answer.Kill, nil
+}
+
+// post sends form to route and returns a 2xx answer; any other status is a
+// *StatusError.
+func (m *Minion) post(ctx context.Context, route string, form url.Values) (int, []byte, error) {
+	u := strings.TrimRight(m.cfg.WebappURL, "/") + "/1.0/" + route
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", route, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", route, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: read answer: %w", route, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return 0, nil, &StatusError{Route: route, Status: resp.StatusCode, Msg: errorText(body)}
+	}
+	return resp.StatusCode, body, nil
+}
+
+// errorText is the "error" of a JSON error answer, or the start of body when
+// it is not one (a proxy's HTML page, say).
+func errorText(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return snippet(body)
+}
+
+func snippet(body []byte) string {
+	body = bytes.TrimSpace(body)
+	const n = 200
+	if len(body) > n {
+		return string(body[:n]) + "..."
+	}
+	return string(body)
+}

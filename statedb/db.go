@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"lorrycontroller/clock"
 
@@ -32,13 +33,17 @@ var (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// DB is the state database. Writes go through a single connection so they
-// are serialized inside the process; every write transaction starts with
-// BEGIN IMMEDIATE so they are serialized against other processes too, and a
-// read-then-write never meets SQLITE_BUSY half-way.
+// DB is the state database. Each connection is a session that keeps its
+// prepared statements: SQLite spends more time parsing SQL than running the
+// small statements of the job protocol. There is one write session, so
+// writes are serialized inside the process; every write transaction starts
+// with BEGIN IMMEDIATE, so they are serialized against other processes too
+// and a read-then-write never meets SQLITE_BUSY half-way. Reads share a few
+// read-only sessions and never wait for writes (WAL).
 type DB struct {
-	write       *sql.DB
-	read        *sql.DB
+	pool        *sql.DB
+	write       *session
+	reads       chan *session
 	clock       clock.Clock
 	path        string
 	outputLimit int64
@@ -51,6 +56,9 @@ type Options struct {
 	OutputLimit int64 // bytes of output kept per job
 }
 
+// readSessions is how many reads can run at once.
+const readSessions = 4
+
 // Open opens (creating if needed) the database at path and migrates it to
 // the newest schema.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
@@ -62,35 +70,49 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
-	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	write, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	pool, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	write.SetMaxOpenConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
-	db := &DB{write: write, clock: clk, path: path, outputLimit: limit}
+	pool.SetMaxOpenConns(1 + readSessions)
+	pool.SetMaxIdleConns(1 + readSessions)
+	pool.SetConnMaxLifetime(0)
+	pool.SetConnMaxIdleTime(0)
+	db := &DB{pool: pool, clock: clk, path: path, outputLimit: limit, reads: make(chan *session, readSessions)}
+	fail := func(err error) (*DB, error) {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if db.write, err = newSession(ctx, pool, false); err != nil {
+		return fail(err)
+	}
 	if err := db.migrate(ctx); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("migrate %s: %w", path, err)
+		return fail(fmt.Errorf("migrate: %w", err))
 	}
-	read, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
-	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	for range readSessions {
+		s, err := newSession(ctx, pool, true)
+		if err != nil {
+			return fail(err)
+		}
+		db.reads <- s
 	}
-	read.SetMaxOpenConns(4)
-	read.SetMaxIdleConns(4)
-	db.read = read
 	return db, nil
 }
 
-// Close closes the database.
+// Close closes the database. It must not be called while transactions run.
 func (db *DB) Close() error {
-	return errors.Join(db.read.Close(), db.write.Close())
+	var errs []error
+	if db.write != nil {
+		errs = append(errs, db.write.close())
+	}
+	for len(db.reads) > 0 {
+		errs = append(errs, (<-db.reads).close())
+	}
+	errs = append(errs, db.pool.Close())
+	return errors.Join(errs...)
 }
 
 // Path is the file the database lives in.
@@ -101,14 +123,18 @@ func (db *DB) Now() int64 { return db.clock.Now().Unix() }
 
 // Ping checks that the database answers a query.
 func (db *DB) Ping(ctx context.Context) error {
-	var one int
-	return db.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+	return db.View(ctx, func(tx *Tx) error {
+		var one int
+		return tx.queryRow(ctx, `SELECT 1`).Scan(&one)
+	})
 }
 
 // SchemaVersion is the number of the newest migration applied.
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := db.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	err := db.View(ctx, func(tx *Tx) error {
+		return tx.queryRow(ctx, `PRAGMA user_version`).Scan(&v)
+	})
 	return v, err
 }
 
@@ -132,50 +158,99 @@ func (db *DB) migrate(ctx context.Context) error {
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].n < steps[j].n })
 
-	conn, err := db.write.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	var have int
-	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&have); err != nil {
-		return err
-	}
-	if len(steps) > 0 && have > steps[len(steps)-1].n {
-		return fmt.Errorf("database schema %d is newer than this program knows (%d)", have, steps[len(steps)-1].n)
+	conn := db.write.conn
+	newest := 0
+	if len(steps) > 0 {
+		newest = steps[len(steps)-1].n
 	}
 	for _, s := range steps {
-		if s.n <= have {
-			continue
-		}
 		body, err := fs.ReadFile(migrations, path.Join("migrations", s.name))
 		if err != nil {
 			return err
 		}
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
+		// Each step checks the version inside its own write transaction, so
+		// two processes opening a new database do not both migrate it.
+		if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", s.name, err)
-		}
-		// PRAGMA takes no bound parameters; s.n is our own integer.
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, s.n)); err != nil {
-			tx.Rollback()
+		apply := func() error {
+			var have int
+			if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&have); err != nil {
+				return err
+			}
+			if have > newest {
+				return fmt.Errorf("database schema %d is newer than this program knows (%d)", have, newest)
+			}
+			if have >= s.n {
+				return nil
+			}
+			if _, err := conn.ExecContext(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", s.name, err)
+			}
+			// PRAGMA takes no bound parameters; s.n is our own integer.
+			_, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, s.n))
 			return err
 		}
-		if err := tx.Commit(); err != nil {
+		if err := apply(); err != nil {
+			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 			return fmt.Errorf("migration %s: %w", s.name, err)
 		}
 	}
 	return nil
 }
 
+// session is one connection with the statements prepared on it.
+type session struct {
+	mu    sync.Mutex // the write session is shared; a read session is held by one reader
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+	begin string
+}
+
+func newSession(ctx context.Context, pool *sql.DB, readOnly bool) (*session, error) {
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{conn: conn, stmts: map[string]*sql.Stmt{}, begin: "BEGIN IMMEDIATE"}
+	if readOnly {
+		s.begin = "BEGIN"
+		if _, err := conn.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *session) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+func (s *session) close() error {
+	var errs []error
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, s.conn.Close())...)
+}
+
 // Tx is the only handle a transaction callback may use. Now is fixed for the
 // whole transaction so everything it writes agrees on the time.
 type Tx struct {
-	tx          *sql.Tx
+	s           *session
 	Now         int64
 	outputLimit int64
 }
@@ -183,41 +258,75 @@ type Tx struct {
 // Update runs fn in a write transaction (BEGIN IMMEDIATE), committing if it
 // returns nil.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	db.write.mu.Lock()
+	defer db.write.mu.Unlock()
 	return db.runTx(ctx, db.write, fn)
 }
 
 // View runs fn in a read-only transaction, which sees one consistent
 // snapshot.
 func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
-	return db.runTx(ctx, db.read, fn)
+	var s *session
+	select {
+	case s = <-db.reads:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { db.reads <- s }()
+	return db.runTx(ctx, s, fn)
 }
 
-func (db *DB) runTx(ctx context.Context, pool *sql.DB, fn func(*Tx) error) error {
-	tx, err := pool.BeginTx(ctx, nil)
-	if err != nil {
+// runTx brackets fn with BEGIN and COMMIT on the session's own connection,
+// so that the statements prepared on it serve every transaction.
+func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
+	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Tx{tx: tx, Now: db.Now(), outputLimit: db.outputLimit}); err != nil {
-		tx.Rollback()
+	if err := fn(&Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit}); err != nil {
+		// The rollback must happen even if ctx is what failed.
+		if _, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err != nil {
+		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
 
+// The helpers below run constant query strings through the session's
+// prepared statements.
+
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return tx.tx.ExecContext(ctx, query, args...)
+	st, err := tx.s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
 }
 
-func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return tx.tx.QueryRowContext(ctx, query, args...)
+func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) scanner {
+	st, err := tx.s.stmt(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return tx.tx.QueryContext(ctx, query, args...)
+	st, err := tx.s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
 }
+
+// errRow is a row whose Scan reports an earlier failure.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // nullInt turns a nullable column into a pointer.
 func nullInt(n sql.NullInt64) *int64 {
@@ -231,11 +340,11 @@ func nullInt(n sql.NullInt64) *int64 {
 // Size is the space the database files take on disk, WAL included.
 func (db *DB) Size(ctx context.Context) (int64, error) {
 	var pages, size int64
-	if err := db.read.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
-		return 0, err
-	}
-	if err := db.read.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size); err != nil {
-		return 0, err
-	}
-	return pages * size, nil
+	err := db.View(ctx, func(tx *Tx) error {
+		if err := tx.queryRow(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+			return err
+		}
+		return tx.queryRow(ctx, `PRAGMA page_size`).Scan(&size)
+	})
+	return pages * size, err
 }

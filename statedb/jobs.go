@@ -140,9 +140,6 @@ type MinionID struct {
 // with the old minion.
 func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	var a Assignment
-	if err := tx.touchMinion(ctx, m, nil); err != nil {
-		return a, err
-	}
 	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND status = 'running'`, m.Name)
 	if err != nil {
 		return a, fmt.Errorf("find jobs of minion %s: %w", m.Name, err)
@@ -180,6 +177,11 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		}
 	}
 
+	// From here on the minion gets no job unless one is found, and it is
+	// idle either way.
+	if err := tx.touchMinion(ctx, m, nil); err != nil {
+		return a, err
+	}
 	running, err := tx.RunningQueue(ctx)
 	if err != nil {
 		return a, err
@@ -234,14 +236,12 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 			queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries) WHERE path = ?`, id, l.Path); err != nil {
 		return a, fmt.Errorf("mark %q running: %w", l.Path, err)
 	}
-	if err := tx.touchMinion(ctx, m, &id); err != nil {
-		return a, err
+	if _, err := tx.exec(ctx, `UPDATE minions SET job_id = ? WHERE name = ?`, id, m.Name); err != nil {
+		return a, fmt.Errorf("record minion %s: %w", m.Name, err)
 	}
 	l.RunningJob = &id
-	j, err := tx.Job(ctx, id)
-	if err != nil {
-		return a, err
-	}
+	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,
+		Started: tx.Now, Updated: tx.Now, Status: StatusRunning, Timeout: l.Timeout}
 	return Assignment{Job: j, Lorry: l}, nil
 }
 
@@ -280,11 +280,6 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 			return false, err
 		}
 	}
-	if u.Minion.Name != "" {
-		if err := tx.touchMinion(ctx, MinionID{Name: j.Minion, Host: j.Host, PID: j.PID}, &j.ID); err != nil {
-			return false, err
-		}
-	}
 	if u.DiskUsage != nil {
 		j.DiskUsage = u.DiskUsage
 	}
@@ -302,6 +297,9 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 		return false, tx.endJob(ctx, j, status, u.Exit, "")
 	}
 
+	if _, err := tx.exec(ctx, `UPDATE minions SET last_seen = ? WHERE name = ?`, tx.Now, j.Minion); err != nil {
+		return false, fmt.Errorf("record minion %s: %w", j.Minion, err)
+	}
 	if !j.Kill && j.Timeout > 0 && tx.Now-j.Started > j.Timeout {
 		j.Kill, j.KillReason = true, StatusTimedOut
 	}
@@ -434,7 +432,7 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 	if err != nil {
 		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
 	}
-	_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL WHERE name = ? AND job_id = ?`, j.Minion, j.ID)
+	_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)
 	if err != nil {
 		return fmt.Errorf("free minion %s: %w", j.Minion, err)
 	}

@@ -187,21 +187,19 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry) (LorryChang
 	if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(queue_pos), -1) FROM lorries`).Scan(&bottom); err != nil {
 		return ch, fmt.Errorf("read queue: %w", err)
 	}
-	insert, err := tx.tx.PrepareContext(ctx, `INSERT INTO lorries
+	insert, err := tx.s.stmt(ctx, `INSERT INTO lorries
 		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due)
 		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0)`)
 	if err != nil {
 		return ch, err
 	}
-	defer insert.Close()
-	update, err := tx.tx.PrepareContext(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
+	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
 		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?,
 		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
 		WHERE path = ?`)
 	if err != nil {
 		return ch, err
 	}
-	defer update.Close()
 
 	wanted := make(map[string]bool, len(want))
 	for _, l := range want {

@@ -1,40 +1,17 @@
 package confgit
 
 import (
-	"bytes"
+	"lorrycontroller/confgit/confgittest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
-// gitEnv makes the git CLI independent of the user's configuration.
-var gitEnv = []string{
-	"GIT_AUTHOR_NAME=Confgit Test",
-	"GIT_AUTHOR_EMAIL=confgit@example.com",
-	"GIT_COMMITTER_NAME=Confgit Test",
-	"GIT_COMMITTER_EMAIL=confgit@example.com",
-	"GIT_CONFIG_GLOBAL=" + os.DevNull,
-	"GIT_CONFIG_NOSYSTEM=1",
-	"GIT_TERMINAL_PROMPT=0",
-}
+var gitEnv = confgittest.GitEnv
 
 func runGit(tb testing.TB, dir string, stdin []byte, args ...string) string {
 	tb.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), gitEnv...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		tb.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
+	return confgittest.Git(tb, dir, stdin, args...)
 }
 
 // testRepo is a non-bare repository made with the git CLI, standing in for

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"lorrycontroller/confgit"
+	"lorrycontroller/confgit/confgittest"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -110,4 +114,123 @@ func BenchmarkJobCycle(b *testing.B) {
 			len(latencies), minions, lorries, elapsed.Round(time.Millisecond),
 			float64(len(latencies))/elapsed.Seconds(), p(0.50), p(0.99))
 	}
+}
+
+// BenchmarkReadConfiguration reads a CONFGIT of 10,000 .lorry files holding
+// 20,000 lorries through POST /1.0/read-configuration: the first read
+// clones and fills the queue, the second finds the same commit.
+func BenchmarkReadConfiguration(b *testing.B) {
+	upstream := confgittest.BigRepo(b, 10_000, 2)
+	var first, again time.Duration
+	n := 0
+	for b.Loop() {
+		dir := b.TempDir()
+		db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: upstream}}
+		hs := httptest.NewServer(s.Handler())
+		read := func() time.Duration {
+			start := time.Now()
+			resp, err := http.Post(hs.URL+"/1.0/read-configuration", "", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), `"lorries":20000`) {
+				b.Fatalf("read-configuration = %d %.200s", resp.StatusCode, body)
+			}
+			return time.Since(start)
+		}
+		first += read()
+		again += read()
+		n++
+		hs.Close()
+		db.Close()
+	}
+	b.ReportMetric(first.Seconds()/float64(n), "first-read-s")
+	b.ReportMetric(again.Seconds()/float64(n), "unchanged-re-read-s")
+	b.Logf("read-configuration of 10,000 files / 20,000 lorries: first %v, unchanged re-read %v",
+		(first / time.Duration(n)).Round(time.Millisecond), (again / time.Duration(n)).Round(time.Millisecond))
+}
+
+// BenchmarkWebappMemory starts the real WEBAPP on a queue of 100,000
+// lorries, has it answer status, status-html, list-queue and a round of
+// jobs, and reports its resident memory.
+func BenchmarkWebappMemory(b *testing.B) {
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "lorry-controller-webapp")
+	if out, err := exec.Command("go", "build", "-o", bin, "lorrycontroller/cmd/webapp").CombinedOutput(); err != nil {
+		b.Fatalf("build webapp: %v\n%s", err, out)
+	}
+	dbPath := filepath.Join(dir, "state.db")
+	db, err := statedb.Open(context.Background(), dbPath, statedb.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fillQueue(b, db, 100_000)
+	db.Close()
+
+	for b.Loop() {
+		addrFile := filepath.Join(dir, "addr")
+		os.Remove(addrFile)
+		cmd := exec.Command(bin, "--statedb", dbPath, "--listen", "127.0.0.1:0", "--addr-file", addrFile,
+			"--configuration-directory", filepath.Join(dir, "confgit"), "--log-level", "warn")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		var addr []byte
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if addr, err = os.ReadFile(addrFile); err == nil {
+				break
+			}
+		}
+		base := "http://" + strings.TrimSpace(string(addr))
+		get := func(path string) int {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return int(n)
+		}
+		statusBytes := get("/1.0/status")
+		get("/1.0/status-html")
+		get("/1.0/list-queue")
+		for i := range 200 {
+			resp, err := http.PostForm(base+"/1.0/give-me-job", url.Values{"host": {"b"}, "pid": {fmt.Sprint(i + 1)}, "minion": {fmt.Sprint("m", i)}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rss, hwm := procField(string(status), "VmRSS:"), procField(string(status), "VmHWM:")
+		b.ReportMetric(float64(rss)/1024, "rss-MiB")
+		b.ReportMetric(float64(hwm)/1024, "peak-rss-MiB")
+		b.Logf("WEBAPP with 100,000 lorries: resident %d MiB, peak %d MiB (status answer %d MiB)",
+			rss/1024, hwm/1024, statusBytes>>20)
+	}
+}
+
+// procField reads a "Name:  N kB" line of /proc/PID/status, in KiB.
+func procField(status, name string) int64 {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok {
+			var n int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &n)
+			return n
+		}
+	}
+	return -1
 }

@@ -1,8 +1,11 @@
 package routes
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,11 +20,13 @@ import (
 // lowDiskBytes is the free space under which status warns.
 const lowDiskBytes = 1 << 30
 
-// statusJSON is the answer to status.
+// statusJSON is the answer to status. The run queue is written after the
+// other fields, one lorry at a time, so that a queue of 100,000 lorries is
+// never held in memory whole.
 type statusJSON struct {
 	RunningQueue bool                `json:"running_queue"`
 	MaxJobs      *int64              `json:"max_jobs"`
-	RunQueue     []lorryJSON         `json:"run_queue"`
+	Lorries      statedb.LorryCounts `json:"lorries"`
 	Hosts        []hostJSON          `json:"hosts"`
 	RunningJobs  []int64             `json:"running_jobs"`
 	Minions      []minionJSON        `json:"minions"`
@@ -31,48 +36,40 @@ type statusJSON struct {
 	WarningMsg   string              `json:"warning_msg"`
 }
 
-func (s *Server) collectStatus(ctx context.Context) (statusJSON, error) {
+// collectStatus reads everything status shows but the run queue.
+func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON, error) {
 	var st statusJSON
-	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
-		var err error
-		st.Timestamp = tx.Now
-		if st.RunningQueue, err = tx.RunningQueue(ctx); err != nil {
-			return err
-		}
-		if st.MaxJobs, err = tx.MaxJobs(ctx); err != nil {
-			return err
-		}
-		lorries, err := tx.Lorries(ctx)
-		if err != nil {
-			return err
-		}
-		st.RunQueue = make([]lorryJSON, len(lorries))
-		for i, l := range lorries {
-			st.RunQueue[i] = lorryWire(l)
-		}
-		hosts, err := tx.Hosts(ctx)
-		if err != nil {
-			return err
-		}
-		st.Hosts = make([]hostJSON, len(hosts))
-		for i, h := range hosts {
-			st.Hosts[i] = hostWire(h)
-		}
-		if st.RunningJobs, err = tx.RunningJobIDs(ctx); err != nil {
-			return err
-		}
-		minions, err := tx.Minions(ctx)
-		if err != nil {
-			return err
-		}
-		st.Minions = make([]minionJSON, len(minions))
-		for i, m := range minions {
-			st.Minions[i] = minionWire(m)
-		}
-		st.Config, err = tx.ConfigState(ctx)
-		return err
-	})
+	var err error
+	st.Timestamp = tx.Now
+	if st.RunningQueue, err = tx.RunningQueue(ctx); err != nil {
+		return st, err
+	}
+	if st.MaxJobs, err = tx.MaxJobs(ctx); err != nil {
+		return st, err
+	}
+	if st.Lorries, err = tx.CountLorries(ctx); err != nil {
+		return st, err
+	}
+	hosts, err := tx.Hosts(ctx)
 	if err != nil {
+		return st, err
+	}
+	st.Hosts = make([]hostJSON, len(hosts))
+	for i, h := range hosts {
+		st.Hosts[i] = hostWire(h)
+	}
+	if st.RunningJobs, err = tx.RunningJobIDs(ctx); err != nil {
+		return st, err
+	}
+	minions, err := tx.Minions(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Minions = make([]minionJSON, len(minions))
+	for i, m := range minions {
+		st.Minions[i] = minionWire(m)
+	}
+	if st.Config, err = tx.ConfigState(ctx); err != nil {
 		return st, err
 	}
 	st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
@@ -96,11 +93,50 @@ func diskFree(dir string) int64 {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.collectStatus(r.Context())
-	if err != nil {
-		return err
-	}
-	return ok(w, st)
+	ctx := r.Context()
+	return s.DB.View(ctx, func(tx *statedb.Tx) error {
+		st, err := s.collectStatus(ctx, tx)
+		if err != nil {
+			return err
+		}
+		head, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/json")
+		bw := bufio.NewWriterSize(w, 64<<10)
+		bw.Write(head[:len(head)-1])
+		bw.WriteString(`,"run_queue":[`)
+		first := true
+		err = tx.EachLorry(ctx, func(l statedb.Lorry) error {
+			if !first {
+				bw.WriteByte(',')
+			}
+			first = false
+			b, err := json.Marshal(lorryWire(l))
+			if err != nil {
+				return err
+			}
+			_, err = bw.Write(b)
+			return err
+		})
+		if err != nil {
+			// Too late for an error answer: the client sees a cut body.
+			s.Log.Error("status", "err", err)
+			return nil
+		}
+		bw.WriteString("]}\n")
+		return bw.Flush()
+	})
+}
+
+// statusPageQueue is how many lorries of the queue the status page lists.
+const statusPageQueue = 1000
+
+// statusPage is what the status page template is given.
+type statusPage struct {
+	statusJSON
+	RunQueue []lorryJSON // the head of the queue
 }
 
 func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
@@ -113,15 +149,35 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
+// errEnough stops a walk of the queue early.
+var errEnough = errors.New("enough")
+
 // RenderStatus renders the status page and, if StatusHTML is set, replaces
 // the on-disk copy with it atomically.
 func (s *Server) RenderStatus(ctx context.Context) ([]byte, error) {
-	st, err := s.collectStatus(ctx)
+	var page statusPage
+	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+		var err error
+		if page.statusJSON, err = s.collectStatus(ctx, tx); err != nil {
+			return err
+		}
+		err = tx.EachLorry(ctx, func(l statedb.Lorry) error {
+			if len(page.RunQueue) == statusPageQueue {
+				return errEnough
+			}
+			page.RunQueue = append(page.RunQueue, lorryWire(l))
+			return nil
+		})
+		if errors.Is(err, errEnough) {
+			err = nil
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := templates.Pages.ExecuteTemplate(&buf, "status.html", st); err != nil {
+	if err := templates.Pages.ExecuteTemplate(&buf, "status.html", page); err != nil {
 		return nil, fmt.Errorf("render status: %w", err)
 	}
 	if s.StatusHTML != "" {

@@ -56,20 +56,32 @@ func (tx *Tx) Lorry(ctx context.Context, path string) (Lorry, error) {
 
 // Lorries returns the whole run queue in queue order.
 func (tx *Tx) Lorries(ctx context.Context) ([]Lorry, error) {
+	var out []Lorry
+	err := tx.EachLorry(ctx, func(l Lorry) error {
+		out = append(out, l)
+		return nil
+	})
+	return out, err
+}
+
+// EachLorry calls fn on every lorry in queue order, without holding the
+// whole queue in memory; an error from fn stops the walk and is returned.
+func (tx *Tx) EachLorry(ctx context.Context, fn func(Lorry) error) error {
 	rows, err := tx.query(ctx, `SELECT `+lorryColumns+` FROM lorries ORDER BY queue_pos`)
 	if err != nil {
-		return nil, fmt.Errorf("list lorries: %w", err)
+		return fmt.Errorf("list lorries: %w", err)
 	}
 	defer rows.Close()
-	var out []Lorry
 	for rows.Next() {
 		l, err := scanLorry(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list lorries: %w", err)
+			return fmt.Errorf("list lorries: %w", err)
 		}
-		out = append(out, l)
+		if err := fn(l); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // QueuePaths returns the paths of the run queue in queue order.

@@ -34,6 +34,8 @@ func (s *Server) readConfiguration(w http.ResponseWriter, r *http.Request) error
 // transaction. A configuration that cannot be read or is broken changes
 // nothing but the record of the failure.
 func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error) {
+	s.configMu.Lock()
+	defer s.configMu.Unlock()
 	var res readConfigResult
 	cfg, err := s.Config.Read(ctx)
 	if err != nil {

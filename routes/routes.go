@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -36,6 +37,11 @@ type Server struct {
 	JobMaxAge time.Duration
 	// FakeClock, if set, is the debug clock that pretend-time moves.
 	FakeClock *clock.Fake
+
+	// configMu makes reading and applying CONFGIT one step, so that two
+	// reads racing (a push hook and a timer) never apply an older commit
+	// over a newer one.
+	configMu sync.Mutex
 }
 
 // Handler returns the WEBAPP's routes. All of them are registered here.

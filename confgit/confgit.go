@@ -25,6 +25,17 @@ type Config struct {
 	Lorries []Lorry     // sorted by Path; paths are unique
 	Hosts   []Host      // in file order; names are unique
 	Errors  []FileError // .lorry files and specs that were skipped, and why
+	// Kept names what the Errors leave undefined: .lorry files that could
+	// not be read at all, and lorry paths whose spec is broken. An admin's
+	// typo should not drop mirrors and their history, so the lorries these
+	// defined before are to be kept as they were until the files are fixed.
+	Kept Kept
+}
+
+// Kept names the .lorry files and lorry paths whose previous lorries stay.
+type Kept struct {
+	Files []string // paths of .lorry files in the repository
+	Paths []string // lorry paths
 }
 
 // FileError is a .lorry file, or one spec in it, that was skipped.
@@ -40,6 +51,7 @@ type Lorry struct {
 	// spec always gives the same Text and a changed spec is seen as changed.
 	Text     string
 	Type     string // the spec's "type"
+	File     string // the .lorry file that defines it
 	Interval time.Duration
 	Timeout  time.Duration // "lorry-timeout" of the section
 }
@@ -187,6 +199,7 @@ func build(ctx context.Context, t tree) (*Config, error) {
 				return nil, ctxErr
 			}
 			b.report(name, err.Error())
+			b.cfg.Kept.Files = append(b.cfg.Kept.Files, name)
 			continue
 		}
 		b.addFile(name, data, matched)
@@ -216,17 +229,22 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 	specs, err := parseLorryFile(data)
 	if err != nil {
 		b.report(name, err.Error())
+		b.cfg.Kept.Files = append(b.cfg.Kept.Files, name)
 		return
 	}
 	for _, key := range slices.Sorted(maps.Keys(specs)) {
 		s := specs[key]
-		if s.err != nil {
-			b.report(name, fmt.Sprintf("spec %q: %v", key, s.err))
-			continue
+		typ, err := "", s.err
+		if err == nil {
+			typ, err = checkSpec(s.value)
 		}
-		typ, err := checkSpec(s.value)
 		if err != nil {
 			b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+			for _, ls := range sections {
+				if p := ls.prefix + "/" + key; ValidatePath(p) == nil {
+					b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)
+				}
+			}
 			continue
 		}
 		for _, ls := range sections {
@@ -249,6 +267,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				Path:     p,
 				Text:     string(text),
 				Type:     typ,
+				File:     name,
 				Interval: ls.interval,
 				Timeout:  ls.timeout,
 			})
@@ -286,6 +305,7 @@ func (c *Config) clone() *Config {
 	out := *c
 	out.Lorries = slices.Clone(c.Lorries)
 	out.Errors = slices.Clone(c.Errors)
+	out.Kept = Kept{Files: slices.Clone(c.Kept.Files), Paths: slices.Clone(c.Kept.Paths)}
 	out.Hosts = make([]Host, len(c.Hosts))
 	for i, h := range c.Hosts {
 		h.Prefixmap = maps.Clone(h.Prefixmap)

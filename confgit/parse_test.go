@@ -249,6 +249,7 @@ func TestParseLorries(t *testing.T) {
 		Path:     "delta/gnome/glib",
 		Text:     `{"delta/gnome/glib":{"check-certificates":true,"type":"git","url":"https://gitlab.gnome.org/GNOME/glib.git"}}`,
 		Type:     "git",
+		File:     "open-source-lorries/gnome.lorry",
 		Interval: 6 * time.Hour,
 		Timeout:  90 * time.Minute,
 	}
@@ -260,6 +261,7 @@ func TestParseLorries(t *testing.T) {
 		Path:     "mirrors/yaml/apps/one",
 		Text:     `{"mirrors/yaml/apps/one":{"refspecs":["+refs/heads/*"],"type":"git","url":"https://example.com/one.git"}}`,
 		Type:     "git",
+		File:     "yaml/apps.lorry",
 		Interval: 24 * time.Hour,
 		Timeout:  time.Hour,
 	}
@@ -322,7 +324,7 @@ func TestParseSkipsBrokenFilesAndSpecs(t *testing.T) {
 		{name: "name with backslash", content: `{"a\\b": {"type": "git", "url": "u"}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: "backslash"},
 		{name: "YAML non-string name", content: "1: {type: git, url: u}\nok: {type: git, url: u}\n", wantPaths: []string{"p/ok"}, wantErr: `spec "1": name must be a string`},
 		{name: "YAML non-string key in spec", content: "a: {type: git, url: u, 3: x}\nok: {type: git, url: u}\n", wantPaths: []string{"p/ok"}, wantErr: `spec "a": key 3 is not a string`},
-		{name: "YAML infinity", content: "a: {type: git, url: u, x: .inf}\nok: {type: git, url: u}\n", wantPaths: []string{"p/ok"}, wantErr: "cannot be represented in JSON"},
+		{name: "YAML infinity", content: "a: {type: git, url: u, x: .inf}\nok: {type: git, url: u}\n", wantPaths: []string{"p/ok"}, wantErr: `spec "a": +Inf cannot be represented in JSON`},
 		{name: "YAML duplicate key", content: "a: {type: git, url: u}\na: {type: git, url: v}\n", wantErr: "invalid YAML"},
 	}
 	for _, tc := range tests {
@@ -343,6 +345,17 @@ func TestParseSkipsBrokenFilesAndSpecs(t *testing.T) {
 			}
 			if fe := cfg.Errors[0]; fe.File != "bad.lorry" || !strings.Contains(fe.Error, tc.wantErr) {
 				t.Errorf("got error %+v, want file bad.lorry and an error containing %q", fe, tc.wantErr)
+			}
+			// A file that could not be read keeps its old lorries; a broken
+			// spec with a usable name keeps the old lorry of its path.
+			var wantKept Kept
+			if tc.wantPaths == nil {
+				wantKept.Files = []string{"bad.lorry"}
+			} else if name, _, ok := strings.Cut(strings.TrimPrefix(tc.wantErr, `spec "`), `"`); ok && ValidatePath("p/"+name) == nil {
+				wantKept.Paths = []string{"p/" + name}
+			}
+			if !reflect.DeepEqual(cfg.Kept, wantKept) {
+				t.Errorf("got kept %+v, want %+v", cfg.Kept, wantKept)
 			}
 		})
 	}

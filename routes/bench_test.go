@@ -33,7 +33,7 @@ func fillQueue(tb testing.TB, db *statedb.DB, n int) {
 			Text: `{"` + p + `":{"type":"git","url":"https://git.example.org/` + p + `.git"}}`}
 	}
 	err := db.Update(context.Background(), func(tx *statedb.Tx) error {
-		_, err := tx.SetConfigLorries(context.Background(), want)
+		_, err := tx.SetConfigLorries(context.Background(), want, statedb.Kept{})
 		return err
 	})
 	if err != nil {

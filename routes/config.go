@@ -52,16 +52,25 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 		if recErr != nil {
 			return res, errors.Join(err, recErr)
 		}
-		if errors.Is(err, confgit.ErrBadConf) {
+		var fetchErr *confgit.FetchError
+		switch {
+		case errors.Is(err, confgit.ErrBadConf):
 			return res, errorf(http.StatusBadRequest, "%s", msg)
+		case errors.As(err, &fetchErr):
+			return res, errorf(http.StatusBadGateway, "%s", msg)
+		case errors.Is(err, context.Canceled):
+			return res, err
 		}
-		return res, errorf(http.StatusBadGateway, "read CONFGIT: %s", msg)
+		// The local clone is unusable: the detail (paths) is for the log
+		// and the status page, which admins read.
+		return res, errorf(http.StatusInternalServerError,
+			"the local CONFGIT clone cannot be read; the WEBAPP log and status warning_msg say why")
 	}
 
 	lorries := make([]statedb.NewLorry, len(cfg.Lorries))
 	for i, l := range cfg.Lorries {
 		lorries[i] = statedb.NewLorry{
-			Path: l.Path, Text: l.Text, Kind: KindLorry,
+			Path: l.Path, Text: l.Text, Kind: KindLorry, FromPath: l.File,
 			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
 		}
 	}
@@ -80,7 +89,8 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 	var changes statedb.LorryChanges
 	err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
 		var err error
-		if changes, err = tx.SetConfigLorries(ctx, lorries); err != nil {
+		kept := statedb.Kept{FromPaths: cfg.Kept.Files, Paths: cfg.Kept.Paths}
+		if changes, err = tx.SetConfigLorries(ctx, lorries, kept); err != nil {
 			return err
 		}
 		if _, err := tx.SetConfigHosts(ctx, hosts); err != nil {

@@ -1,10 +1,12 @@
 package routes
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"lorrycontroller/confgit"
 	"lorrycontroller/statedb"
@@ -41,10 +43,12 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 		case errors.As(err, &he):
 			code, msg = he.code, he.msg
 		case errors.Is(err, statedb.ErrNotFound):
-			code, msg = http.StatusNotFound, err.Error()
+			code, msg = http.StatusNotFound, sentence(err, statedb.ErrNotFound)
 		case errors.Is(err, statedb.ErrConflict):
-			code, msg = http.StatusConflict, err.Error()
-		case errors.Is(err, statedb.ErrInvalid), errors.Is(err, confgit.ErrBadConf):
+			code, msg = http.StatusConflict, sentence(err, statedb.ErrConflict)
+		case errors.Is(err, statedb.ErrInvalid):
+			code, msg = http.StatusBadRequest, sentence(err, statedb.ErrInvalid)
+		case errors.Is(err, confgit.ErrBadConf):
 			code, msg = http.StatusBadRequest, err.Error()
 		}
 		if code >= 500 {
@@ -54,14 +58,23 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	}
 }
 
+// sentence drops the sentinel's own text from err's message: the status
+// code already says "not found" or "conflict".
+func sentence(err, sentinel error) string {
+	return strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Answers are read by people and scripts, not embedded in HTML.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode answer: %w", err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_, err = w.Write(append(b, '\n'))
+	_, err := w.Write(buf.Bytes())
 	return err
 }
 

@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -51,12 +50,12 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		a, err = tx.GiveMeJob(r.Context(), m)
 		return err
 	})
-	if errors.Is(err, statedb.ErrNotFound) {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
 	if err != nil {
 		return err
+	}
+	if a.Idle != "" {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
 	}
 	if a.Again {
 		s.Log.Info("job given again", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)

@@ -3,6 +3,7 @@ package routes
 import (
 	"encoding/json"
 	"io"
+	"lorrycontroller/confgit"
 	"mime"
 	"net/http"
 	"strconv"
@@ -90,18 +91,18 @@ func (p params) optionalInt(name string) (*int64, error) {
 	return &n, err
 }
 
-// seconds reads a duration given as whole seconds or in Go syntax ("10m").
+// seconds reads a duration given like a CONFGIT interval ("3600", "30d",
+// "PT6H") or in Go syntax ("1h30m").
 func (p params) seconds(name string) (*int64, error) {
 	v := strings.TrimSpace(p[name])
 	if v == "" {
 		return nil, nil
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return &n, nil
-	}
-	d, err := time.ParseDuration(v)
+	d, err := confgit.ParseInterval(v)
 	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "parameter %s: %q is neither seconds nor a duration like 720h", name, v)
+		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
+			return nil, errorf(http.StatusBadRequest, "parameter %s: %q is not a duration like 3600, 30d, PT6H or 1h30m", name, v)
+		}
 	}
 	n := int64(d / time.Second)
 	return &n, nil

@@ -129,8 +129,14 @@ func TestErrorsAreJSONWithStatus(t *testing.T) {
 			if code != tc.want {
 				t.Errorf("%s %s = %d; want %d", tc.method, tc.path, code, tc.want)
 			}
-			if msg, _ := m["error"].(string); msg == "" {
+			msg, _ := m["error"].(string)
+			if msg == "" {
 				t.Errorf("answer %v has no error text", m)
+			}
+			for _, label := range []string{": not found", ": conflict", ": invalid"} {
+				if strings.HasSuffix(msg, label) {
+					t.Errorf("error %q ends with the internal label %q", msg, label)
+				}
 			}
 		})
 	}
@@ -274,7 +280,8 @@ func TestReadConfigurationFailuresChangeNothing(t *testing.T) {
 		want int
 	}{
 		{name: "broken conf", err: &confgit.ConfError{Section: 0, Key: "globs", Err: errors.New("must be a list")}, want: 400},
-		{name: "fetch failure", err: errors.New("fetch https://user:pw@example.com/conf: refused"), want: 502},
+		{name: "fetch failure", err: &confgit.FetchError{URL: "https://user:pw@example.com/conf", Err: errors.New("refused")}, want: 502},
+		{name: "local clone unusable", err: errors.New("open /srv/confgit: not a repository"), want: 500},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

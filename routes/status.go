@@ -72,6 +72,9 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	if st.Config, err = tx.ConfigState(ctx); err != nil {
 		return st, err
 	}
+	if st.Config.Errors == nil {
+		st.Config.Errors = []statedb.FileError{}
+	}
 	st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
 	switch {
 	case st.DiskFree >= 0 && st.DiskFree < lowDiskBytes:

@@ -117,13 +117,16 @@ func (tx *Tx) JobCounts(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
-// Assignment is a job handed to a minion.
+// Assignment is the answer to a minion asking for a job.
 type Assignment struct {
 	Job   Job
 	Lorry Lorry
 	// Again is true when the minion already owned this job and asked again,
 	// most likely because it never saw the first answer.
 	Again bool
+	// Idle, when set, says why there is no job: then Job and Lorry are
+	// empty.
+	Idle string
 }
 
 // MinionID names the minion process asking for or reporting on a job.
@@ -134,7 +137,8 @@ type MinionID struct {
 }
 
 // GiveMeJob hands the first due lorry of the queue to the minion m, or
-// returns ErrNotFound if there is nothing to do. A minion that asks again
+// says in Idle why there is nothing to do. Either way the minion is
+// recorded as seen. A minion that asks again
 // while it owns a running job gets that job again; a minion that comes back
 // with a new pid has its old job ended as lost, since the job's process died
 // with the old minion.
@@ -187,7 +191,7 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		return a, err
 	}
 	if !running {
-		return a, fmt.Errorf("queue is stopped: %w", ErrNotFound)
+		return Assignment{Idle: "the queue is stopped"}, nil
 	}
 	max, err := tx.MaxJobs(ctx)
 	if err != nil {
@@ -199,7 +203,7 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 			return a, fmt.Errorf("count running jobs: %w", err)
 		}
 		if n >= *max {
-			return a, fmt.Errorf("%d jobs running, max_jobs is %d: %w", n, *max, ErrNotFound)
+			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", n, *max)}, nil
 		}
 	}
 
@@ -209,7 +213,7 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	var any int
 	err = tx.queryRow(ctx, `SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ? LIMIT 1`, tx.Now).Scan(&any)
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, fmt.Errorf("no lorry is due: %w", ErrNotFound)
+		return Assignment{Idle: "no lorry is due"}, nil
 	}
 	if err != nil {
 		return a, fmt.Errorf("find due lorry: %w", err)

@@ -104,7 +104,10 @@ func (tx *Tx) QueuePaths(ctx context.Context) ([]string, error) {
 
 // LorryCounts summarises the run queue at time now.
 type LorryCounts struct {
-	Total, Due, Failing, Running int64
+	Total   int64 `json:"total"`
+	Due     int64 `json:"due"`
+	Failing int64 `json:"failing"`
+	Running int64 `json:"running"`
 }
 
 // CountLorries counts the run queue's lorries: all of them, those due now,
@@ -159,16 +162,27 @@ type NewLorry struct {
 
 // LorryChanges counts what applying a configuration did to the run queue.
 type LorryChanges struct {
-	Added, Changed, Removed, Unchanged int
+	Added     int `json:"added"`
+	Changed   int `json:"changed"`
+	Removed   int `json:"removed"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Kept names configuration lorries that are not in the new configuration
+// only because their definitions are broken; they stay as they were.
+type Kept struct {
+	FromPaths []string // lorries whose from_path (the .lorry file) is one of these
+	Paths     []string // lorries at these paths
 }
 
 // SetConfigLorries makes the lorries that came from the configuration
 // exactly want: new ones are added at the end of the queue, vanished ones
-// removed, changed ones updated in place (keeping their place and history).
+// removed unless kept, changed ones updated in place (keeping their place
+// and history).
 // A running job of a removed lorry is left to finish; it just has no lorry
 // to report to. Lorries generated from upstream hosts are not touched,
 // unless the configuration names the same path, which then takes it over.
-func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry) (LorryChanges, error) {
+func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) (LorryChanges, error) {
 	var ch LorryChanges
 	type have struct {
 		text, kind, fromPath string
@@ -237,8 +251,16 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry) (LorryChang
 			ch.Unchanged++
 		}
 	}
+	keep := make(map[string]bool, len(kept.Paths))
+	for _, p := range kept.Paths {
+		keep[p] = true
+	}
+	keepFrom := make(map[string]bool, len(kept.FromPaths))
+	for _, f := range kept.FromPaths {
+		keepFrom[f] = true
+	}
 	for p, h := range existing {
-		if h.generated || wanted[p] {
+		if h.generated || wanted[p] || keep[p] || keepFrom[h.fromPath] {
 			continue
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {

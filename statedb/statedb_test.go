@@ -45,7 +45,7 @@ func (f *fixture) lorries(t *testing.T, paths ...string) {
 	for _, p := range paths {
 		want = append(want, NewLorry{Path: p, Text: `{"` + p + `":{"type":"git"}}`, Kind: "lorry", Interval: 100, Timeout: 50})
 	}
-	f.update(t, func(tx *Tx) error { _, err := tx.SetConfigLorries(context.Background(), want); return err })
+	f.update(t, func(tx *Tx) error { _, err := tx.SetConfigLorries(context.Background(), want, Kept{}); return err })
 }
 
 func (f *fixture) give(t *testing.T, m MinionID) (Assignment, error) {
@@ -65,7 +65,22 @@ func (f *fixture) mustGive(t *testing.T, m MinionID) Assignment {
 	if err != nil {
 		t.Fatalf("GiveMeJob(%v): %v", m, err)
 	}
+	if a.Idle != "" {
+		t.Fatalf("GiveMeJob(%v): no job (%s); want one", m, a.Idle)
+	}
 	return a
+}
+
+// idle asks for a job on behalf of m and fails unless there is none.
+func (f *fixture) idle(t *testing.T, m MinionID, why string) {
+	t.Helper()
+	a, err := f.give(t, m)
+	if err != nil {
+		t.Fatalf("GiveMeJob(%v): %v", m, err)
+	}
+	if a.Idle == "" {
+		t.Errorf("%s: got job %d for %s; want none", why, a.Job.ID, a.Lorry.Path)
+	}
 }
 
 func (f *fixture) report(t *testing.T, u JobUpdate) (bool, error) {
@@ -188,7 +203,7 @@ func TestSetConfigLorries(t *testing.T) {
 			{Path: "b", Text: "changed", Kind: "lorry", Interval: 5, Timeout: 50},
 			{Path: "c", Text: `{"c":{"type":"git"}}`, Kind: "lorry", Interval: 100, Timeout: 50},
 			{Path: "d", Text: "new", Kind: "lorry", Interval: 100, Timeout: 50},
-		})
+		}, Kept{})
 		return err
 	})
 	want := LorryChanges{Added: 1, Changed: 1, Removed: 1, Unchanged: 1}
@@ -212,6 +227,31 @@ func TestSetConfigLorries(t *testing.T) {
 	f.lorries(t, "x")
 	if l := f.lorry(t, "x"); l.RunningJob == nil || *l.RunningJob != x.Job.ID {
 		t.Errorf("re-added x running_job = %v; want %d", l.RunningJob, x.Job.ID)
+	}
+}
+
+func TestSetConfigLorriesKeepsBrokenDefinitions(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	lorry := func(path, file string) NewLorry {
+		return NewLorry{Path: path, Text: path, Kind: "lorry", FromPath: file, Interval: 1, Timeout: 1}
+	}
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.SetConfigLorries(ctx, []NewLorry{lorry("a/1", "a.lorry"), lorry("a/2", "a.lorry"),
+			lorry("b/1", "b.lorry"), lorry("c/1", "c.lorry")}, Kept{})
+		return err
+	})
+	var ch LorryChanges
+	f.update(t, func(tx *Tx) error {
+		var err error
+		ch, err = tx.SetConfigLorries(ctx, nil, Kept{FromPaths: []string{"a.lorry"}, Paths: []string{"b/1"}})
+		return err
+	})
+	if got, want := strings.Join(f.queue(t), " "), "a/1 a/2 b/1"; got != want {
+		t.Errorf("queue = %q; want %q (c/1 removed, the others kept)", got, want)
+	}
+	if ch.Removed != 1 {
+		t.Errorf("removed %d; want 1", ch.Removed)
 	}
 }
 
@@ -242,9 +282,7 @@ func TestQueueOrderAndMoves(t *testing.T) {
 	if got, want := strings.Join(order, " "), "c b d a"; got != want {
 		t.Errorf("hand-out order = %q; want %q", got, want)
 	}
-	if _, err := f.give(t, MinionID{Name: "m9", Host: "h", PID: 1}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GiveMeJob with all running = %v; want ErrNotFound", err)
-	}
+	f.idle(t, MinionID{Name: "m9", Host: "h", PID: 1}, "GiveMeJob with all running")
 }
 
 func TestDueAfterInterval(t *testing.T) {
@@ -260,9 +298,7 @@ func TestDueAfterInterval(t *testing.T) {
 		t.Errorf("lorry after success = %+v; want last_run 1000, next_due 1100, exit 0, du 4096", l)
 	}
 	f.clock.Set(1099)
-	if _, err := f.give(t, m1); !errors.Is(err, ErrNotFound) {
-		t.Errorf("before interval: %v; want ErrNotFound", err)
-	}
+	f.idle(t, m1, "before interval")
 	f.clock.Set(1100)
 	if got := f.mustGive(t, m1); got.Lorry.Path != "a" {
 		t.Errorf("after interval got %q", got.Lorry.Path)
@@ -274,9 +310,7 @@ func TestGatesStoppedQueueAndMaxJobs(t *testing.T) {
 	ctx := context.Background()
 	f.lorries(t, "a", "b", "c")
 	f.update(t, func(tx *Tx) error { return tx.SetRunningQueue(ctx, false) })
-	if _, err := f.give(t, m1); !errors.Is(err, ErrNotFound) {
-		t.Errorf("stopped queue: %v; want ErrNotFound", err)
-	}
+	f.idle(t, m1, "stopped queue")
 	f.update(t, func(tx *Tx) error {
 		if err := tx.SetRunningQueue(ctx, true); err != nil {
 			return err
@@ -285,9 +319,7 @@ func TestGatesStoppedQueueAndMaxJobs(t *testing.T) {
 	})
 	f.mustGive(t, MinionID{Name: "x", Host: "h", PID: 1})
 	f.mustGive(t, MinionID{Name: "y", Host: "h", PID: 1})
-	if _, err := f.give(t, MinionID{Name: "z", Host: "h", PID: 1}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("max_jobs 2 with 2 running: %v; want ErrNotFound", err)
-	}
+	f.idle(t, MinionID{Name: "z", Host: "h", PID: 1}, "max_jobs 2 with 2 running")
 }
 
 func TestSameMinionAgainAndRestart(t *testing.T) {
@@ -308,6 +340,24 @@ func TestSameMinionAgainAndRestart(t *testing.T) {
 	}
 	if l := f.lorry(t, first.Lorry.Path); l.RunningJob != nil || !strings.Contains(l.LastRunError, "restarted") {
 		t.Errorf("lorry of lost job = %+v; want free with an error saying why", l)
+	}
+	// With nothing left to hand out, a restart is still noticed.
+	again = f.mustGive(t, restarted)
+	if again.Job.ID != next.Job.ID {
+		t.Fatalf("asking again gave job %d; want %d", again.Job.ID, next.Job.ID)
+	}
+	f.idle(t, MinionID{Name: "m1", Host: "h", PID: 3}, "restart with nothing due")
+	if j := f.job(t, next.Job.ID); j.Status != StatusLost {
+		t.Errorf("job of restarted minion = %s; want lost even when no other job is given", j.Status)
+	}
+	var minions []Minion
+	f.db.View(context.Background(), func(tx *Tx) error {
+		var err error
+		minions, err = tx.Minions(context.Background())
+		return err
+	})
+	if len(minions) != 1 || minions[0].PID != 3 || minions[0].JobID != nil {
+		t.Errorf("minions = %+v; want m1 seen with pid 3 and no job", minions)
 	}
 }
 
@@ -527,11 +577,11 @@ func TestConcurrentGiveMeJob(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			a, err := f.give(t, MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1})
-			if errors.Is(err, ErrNotFound) {
-				return
-			}
 			if err != nil {
 				t.Error(err)
+				return
+			}
+			if a.Idle != "" {
 				return
 			}
 			mu.Lock()

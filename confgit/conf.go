@@ -1,11 +1,10 @@
 package confgit
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"lorrycontroller/lorryspec"
 	"strings"
 	"time"
 	"unicode"
@@ -85,20 +84,20 @@ type parsedConf struct {
 // parseConf parses the contents of lorry-controller.conf. Every problem
 // is a *ConfError.
 func parseConf(data []byte) (*parsedConf, error) {
-	v, err := decodeJSON(data)
+	v, err := lorryspec.DecodeJSON(data)
 	if err != nil {
 		return nil, &ConfError{Section: -1, Err: err}
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return nil, &ConfError{Section: -1, Err: fmt.Errorf("must be a JSON list of sections, not %s", jsonKind(v))}
+		return nil, &ConfError{Section: -1, Err: fmt.Errorf("must be a JSON list of sections, not %s", lorryspec.KindOf(v))}
 	}
 	pc := &parsedConf{}
 	seen := map[string]int{}
 	for i, item := range list {
 		sec, ok := item.(map[string]any)
 		if !ok {
-			return nil, &ConfError{Section: i, Err: fmt.Errorf("must be an object, not %s", jsonKind(item))}
+			return nil, &ConfError{Section: i, Err: fmt.Errorf("must be an object, not %s", lorryspec.KindOf(item))}
 		}
 		tv, ok := sec["type"]
 		if !ok {
@@ -106,7 +105,7 @@ func parseConf(data []byte) (*parsedConf, error) {
 		}
 		typ, ok := tv.(string)
 		if !ok {
-			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("must be a string, not %s", jsonKind(tv))}
+			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("must be a string, not %s", lorryspec.KindOf(tv))}
 		}
 		switch {
 		case typ == "lorries":
@@ -138,13 +137,13 @@ func parseConf(data []byte) (*parsedConf, error) {
 // Host.Section as stored earlier, with the same checks and defaults as
 // Read. Errors are *ConfError with Section -1.
 func ParseHostSection(section string) (Host, error) {
-	v, err := decodeJSON([]byte(section))
+	v, err := lorryspec.DecodeJSON([]byte(section))
 	if err != nil {
 		return Host{}, &ConfError{Section: -1, Err: err}
 	}
 	sec, ok := v.(map[string]any)
 	if !ok {
-		return Host{}, &ConfError{Section: -1, Err: fmt.Errorf("host section must be an object, not %s", jsonKind(v))}
+		return Host{}, &ConfError{Section: -1, Err: fmt.Errorf("host section must be an object, not %s", lorryspec.KindOf(v))}
 	}
 	typ, _ := sec["type"].(string)
 	if hostTypes[typ] == "" {
@@ -211,7 +210,7 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	case hasHost:
 		name, ok := hv.(string)
 		if !ok {
-			return fail("host", fmt.Errorf("must be a string, not %s", jsonKind(hv)))
+			return fail("host", fmt.Errorf("must be a string, not %s", lorryspec.KindOf(hv)))
 		}
 		if ts, same := tv.(string); hasTrove && (!same || ts != name) {
 			return fail("trovehost", fmt.Errorf("differs from \"host\" %q; give only one", name))
@@ -220,7 +219,7 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	case hasTrove:
 		name, ok := tv.(string)
 		if !ok {
-			return fail("trovehost", fmt.Errorf("must be a string, not %s", jsonKind(tv)))
+			return fail("trovehost", fmt.Errorf("must be a string, not %s", lorryspec.KindOf(tv)))
 		}
 		h.Name = name
 	default:
@@ -251,12 +250,12 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	if pv, ok := sec["prefixmap"]; ok {
 		m, ok := pv.(map[string]any)
 		if !ok {
-			return fail("prefixmap", fmt.Errorf("must be an object, not %s", jsonKind(pv)))
+			return fail("prefixmap", fmt.Errorf("must be an object, not %s", lorryspec.KindOf(pv)))
 		}
 		for k, v := range m {
 			s, ok := v.(string)
 			if !ok {
-				return fail("prefixmap", fmt.Errorf("value of %q must be a string, not %s", k, jsonKind(v)))
+				return fail("prefixmap", fmt.Errorf("value of %q must be a string, not %s", k, lorryspec.KindOf(v)))
 			}
 			// The values become prefixes of lorry paths.
 			if err := ValidatePath(s); err != nil {
@@ -309,7 +308,7 @@ func requireString(sec map[string]any, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("must be a string, not %s", jsonKind(v))
+		return "", fmt.Errorf("must be a string, not %s", lorryspec.KindOf(v))
 	}
 	return s, nil
 }
@@ -317,13 +316,13 @@ func requireString(sec map[string]any, key string) (string, error) {
 func stringList(v any) ([]string, error) {
 	l, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("must be a list of strings, not %s", jsonKind(v))
+		return nil, fmt.Errorf("must be a list of strings, not %s", lorryspec.KindOf(v))
 	}
 	out := make([]string, 0, len(l))
 	for j, item := range l {
 		s, ok := item.(string)
 		if !ok {
-			return nil, fmt.Errorf("item [%d] must be a string, not %s", j, jsonKind(item))
+			return nil, fmt.Errorf("item [%d] must be a string, not %s", j, lorryspec.KindOf(item))
 		}
 		out = append(out, s)
 	}
@@ -343,50 +342,5 @@ func describe(v any) string {
 	if s, ok := v.(string); ok {
 		return fmt.Sprintf("%q", s)
 	}
-	return jsonKind(v)
-}
-
-// decodeJSON decodes exactly one JSON value, keeping numbers as written so
-// that re-encoding does not change them.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, jsonError(data, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		off := dec.InputOffset()
-		line, col := lineCol(data, off)
-		return nil, fmt.Errorf("invalid JSON: unexpected data after the top-level value at line %d, column %d", line, col)
-	}
-	return v, nil
-}
-
-func jsonError(data []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line, col := lineCol(data, se.Offset)
-		return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, se)
-	}
-	if errors.Is(err, io.EOF) {
-		return errors.New("invalid JSON: empty file")
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("invalid JSON: unexpected end of file")
-	}
-	return fmt.Errorf("invalid JSON: %v", err)
-}
-
-func lineCol(data []byte, off int64) (line, col int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	before := data[:off]
-	line = bytes.Count(before, []byte("\n")) + 1
-	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
-	if col == 0 {
-		col = 1
-	}
-	return line, col
+	return lorryspec.KindOf(v)
 }

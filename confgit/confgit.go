@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"lorrycontroller/lorryspec"
 	"maps"
 	"slices"
 	"sort"
@@ -72,9 +73,6 @@ type Host struct {
 	// It holds secrets: store it, never show it.
 	Section string
 }
-
-// specTypes are the values a spec's "type" may take.
-var specTypes = []string{"git", "tarball", "zip", "gzip", "raw-file", "svn", "hg", "bzr", "cvs"}
 
 // maxFileSize bounds what is read into memory from one file; configuration
 // files are small, and a huge one is a mistake to report, not to load.
@@ -226,7 +224,7 @@ func (b *builder) report(file, msg string) {
 // selected it. Keys are taken in sorted order so that which of two
 // clashing specs wins does not depend on map order.
 func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) {
-	specs, err := parseLorryFile(data)
+	specs, err := lorryspec.ParseFile(data)
 	if err != nil {
 		b.report(name, err.Error())
 		b.cfg.Kept.Files = append(b.cfg.Kept.Files, name)
@@ -234,9 +232,9 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 	}
 	for _, key := range slices.Sorted(maps.Keys(specs)) {
 		s := specs[key]
-		typ, err := "", s.err
+		typ, err := "", s.Err
 		if err == nil {
-			typ, err = checkSpec(s.value)
+			typ, err = lorryspec.Check(s.Value)
 		}
 		if err != nil {
 			b.report(name, fmt.Sprintf("spec %q: %v", key, err))
@@ -257,7 +255,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				b.report(name, fmt.Sprintf("spec %q: path %q is already defined by %s", key, p, first))
 				continue
 			}
-			text, err := json.Marshal(map[string]any{p: s.value})
+			text, err := json.Marshal(map[string]any{p: s.Value})
 			if err != nil {
 				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
 				continue
@@ -273,30 +271,6 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 			})
 		}
 	}
-}
-
-func checkSpec(v any) (string, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return "", fmt.Errorf("must be an object, not %s", jsonKind(v))
-	}
-	tv, ok := m["type"]
-	if !ok {
-		return "", errors.New(`has no "type"`)
-	}
-	typ, ok := tv.(string)
-	if !ok {
-		return "", fmt.Errorf(`"type" must be a string, not %s`, jsonKind(tv))
-	}
-	if !slices.Contains(specTypes, typ) {
-		return "", fmt.Errorf("unknown type %q (want one of %s)", typ, strings.Join(specTypes, ", "))
-	}
-	if typ == "git" {
-		if u, ok := m["url"].(string); !ok || u == "" {
-			return "", errors.New(`git spec needs a "url" string`)
-		}
-	}
-	return typ, nil
 }
 
 // clone copies c so that a cached Config cannot be changed through a copy

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lorrycontroller/lorryspec"
 	"math"
 	"regexp"
 	"strconv"
@@ -62,7 +63,7 @@ func ParseInterval(v any) (time.Duration, error) {
 		}
 		secs = n
 	default:
-		return 0, fmt.Errorf("interval must be a number of seconds or a string such as \"6h\" or \"PT6H\", not %s", jsonKind(v))
+		return 0, fmt.Errorf("interval must be a number of seconds or a string such as \"6h\" or \"PT6H\", not %s", lorryspec.KindOf(v))
 	}
 	if secs <= 0 {
 		return 0, fmt.Errorf("interval %v is not positive", v)
@@ -183,25 +184,4 @@ func mul(n, unit int64) (int64, error) {
 		return 0, errOverflow
 	}
 	return n * unit, nil
-}
-
-// jsonKind names the JSON type of a decoded value, for messages written for
-// people who edit JSON rather than Go.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case json.Number, float64, int, int64, uint64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }

@@ -316,7 +316,7 @@ func TestParseSkipsBrokenFilesAndSpecs(t *testing.T) {
 		{name: "spec type not a string", content: `{"a": {"type": ["git"]}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "a": "type" must be a string, not a list`},
 		{name: "spec unknown type", content: `{"a": {"type": "darcs", "url": "u"}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "a": unknown type "darcs"`},
 		{name: "git spec without url", content: `{"a": {"type": "git"}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "a": git spec needs a "url" string`},
-		{name: "git spec url not a string", content: `{"a": {"type": "git", "url": ["u"]}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "a": git spec needs a "url" string`},
+		{name: "git spec url not a string", content: `{"a": {"type": "git", "url": ["u"]}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "a": "url" must be a string, not a list`},
 		{name: "dotdot name", content: `{"../x": {"type": "git", "url": "u"}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "../x": path has a ".." segment`},
 		{name: "empty name", content: `{"": {"type": "git", "url": "u"}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "": path has an empty segment`},
 		{name: "absolute-looking name", content: `{"/x": {"type": "git", "url": "u"}, "ok": {"type": "git", "url": "u"}}`, wantPaths: []string{"p/ok"}, wantErr: `spec "/x": path has an empty segment`},

@@ -1,4 +1,4 @@
-package confgit
+package lorryspec
 
 import (
 	"bytes"
@@ -9,25 +9,25 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// spec is one value of a .lorry file, or why it cannot be used.
-type spec struct {
-	value any
-	err   error
+// Entry is one value of a .lorry file, or why it cannot be used.
+type Entry struct {
+	Value any
+	Err   error
 }
 
-// parseLorryFile reads a .lorry file: a mapping of names to specs, in JSON
+// ParseFile reads a .lorry file: a mapping of names to specs, in JSON
 // or, failing that, YAML. Values end up as JSON values, since the spec is
 // stored and handed to lorry as JSON.
-func parseLorryFile(data []byte) (map[string]spec, error) {
-	v, jerr := decodeJSON(data)
+func ParseFile(data []byte) (map[string]Entry, error) {
+	v, jerr := DecodeJSON(data)
 	if jerr == nil {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("must be a mapping of names to specs, not %s", jsonKind(v))
+			return nil, fmt.Errorf("must be a mapping of names to specs, not %s", KindOf(v))
 		}
-		out := make(map[string]spec, len(m))
+		out := make(map[string]Entry, len(m))
 		for k, val := range m {
-			out[k] = spec{value: val}
+			out[k] = Entry{Value: val}
 		}
 		return out, nil
 	}
@@ -38,23 +38,23 @@ func parseLorryFile(data []byte) (map[string]spec, error) {
 		}
 		return nil, fmt.Errorf("invalid YAML: %v", err)
 	}
-	out := map[string]spec{}
+	out := map[string]Entry{}
 	switch m := y.(type) {
 	case map[string]any:
 		for k, val := range m {
 			jv, err := yamlToJSON(val)
-			out[k] = spec{value: jv, err: err}
+			out[k] = Entry{Value: jv, Err: err}
 		}
 	case map[any]any:
 		for k, val := range m {
 			name, ok := k.(string)
 			if !ok {
 				name = fmt.Sprint(k)
-				out[name] = spec{err: fmt.Errorf("name must be a string, not %T", k)}
+				out[name] = Entry{Err: fmt.Errorf("name must be a string, not %T", k)}
 				continue
 			}
 			jv, err := yamlToJSON(val)
-			out[name] = spec{value: jv, err: err}
+			out[name] = Entry{Value: jv, Err: err}
 		}
 	default:
 		if looksLikeJSON(data) {

@@ -1,0 +1,803 @@
+// Package yarns holds the scenario tests of Lorry Controller. Each script in
+// testdata is a testscript (.txtar) that starts the real WEBAPP and minions,
+// built once per test binary, and drives them through the /1.0 API the way
+// an admin, a timer or a CONFGIT hook would.
+//
+// The commands the scripts use besides the testscript builtins:
+//
+//	webapp-start [flags]
+//		Start lorry-controller-webapp on a free port (the same one as
+//		before if it was started before) with a state database in
+//		$WORK, CONFGIT fetched from $WORK/confgit and the fake clock;
+//		flags come after the defaults, so they override them. Sets
+//		$URL.
+//	webapp-stop
+//		SIGTERM the WEBAPP and check that it exits 0.
+//	webapp-restart
+//		Stop it and start it again with the same flags and database.
+//	minion-start NAME [flags]
+//		Start lorry-controller-minion NAME, polling often, running
+//		$WORK/lorry with the working area $WORK/minion-NAME.
+//	minion-stop NAME
+//		SIGTERM the minion and check that it exits 0.
+//	minion-kill NAME
+//		SIGKILL the minion.
+//	minion-wait NAME
+//		Wait for the minion to exit by itself, and check it exits 0.
+//	minion-pause NAME, minion-resume NAME
+//		SIGSTOP, SIGCONT the minion (not its job).
+//	api METHOD PATH [key=value...]
+//		Call the WEBAPP, form-encoded; stdout is "status N" and the
+//		body. Fails on a status >= 400, or with "!" on one < 400.
+//	json [-re] FIELD WANT
+//		Check a field of the last body: a dotted path in which numbers
+//		index lists, and len(FIELD) is a length. A string compares as
+//		its text, anything else as compact JSON; with -re, WANT is a
+//		regular expression.
+//	wait-json [-re] PATH FIELD WANT
+//		GET PATH until FIELD is WANT, as json checks it.
+//	wait-job ID STATUS
+//		GET job/ID until its status is STATUS; fails at once if the job
+//		ends otherwise.
+//	dump-queue
+//		Print list-queue and every lorry in it, to save and compare.
+//	confgit-commit [-amend] MESSAGE
+//		Commit everything under $WORK/confgit, or rewrite the last
+//		commit with it; sets $COMMIT.
+//	wait-dead PIDFILE
+//		Wait until the process whose pid is in PIDFILE is gone.
+//
+// Nothing waits a fixed time: every wait polls until a deadline.
+package yarns
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// waitLimit bounds every wait of a scenario.
+const waitLimit = 30 * time.Second
+
+const (
+	webappBin = "lorry-controller-webapp"
+	minionBin = "lorry-controller-minion"
+)
+
+var (
+	// binDir holds the binaries built for this run.
+	binDir string
+	// buildErrs says why a binary could not be built, by binary name. A
+	// scenario that needs a missing binary fails with the reason.
+	buildErrs = map[string]error{}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "lorry-controller-yarns-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+
+	pkgs := map[string]string{
+		webappBin: "lorrycontroller/cmd/webapp",
+		minionBin: "lorrycontroller/cmd/minion",
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for bin, pkg := range pkgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, bin), pkg)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				mu.Lock()
+				buildErrs[bin] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return m.Run()
+}
+
+func TestScenarios(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata",
+		Setup:               setup,
+		Cmds:                commands,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+	})
+}
+
+type scenarioKey struct{}
+
+// scenario is the state of one running script.
+type scenario struct {
+	work string
+	// envNames are the variables handed on to the binaries, read afresh
+	// from the script's environment at each start.
+	envNames []string
+
+	webapp     *process
+	webappArgs []string
+	url        string
+	minions    map[string]*process
+
+	lastBody []byte
+}
+
+var gitEnv = []string{
+	"GIT_AUTHOR_NAME=Scenario",
+	"GIT_AUTHOR_EMAIL=scenario@example.invalid",
+	"GIT_COMMITTER_NAME=Scenario",
+	"GIT_COMMITTER_EMAIL=scenario@example.invalid",
+	"GIT_CONFIG_NOSYSTEM=1",
+	"GIT_CONFIG_GLOBAL=/dev/null",
+}
+
+func setup(env *testscript.Env) error {
+	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+	for _, kv := range gitEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env.Setenv(k, v)
+	}
+	s := &scenario{work: env.WorkDir, minions: map[string]*process{}}
+	for _, kv := range env.Vars {
+		k, _, _ := strings.Cut(kv, "=")
+		s.envNames = append(s.envNames, k)
+	}
+	env.Values[scenarioKey{}] = s
+
+	// Runs after every process of the script has been stopped, so the
+	// logs are complete.
+	t := env.T()
+	env.Defer(func() {
+		if f, ok := t.(interface{ Failed() bool }); ok && f.Failed() {
+			s.showLogs(t)
+		}
+	})
+	return nil
+}
+
+func state(ts *testscript.TestScript) *scenario {
+	return ts.Value(scenarioKey{}).(*scenario)
+}
+
+// showLogs puts the logs of the script's processes into the test output.
+func (s *scenario) showLogs(t testscript.T) {
+	logs, _ := filepath.Glob(filepath.Join(s.work, "*.log"))
+	sort.Strings(logs)
+	for _, name := range logs {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		const max = 16 << 10
+		if len(data) > max {
+			data = append([]byte("...\n"), data[len(data)-max:]...)
+		}
+		t.Log(fmt.Sprintf("--- %s ---\n%s", filepath.Base(name), data))
+	}
+}
+
+var commands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"webapp-start":   cmdWebappStart,
+	"webapp-stop":    cmdWebappStop,
+	"webapp-restart": cmdWebappRestart,
+	"minion-start":   cmdMinionStart,
+	"minion-stop":    cmdMinionStop,
+	"minion-kill":    cmdMinionKill,
+	"minion-wait":    cmdMinionWait,
+	"minion-pause":   cmdMinionSignal(syscall.SIGSTOP),
+	"minion-resume":  cmdMinionSignal(syscall.SIGCONT),
+	"api":            cmdAPI,
+	"json":           cmdJSON,
+	"wait-json":      cmdWaitJSON,
+	"wait-job":       cmdWaitJob,
+	"dump-queue":     cmdDumpQueue,
+	"confgit-commit": cmdConfgitCommit,
+	"wait-dead":      cmdWaitDead,
+}
+
+// noNeg fails the script if a command that cannot be negated was.
+func noNeg(ts *testscript.TestScript, neg bool, name string) {
+	if neg {
+		ts.Fatalf("%s does not support '!'", name)
+	}
+}
+
+// --- processes ---
+
+// process is a binary started by a script.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // from Wait, once done is closed
+}
+
+func (s *scenario) start(ts *testscript.TestScript, name, logName string, args []string) *process {
+	if err := buildErrs[name]; err != nil {
+		ts.Fatalf("%s was not built: %v", name, err)
+	}
+	logFile, err := os.OpenFile(filepath.Join(s.work, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	ts.Check(err)
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "### %s %s\n", name, strings.Join(args, " "))
+
+	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd.Dir = s.work
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	for _, k := range s.envNames {
+		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+	}
+	ts.Check(cmd.Start())
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	ts.Defer(func() { p.stop(syscall.SIGTERM) })
+	return p
+}
+
+func (p *process) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop signals p and waits for it to exit, killing it if it takes longer
+// than waitLimit. It returns Wait's error.
+func (p *process) stop(sig syscall.Signal) error {
+	if p.running() {
+		p.cmd.Process.Signal(sig)
+		// A paused process acts on the signal only once resumed.
+		p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(waitLimit):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not exit within %v of %v", p.name, waitLimit, sig)
+	}
+	return p.err
+}
+
+func cmdWebappStart(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "webapp-start")
+	s := state(ts)
+	if s.webapp != nil && s.webapp.running() {
+		ts.Fatalf("webapp already running")
+	}
+	s.webappArgs = args
+	s.startWebapp(ts)
+}
+
+func (s *scenario) startWebapp(ts *testscript.TestScript) {
+	addrFile := filepath.Join(s.work, "addr")
+	os.Remove(addrFile)
+	// A WEBAPP started again comes back on the same address, where the
+	// minions look for it.
+	listen := "127.0.0.1:0"
+	if s.url != "" {
+		listen = strings.TrimPrefix(s.url, "http://")
+	}
+	args := []string{
+		"--listen", listen,
+		"--addr-file", addrFile,
+		"--statedb", filepath.Join(s.work, "state.db"),
+		"--confgit-url", filepath.Join(s.work, "confgit"),
+		"--configuration-directory", filepath.Join(s.work, "confgit-clone"),
+		"--debug-fake-time",
+		"--log-level", "debug",
+	}
+	p := s.start(ts, webappBin, "webapp.log", append(args, s.webappArgs...))
+	s.webapp = p
+	deadline := time.Now().Add(waitLimit)
+	for {
+		data, err := os.ReadFile(addrFile)
+		if err == nil && bytes.HasSuffix(data, []byte("\n")) {
+			s.url = "http://" + strings.TrimSpace(string(data))
+			ts.Setenv("URL", s.url)
+			return
+		}
+		if !p.running() {
+			ts.Fatalf("webapp exited before listening: %v", p.err)
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("webapp wrote no address to %s within %v", addrFile, waitLimit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *scenario) stopWebapp(ts *testscript.TestScript) {
+	if s.webapp == nil || !s.webapp.running() {
+		ts.Fatalf("webapp is not running")
+	}
+	if err := s.webapp.stop(syscall.SIGTERM); err != nil {
+		ts.Fatalf("webapp did not stop cleanly: %v", err)
+	}
+}
+
+func cmdWebappStop(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "webapp-stop")
+	state(ts).stopWebapp(ts)
+}
+
+func cmdWebappRestart(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "webapp-restart")
+	s := state(ts)
+	s.stopWebapp(ts)
+	s.startWebapp(ts)
+}
+
+func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "minion-start")
+	if len(args) < 1 {
+		ts.Fatalf("usage: minion-start NAME [flags]")
+	}
+	s := state(ts)
+	name := args[0]
+	if p := s.minions[name]; p != nil && p.running() {
+		ts.Fatalf("minion %s is already running", name)
+	}
+	if s.url == "" {
+		ts.Fatalf("start the webapp before minion %s", name)
+	}
+	wa := filepath.Join(s.work, "minion-"+name)
+	ts.Check(os.MkdirAll(wa, 0o755))
+	flags := []string{
+		"--webapp-url", s.url,
+		"--name", name,
+		"--sleep", "50ms",
+		"--update-interval", "100ms",
+		"--kill-grace", "2s",
+		"--lorry-cmd", filepath.Join(s.work, "lorry"),
+		"--working-area", wa,
+	}
+	s.minions[name] = s.start(ts, minionBin, "minion-"+name+".log", append(flags, args[1:]...))
+}
+
+func (s *scenario) minion(ts *testscript.TestScript, args []string, cmd string) *process {
+	if len(args) != 1 {
+		ts.Fatalf("usage: %s NAME", cmd)
+	}
+	p := s.minions[args[0]]
+	if p == nil || !p.running() {
+		ts.Fatalf("minion %s is not running", args[0])
+	}
+	return p
+}
+
+func cmdMinionStop(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "minion-stop")
+	p := state(ts).minion(ts, args, "minion-stop")
+	if err := p.stop(syscall.SIGTERM); err != nil {
+		ts.Fatalf("minion %s did not stop cleanly: %v", args[0], err)
+	}
+}
+
+func cmdMinionKill(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "minion-kill")
+	p := state(ts).minion(ts, args, "minion-kill")
+	p.stop(syscall.SIGKILL)
+}
+
+func cmdMinionWait(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "minion-wait")
+	if len(args) != 1 {
+		ts.Fatalf("usage: minion-wait NAME")
+	}
+	p := state(ts).minions[args[0]]
+	if p == nil {
+		ts.Fatalf("minion %s was never started", args[0])
+	}
+	select {
+	case <-p.done:
+	case <-time.After(waitLimit):
+		ts.Fatalf("minion %s still runs after %v", args[0], waitLimit)
+	}
+	if p.err != nil {
+		ts.Fatalf("minion %s: %v", args[0], p.err)
+	}
+}
+
+func cmdMinionSignal(sig syscall.Signal) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		noNeg(ts, neg, "minion-pause/resume")
+		p := state(ts).minion(ts, args, "minion-pause/resume")
+		ts.Check(p.cmd.Process.Signal(sig))
+		// Return only once the signal has taken effect.
+		want := sig == syscall.SIGSTOP
+		deadline := time.Now().Add(waitLimit)
+		for stopped(p.cmd.Process.Pid) != want {
+			if time.Now().After(deadline) {
+				ts.Fatalf("minion %s: %v had no effect within %v", args[0], sig, waitLimit)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// --- the API ---
+
+// client bounds each request well below waitLimit: one slow answer is
+// already a failure.
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// call makes one request and returns the status code and the body.
+func (s *scenario) call(method, path string, params []string) (int, []byte, error) {
+	if s.url == "" {
+		return 0, nil, errors.New("the webapp was never started")
+	}
+	form := url.Values{}
+	for _, kv := range params {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return 0, nil, fmt.Errorf("parameter %q is not key=value", kv)
+		}
+		form.Add(k, v)
+	}
+	target := s.url + path
+	var body io.Reader
+	switch method {
+	case http.MethodGet:
+		if len(form) > 0 {
+			target += "?" + form.Encode()
+		}
+	default:
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, target, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+func cmdAPI(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: api METHOD PATH [key=value...]")
+	}
+	s := state(ts)
+	code, body, err := s.call(args[0], args[1], args[2:])
+	ts.Check(err)
+	s.lastBody = body
+	fmt.Fprintf(ts.Stdout(), "status %d\n%s", code, body)
+	switch {
+	case !neg && code >= 400:
+		ts.Fatalf("%s %s: status %d", args[0], args[1], code)
+	case neg && code < 400:
+		ts.Fatalf("%s %s: status %d, want an error", args[0], args[1], code)
+	}
+}
+
+// field finds the value at a dotted path in a JSON document.
+func field(body []byte, path string) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("answer is not JSON: %v", err)
+	}
+	length := strings.HasPrefix(path, "len(") && strings.HasSuffix(path, ")")
+	if length {
+		path = path[len("len(") : len(path)-1]
+	}
+	for _, seg := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[seg]; !ok {
+				return nil, fmt.Errorf("no field %q in %s", seg, show(x))
+			}
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, fmt.Errorf("no item %q in a list of %d", seg, len(x))
+			}
+			v = x[i]
+		default:
+			return nil, fmt.Errorf("%q: %s has no fields", seg, show(x))
+		}
+	}
+	if length {
+		switch x := v.(type) {
+		case []any:
+			return len(x), nil
+		case map[string]any:
+			return len(x), nil
+		default:
+			return nil, fmt.Errorf("%s has no length", show(x))
+		}
+	}
+	return v, nil
+}
+
+// show writes a JSON value the way scripts compare it: a string as itself,
+// anything else as compact JSON.
+func show(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// matcher parses "[-re] FIELD WANT" and reports whether a body matches.
+type matcher struct {
+	field, want string
+	re          *regexp.Regexp
+}
+
+func parseMatcher(ts *testscript.TestScript, args []string, usage string) (matcher, []string) {
+	var m matcher
+	re := len(args) > 0 && args[0] == "-re"
+	if re {
+		args = args[1:]
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: %s", usage)
+	}
+	n := len(args)
+	m.field, m.want = args[n-2], args[n-1]
+	if re {
+		var err error
+		m.re, err = regexp.Compile(m.want)
+		ts.Check(err)
+	}
+	return m, args[:n-2]
+}
+
+func (m matcher) match(body []byte) (got string, ok bool, err error) {
+	v, err := field(body, m.field)
+	if err != nil {
+		return "", false, err
+	}
+	got = show(v)
+	if m.re != nil {
+		return got, m.re.MatchString(got), nil
+	}
+	return got, got == m.want, nil
+}
+
+func (m matcher) String() string {
+	if m.re != nil {
+		return fmt.Sprintf("%s matching %q", m.field, m.want)
+	}
+	return fmt.Sprintf("%s = %s", m.field, m.want)
+}
+
+func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
+	m, rest := parseMatcher(ts, args, "json [-re] FIELD WANT")
+	if len(rest) != 0 {
+		ts.Fatalf("usage: json [-re] FIELD WANT")
+	}
+	got, ok, err := m.match(state(ts).lastBody)
+	ts.Check(err)
+	switch {
+	case !neg && !ok:
+		ts.Fatalf("want %s, got %s", m, got)
+	case neg && ok:
+		ts.Fatalf("want not %s, got %s", m, got)
+	}
+}
+
+// poll GETs path until done says the answer is the one wanted, failing
+// with what it last saw after waitLimit.
+func poll(ts *testscript.TestScript, path string, done func(code int, body []byte) (bool, string)) {
+	s := state(ts)
+	deadline := time.Now().Add(waitLimit)
+	var last string
+	for {
+		code, body, err := s.call(http.MethodGet, path, nil)
+		if err != nil {
+			last = err.Error()
+		} else {
+			s.lastBody = body
+			ok, why := done(code, body)
+			if ok {
+				fmt.Fprintf(ts.Stdout(), "status %d\n%s", code, body)
+				return
+			}
+			last = fmt.Sprintf("%s\nstatus %d\n%s", why, code, body)
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("GET %s: gave up after %v; last answer: %s", path, waitLimit, last)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func cmdWaitJSON(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "wait-json")
+	const usage = "wait-json [-re] PATH FIELD WANT"
+	m, rest := parseMatcher(ts, args, usage)
+	if len(rest) != 1 {
+		ts.Fatalf("usage: %s", usage)
+	}
+	poll(ts, rest[0], func(code int, body []byte) (bool, string) {
+		if code != http.StatusOK {
+			return false, "not 200"
+		}
+		got, ok, err := m.match(body)
+		if err != nil {
+			return false, err.Error()
+		}
+		return ok, fmt.Sprintf("want %s, got %s", m, got)
+	})
+}
+
+// finished are the states a job does not leave.
+var finished = map[string]bool{"succeeded": true, "failed": true, "killed": true, "timed-out": true, "lost": true}
+
+func cmdWaitJob(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "wait-job")
+	if len(args) != 2 {
+		ts.Fatalf("usage: wait-job ID STATUS")
+	}
+	id, want := args[0], args[1]
+	var wrong string
+	poll(ts, "/1.0/job/"+id, func(code int, body []byte) (bool, string) {
+		if code == http.StatusNotFound {
+			return false, "no such job yet"
+		}
+		v, err := field(body, "status")
+		if err != nil {
+			return false, err.Error()
+		}
+		got := show(v)
+		if got != want && finished[got] {
+			wrong = fmt.Sprintf("job %s ended %s, want %s:\n%s", id, got, want, body)
+			return true, ""
+		}
+		return got == want, "status is " + got
+	})
+	if wrong != "" {
+		ts.Fatalf("%s", wrong)
+	}
+}
+
+// cmdDumpQueue prints the run queue and every lorry in it, so a script can
+// save the state and compare it later.
+func cmdDumpQueue(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "dump-queue")
+	s := state(ts)
+	get := func(path string) []byte {
+		code, body, err := s.call(http.MethodGet, path, nil)
+		ts.Check(err)
+		if code != http.StatusOK {
+			ts.Fatalf("GET %s: status %d\n%s", path, code, body)
+		}
+		return body
+	}
+	body := get("/1.0/list-queue")
+	var q struct{ Queue []string }
+	ts.Check(json.Unmarshal(body, &q))
+	out := ts.Stdout()
+	fmt.Fprintf(out, "%s", body)
+	for _, p := range q.Queue {
+		fmt.Fprintf(out, "%s", get("/1.0/lorry/"+p))
+	}
+}
+
+// --- CONFGIT and processes of jobs ---
+
+func cmdConfgitCommit(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "confgit-commit")
+	amend := len(args) > 0 && args[0] == "-amend"
+	if amend {
+		args = args[1:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: confgit-commit [-amend] MESSAGE")
+	}
+	dir := filepath.Join(ts.Getenv("WORK"), "confgit")
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(slices.Clone(gitEnv), "PATH="+ts.Getenv("PATH"), "HOME="+ts.Getenv("WORK"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			ts.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	ts.Check(os.MkdirAll(dir, 0o755))
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		git("init", "-q", "-b", "master")
+	}
+	git("add", "-A")
+	if amend {
+		git("commit", "-q", "--allow-empty", "--amend", "-m", args[0])
+	} else {
+		git("commit", "-q", "--allow-empty", "-m", args[0])
+	}
+	ts.Setenv("COMMIT", git("rev-parse", "HEAD"))
+}
+
+func cmdWaitDead(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "wait-dead")
+	if len(args) != 1 {
+		ts.Fatalf("usage: wait-dead PIDFILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	deadline := time.Now().Add(waitLimit)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			ts.Fatalf("process %d is still alive after %v", pid, waitLimit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// procState is the state letter of pid in /proc, or 0 if there is none.
+func procState(pid int) byte {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
+}
+
+func stopped(pid int) bool { return procState(pid) == 'T' }
+
+// alive reports whether pid runs; a zombie waiting for a parent that does
+// not reap it counts as dead.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	st := procState(pid)
+	return st != 0 && st != 'Z' && st != 'X'
+}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
 )
 
@@ -39,7 +39,7 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 	var res readConfigResult
 	cfg, err := s.Config.Read(ctx)
 	if err != nil {
-		msg := redactURLs(err.Error())
+		msg := redact.URLs(err.Error())
 		s.Log.Error("read configuration", "err", msg)
 		recErr := s.DB.Update(ctx, func(tx *statedb.Tx) error {
 			st, err := tx.ConfigState(ctx)
@@ -117,10 +117,3 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 
 // KindLorry is the kind of job that runs lorry on a spec.
 const KindLorry = "lorry"
-
-var urlCredentials = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/@\s]+@`)
-
-// redactURLs hides user names and passwords in URLs within s.
-func redactURLs(s string) string {
-	return urlCredentials.ReplaceAllString(s, "${1}***@")
-}

@@ -324,19 +324,6 @@ func TestPretendTimeOnlyWithFakeClock(t *testing.T) {
 	}
 }
 
-func TestRedactURLs(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{name: "password", in: "clone https://u:p@h/x failed", want: "clone https://***@h/x failed"},
-		{name: "token only", in: "ssh://tok@h/x", want: "ssh://***@h/x"},
-		{name: "none", in: "https://h/x", want: "https://h/x"},
-	}
-	for _, tc := range tests {
-		if got := redactURLs(tc.in); got != tc.want {
-			t.Errorf("%s: redactURLs(%q) = %q; want %q", tc.name, tc.in, got, tc.want)
-		}
-	}
-}
-
 func toStrings(v any) []string {
 	list, _ := v.([]any)
 	out := make([]string, len(list))

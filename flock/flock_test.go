@@ -1,0 +1,71 @@
+package flock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestExclusive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	l, err := TryExclusive(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryExclusive(path); !errors.Is(err, ErrLocked) {
+		t.Errorf("second TryExclusive = %v; want ErrLocked", err)
+	}
+	start := time.Now()
+	if _, err := Exclusive(context.Background(), path, 120*time.Millisecond); !errors.Is(err, ErrLocked) || time.Since(start) < 100*time.Millisecond {
+		t.Errorf("Exclusive while held = %v after %v; want ErrLocked after the wait", err, time.Since(start))
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		l.Unlock()
+	}()
+	l2, err := Exclusive(context.Background(), path, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Exclusive after release = %v", err)
+	}
+	l2.Unlock()
+}
+
+// A lock held by a process that dies is free at once.
+func TestLockDiesWithHolder(t *testing.T) {
+	if os.Getenv("FLOCK_HOLDER") != "" {
+		if _, err := TryExclusive(os.Getenv("FLOCK_HOLDER")); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("held\n")
+		time.Sleep(time.Minute)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "x.lock")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockDiesWithHolder$")
+	cmd.Env = append(os.Environ(), "FLOCK_HOLDER="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
+		t.Fatalf("holder said %q, %v", buf, err)
+	}
+	if _, err := TryExclusive(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryExclusive while the holder lives = %v; want ErrLocked", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	l, err := TryExclusive(path)
+	if err != nil {
+		t.Fatalf("TryExclusive after the holder died = %v", err)
+	}
+	l.Unlock()
+}

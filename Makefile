@@ -2,7 +2,7 @@
 
 GO      ?= go
 BIN     := bin
-BINARIES := lorry-controller-webapp lorry-controller-minion
+BINARIES := lorry-controller-webapp lorry-controller-minion lorry
 PKGS    := ./...
 
 .PHONY: all build run test bench check clean
@@ -13,6 +13,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/lorry-controller-webapp ./cmd/webapp
 	$(GO) build -o $(BIN)/lorry-controller-minion ./cmd/minion
+	$(GO) build -o $(BIN)/lorry ./cmd/lorry
 
 # Start a WEBAPP and two minions on the demo configuration, until Ctrl-C.
 run: build

@@ -1,0 +1,96 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"lorrycontroller/lorryspec"
+	"lorrycontroller/redact"
+)
+
+func init() { importers["git"] = importGit }
+
+// importGit fetches the spec's refspecs from upstream into the mirror with
+// the git command line, which speaks every transport and protocol v2, and
+// uses the machine's ssh and credential set-up.
+func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
+	g := v.(*lorryspec.Git)
+	fetch, push, err := gitRefspecs(g.Refspecs)
+	if err != nil {
+		return nil, false, err
+	}
+	var args []string
+	if g.CheckCertificates != nil && !*g.CheckCertificates {
+		args = append(args, "-c", "http.sslVerify=false")
+	}
+	// --atomic: a fetch that fails half-way leaves every ref as it was.
+	args = append(args, "fetch", "--atomic", "--no-tags", "--no-write-fetch-head", "--progress")
+	if g.Prune {
+		args = append(args, "--prune")
+	}
+	args = append(args, "--", g.URL)
+	args = append(args, fetch...)
+	fmt.Fprintf(j.out, "fetching %s\n", redact.URLs(g.URL))
+	if _, err := j.git(ctx, args...); err != nil {
+		return nil, false, fmt.Errorf("fetch %s: %w", redact.URLs(g.URL), err)
+	}
+	// Upstream Lorry reported success when a refspec matched nothing and
+	// the downstream stayed empty; say so instead.
+	refs, err := j.refs(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if !anyMatches(refs, push) {
+		return nil, false, fmt.Errorf("no ref upstream matches the refspecs %s", strings.Join(fetch, " "))
+	}
+	return push, g.Prune, nil
+}
+
+// gitRefspecs turns a spec's refspecs into those that fetch into the mirror
+// under the same names, and those that push the mirror downstream. Both are
+// forced: a branch force-pushed upstream is force-pushed downstream.
+func gitRefspecs(specs []string) (fetch, push []string, err error) {
+	if len(specs) == 0 {
+		return allRefs, allRefs, nil
+	}
+	for _, s := range specs {
+		src, dst, hasDst := strings.Cut(strings.TrimPrefix(s, "+"), ":")
+		if !hasDst {
+			dst = src
+		}
+		if src == "" || dst == "" || strings.HasPrefix(src, "^") {
+			return nil, nil, fmt.Errorf("refspec %q is not usable for a mirror", s)
+		}
+		if !strings.HasPrefix(dst, "refs/") {
+			dst = "refs/heads/" + dst
+		}
+		fetch = append(fetch, "+"+src+":"+dst)
+		push = append(push, "+"+dst+":"+dst)
+	}
+	return fetch, push, nil
+}
+
+// anyMatches tells whether a ref of the mirror is named by the destination
+// of one of the push refspecs.
+func anyMatches(refs map[string]string, push []string) bool {
+	for _, p := range push {
+		_, dst, _ := strings.Cut(strings.TrimPrefix(p, "+"), ":")
+		for name := range refs {
+			if refMatches(dst, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refMatches matches a ref name against a refspec side, whose one "*" may
+// stand for anything, slashes included.
+func refMatches(pattern, name string) bool {
+	prefix, suffix, wild := strings.Cut(pattern, "*")
+	if !wild {
+		return pattern == name
+	}
+	return len(name) >= len(prefix)+len(suffix) && strings.HasPrefix(name, prefix) && strings.HasSuffix(name, suffix)
+}

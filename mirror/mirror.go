@@ -1,0 +1,357 @@
+// Package mirror is what lorry does for one spec: bring the upstream into a
+// persistent bare git repository in the working area (fetching git,
+// importing archives, converting other version control systems), then push
+// that repository to the downstream.
+//
+// The working area holds one directory per lorry path, named by
+// workarea.Name so no path can leave it:
+//
+//	WORKING-AREA/<escaped path>/git        the bare mirror, pushed downstream
+//	WORKING-AREA/<escaped path>/<tool>     state kept by a converter
+//	WORKING-AREA/<escaped path>.lock       flock while a run works on it
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"lorrycontroller/flock"
+	"lorrycontroller/lorryspec"
+	"lorrycontroller/redact"
+	"lorrycontroller/workarea"
+)
+
+// Options say where to work and where to push.
+type Options struct {
+	WorkingArea string
+	// PushURL is the downstream repository of the spec. MirrorBaseURLPush,
+	// used when PushURL is empty, is a base to which "/<name>.git" is
+	// added. With neither, or with PullOnly, nothing is pushed.
+	PushURL           string
+	MirrorBaseURLPush string
+	PullOnly          bool
+	Verbose           bool
+	// Out receives progress and messages, for the admin watching the job.
+	Out io.Writer
+	// LockWait is how long to wait for another run on the same mirror.
+	LockWait time.Duration
+}
+
+// Result says what a run did to one spec.
+type Result struct {
+	Name    string
+	Changes Changes
+	Err     error
+}
+
+// Changes lists refs by what happened to them in the mirror.
+type Changes struct {
+	Created, Updated, Deleted []string
+	Unchanged                 int
+}
+
+// String is the line lorry prints for the result.
+func (r Result) String() string {
+	if r.Err != nil {
+		return fmt.Sprintf("%s: FAILED: %v", r.Name, r.Err)
+	}
+	c := r.Changes
+	if len(c.Created)+len(c.Updated)+len(c.Deleted) == 0 {
+		return fmt.Sprintf("%s: ok, nothing new (%d refs unchanged)", r.Name, c.Unchanged)
+	}
+	var parts []string
+	for _, p := range []struct {
+		what string
+		refs []string
+	}{{"created", c.Created}, {"updated", c.Updated}, {"deleted", c.Deleted}} {
+		if len(p.refs) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", p.what, len(p.refs), shortList(p.refs, 5)))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("unchanged %d", c.Unchanged))
+	return fmt.Sprintf("%s: ok, %s", r.Name, strings.Join(parts, ", "))
+}
+
+func shortList(refs []string, n int) string {
+	if len(refs) <= n {
+		return strings.Join(refs, " ")
+	}
+	return strings.Join(refs[:n], " ") + fmt.Sprintf(" and %d more", len(refs)-n)
+}
+
+// job is one run on one spec: what the type-specific code needs.
+type job struct {
+	spec   lorryspec.Spec
+	dir    string // the spec's directory in the working area
+	gitDir string // the bare mirror
+	opts   Options
+	out    io.Writer
+}
+
+// importer brings the upstream of j into j.gitDir, returning the refspecs
+// to push downstream and whether refs gone upstream are to be deleted
+// downstream.
+type importer func(ctx context.Context, j *job, spec any) (push []string, prune bool, err error)
+
+// importers are the implementations by spec type. A type without one
+// fails with a message saying so.
+var importers = map[string]importer{}
+
+// allRefs are the refspecs that push every branch and tag.
+var allRefs = []string{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
+
+// Run mirrors one spec.
+func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
+	res.Name = spec.Name
+	out := opts.Out
+	if out == nil {
+		out = io.Discard
+	}
+	v, err := spec.Decode()
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	imp, ok := importers[spec.Type]
+	if !ok {
+		res.Err = fmt.Errorf("%s specs are not supported by this lorry", spec.Type)
+		return res
+	}
+	if opts.WorkingArea == "" {
+		res.Err = errors.New("no working area")
+		return res
+	}
+	if err := os.MkdirAll(opts.WorkingArea, 0o755); err != nil {
+		res.Err = err
+		return res
+	}
+	dir := workarea.Dir(opts.WorkingArea, spec.Name)
+	lock, err := flock.Exclusive(ctx, dir+".lock", opts.LockWait)
+	if err != nil {
+		if errors.Is(err, flock.ErrLocked) {
+			err = fmt.Errorf("another lorry is working on this mirror (%w); try again later", err)
+		}
+		res.Err = err
+		return res
+	}
+	defer lock.Unlock()
+
+	j := &job{spec: spec, dir: dir, gitDir: filepath.Join(dir, "git"), opts: opts, out: out}
+	if err := j.ensureRepo(ctx); err != nil {
+		res.Err = err
+		return res
+	}
+	before, err := j.refs(ctx)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	refspecs, prune, err := imp(ctx, j, v)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	after, err := j.refs(ctx)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	res.Changes = diffRefs(before, after)
+	if len(after) == 0 {
+		res.Err = errors.New("the mirror has no refs: nothing upstream matched the spec")
+		return res
+	}
+	if url := j.pushURL(); url != "" {
+		res.Err = j.push(ctx, url, refspecs, prune)
+	}
+	return res
+}
+
+func (j *job) pushURL() string {
+	switch {
+	case j.opts.PullOnly:
+		return ""
+	case j.opts.PushURL != "":
+		return j.opts.PushURL
+	case j.opts.MirrorBaseURLPush != "":
+		return strings.TrimSuffix(j.opts.MirrorBaseURLPush, "/") + "/" + j.spec.Name + ".git"
+	}
+	return ""
+}
+
+// ensureRepo makes sure the bare mirror exists and is usable. A mirror
+// that a crash left unusable is started afresh: the next fetch fills it.
+func (j *job) ensureRepo(ctx context.Context) error {
+	if _, err := os.Stat(j.gitDir); err == nil {
+		if _, err := j.git(ctx, "rev-parse", "--git-dir"); err == nil {
+			return nil
+		}
+		fmt.Fprintf(j.out, "mirror %s is unusable; starting it afresh\n", j.gitDir)
+		if err := os.RemoveAll(j.gitDir); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(j.dir, 0o755); err != nil {
+		return err
+	}
+	tmp := j.gitDir + ".new"
+	os.RemoveAll(tmp)
+	if _, err := j.gitIn(ctx, "", "init", "--quiet", "--bare", tmp); err != nil {
+		return err
+	}
+	// Objects fetched are kept as packs as they come: repacking a large
+	// mirror on every run would cost more than it saves.
+	for _, kv := range [][2]string{{"gc.auto", "0"}, {"core.logAllRefUpdates", "false"}} {
+		if _, err := j.gitIn(ctx, tmp, "config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, j.gitDir)
+}
+
+// refs maps every ref of the mirror to its object id.
+func (j *job) refs(ctx context.Context) (map[string]string, error) {
+	out, err := j.git(ctx, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if id, name, ok := strings.Cut(line, " "); ok {
+			refs[name] = id
+		}
+	}
+	return refs, nil
+}
+
+func diffRefs(before, after map[string]string) Changes {
+	var c Changes
+	for name, id := range after {
+		old, ok := before[name]
+		switch {
+		case !ok:
+			c.Created = append(c.Created, name)
+		case old != id:
+			c.Updated = append(c.Updated, name)
+		default:
+			c.Unchanged++
+		}
+	}
+	for name := range before {
+		if _, ok := after[name]; !ok {
+			c.Deleted = append(c.Deleted, name)
+		}
+	}
+	slices.Sort(c.Created)
+	slices.Sort(c.Updated)
+	slices.Sort(c.Deleted)
+	return c
+}
+
+// push sends refspecs of the mirror to url. Progress goes to the output.
+func (j *job) push(ctx context.Context, url string, refspecs []string, prune bool) error {
+	args := []string{"push", "--porcelain"}
+	if prune {
+		args = append(args, "--prune")
+	}
+	if j.opts.Verbose {
+		args = append(args, "--progress")
+	}
+	args = append(args, url)
+	args = append(args, refspecs...)
+	fmt.Fprintf(j.out, "pushing to %s\n", redact.URLs(url))
+	if _, err := j.gitIn(ctx, j.gitDir, args...); err != nil {
+		return fmt.Errorf("push to %s: %w", redact.URLs(url), err)
+	}
+	return nil
+}
+
+// git runs git on the mirror.
+func (j *job) git(ctx context.Context, args ...string) (string, error) {
+	return j.gitIn(ctx, j.gitDir, args...)
+}
+
+// gitIn runs git with GIT_DIR dir ("" for none) and returns its standard
+// output. Its standard error goes to the job's output as it comes, so an
+// admin sees progress; a failure's error carries its last lines.
+func (j *job) gitIn(ctx context.Context, dir string, args ...string) (string, error) {
+	return run(ctx, j.out, gitEnv(dir, nil), "git", args...)
+}
+
+// gitEnv is the environment for git: never prompting, never reading the
+// user's or system configuration, plus extra.
+func gitEnv(gitDir string, extra []string) []string {
+	env := append(os.Environ(),
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_AUTHOR_NAME=Lorry", "GIT_AUTHOR_EMAIL=lorry@localhost",
+		"GIT_COMMITTER_NAME=Lorry", "GIT_COMMITTER_EMAIL=lorry@localhost",
+	)
+	if gitDir != "" {
+		env = append(env, "GIT_DIR="+gitDir)
+	}
+	return append(env, extra...)
+}
+
+// run runs a command with env, copying its standard error to out, and
+// returns its standard output.
+func run(ctx context.Context, out io.Writer, env []string, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	var stdout bytes.Buffer
+	tail := &tailWriter{max: 2048}
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(out, tail)
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("%s is not installed: %w", name, err)
+		}
+		msg := strings.TrimSpace(tail.String())
+		if msg != "" {
+			return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, firstArg(args), err, lastLine(msg))
+		}
+		return stdout.String(), fmt.Errorf("%s %s: %w", name, firstArg(args), err)
+	}
+	return stdout.String(), nil
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexAny(s, "\r\n"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// tailWriter keeps the last bytes written to it.
+type tailWriter struct {
+	max int
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string { return string(t.buf) }

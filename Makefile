@@ -2,7 +2,6 @@
 
 GO      ?= go
 BIN     := bin
-BINARIES := lorry-controller-webapp lorry-controller-minion lorry
 PKGS    := ./...
 
 .PHONY: all build run test bench check clean

@@ -1,17 +1,17 @@
 package confgit
 
 import (
-	"lorrycontroller/confgit/confgittest"
+	"lorrycontroller/gittest"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-var gitEnv = confgittest.GitEnv
+var gitEnv = gittest.GitEnv
 
 func runGit(tb testing.TB, dir string, stdin []byte, args ...string) string {
 	tb.Helper()
-	return confgittest.Git(tb, dir, stdin, args...)
+	return gittest.Git(tb, dir, stdin, args...)
 }
 
 // testRepo is a non-bare repository made with the git CLI, standing in for

@@ -5,11 +5,10 @@ package confgittest
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"lorrycontroller/gittest"
 )
 
 // BigConf is the lorry-controller.conf of BigRepo: one lorries section
@@ -26,7 +25,7 @@ const BigConf = `[
 func BigRepo(tb testing.TB, files, specsPerFile int) string {
 	tb.Helper()
 	dir := filepath.Join(tb.TempDir(), "upstream.git")
-	Git(tb, "", nil, "init", "-q", "--bare", "--initial-branch=master", dir)
+	gittest.Git(tb, "", nil, "init", "-q", "--bare", "--initial-branch=master", dir)
 
 	var in bytes.Buffer
 	fmt.Fprintf(&in, "commit refs/heads/master\ncommitter Confgit Test <confgit@example.com> 1700000000 +0000\ndata 4\nbig\n")
@@ -47,38 +46,7 @@ func BigRepo(tb testing.TB, files, specsPerFile int) string {
 		inline(fmt.Sprintf("open-source-lorries/group%03d/project%05d.lorry", i%100, i), spec.String())
 	}
 	in.WriteString("\n")
-	Git(tb, dir, in.Bytes(), "fast-import", "--quiet")
-	Git(tb, dir, nil, "repack", "-a", "-d", "-q")
+	gittest.Git(tb, dir, in.Bytes(), "fast-import", "--quiet")
+	gittest.Git(tb, dir, nil, "repack", "-a", "-d", "-q")
 	return dir
-}
-
-// GitEnv names an author and committer, so that tests need no git
-// configuration of the machine's.
-var GitEnv = []string{
-	"GIT_AUTHOR_NAME=Confgit Test",
-	"GIT_AUTHOR_EMAIL=confgit@example.com",
-	"GIT_COMMITTER_NAME=Confgit Test",
-	"GIT_COMMITTER_EMAIL=confgit@example.com",
-	"GIT_CONFIG_GLOBAL=" + os.DevNull,
-	"GIT_CONFIG_NOSYSTEM=1",
-	"GIT_TERMINAL_PROMPT=0",
-}
-
-// Git runs the git command line in dir with stdin and returns its trimmed
-// output, failing tb if git fails.
-func Git(tb testing.TB, dir string, stdin []byte, args ...string) string {
-	tb.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), GitEnv...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		tb.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
 }

@@ -1,6 +1,8 @@
 package routes
 
 import (
+	"lorrycontroller/hosts"
+	"lorrycontroller/redact"
 	"net/http"
 	"strconv"
 
@@ -44,27 +46,54 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	if m.Name == "" {
 		m.Name = m.Host + "-" + strconv.FormatInt(m.PID, 10)
 	}
-	var a statedb.Assignment
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		a, err = tx.GiveMeJob(r.Context(), m)
-		return err
-	})
-	if err != nil {
-		return err
+	// A job whose downstream cannot be prepared fails at once, and the next
+	// due lorry is tried, so one bad downstream never blocks the queue.
+	for range maxPrepareTries {
+		var a statedb.Assignment
+		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+			var err error
+			a, err = tx.GiveMeJob(r.Context(), m)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if a.Idle != "" {
+			break
+		}
+		pushURL, err := s.downstream().Prepare(r.Context(), a.Job.Path)
+		if err != nil {
+			why := "prepare the downstream repository: " + redact.URLs(err.Error())
+			s.Log.Error("downstream", "job_id", a.Job.ID, "path", a.Job.Path, "err", why)
+			err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.FailJob(r.Context(), a.Job.ID, why) })
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if a.Again {
+			s.Log.Info("job given again", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)
+		} else {
+			s.Log.Info("job given", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)
+		}
+		return ok(w, jobOffer{
+			JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
+			PushURL: pushURL,
+		})
 	}
-	if a.Idle != "" {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// maxPrepareTries bounds how many jobs one give-me-job fails for want of a
+// downstream repository before answering that there is nothing to do.
+const maxPrepareTries = 3
+
+func (s *Server) downstream() hosts.Downstream {
+	if s.Downstream == nil {
+		return hosts.None{}
 	}
-	if a.Again {
-		s.Log.Info("job given again", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)
-	} else {
-		s.Log.Info("job given", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)
-	}
-	return ok(w, jobOffer{
-		JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
-	})
+	return s.Downstream
 }
 
 func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {

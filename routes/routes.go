@@ -14,6 +14,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/hosts"
 	"lorrycontroller/statedb"
 )
 
@@ -27,6 +28,9 @@ type Server struct {
 	DB     *statedb.DB
 	Config ConfigReader
 	Log    *slog.Logger
+	// Downstream prepares the repository each job pushes to; nil is
+	// hosts.None.
+	Downstream hosts.Downstream
 
 	// StatusHTML is where status-html writes its on-disk copy; "" for none.
 	StatusHTML string

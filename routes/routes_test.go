@@ -202,6 +202,37 @@ func TestJobCycleOverHTTP(t *testing.T) {
 	}
 }
 
+// downstreamStub fails for one path and gives a URL for the others.
+type downstreamStub struct{ bad string }
+
+func (d downstreamStub) Prepare(_ context.Context, path string) (string, error) {
+	if path == d.bad {
+		return "", errors.New("create https://user:secret@down.example/" + path + ": 403 Forbidden")
+	}
+	return "ssh://down.example/" + path + ".git", nil
+}
+
+func TestGiveMeJobPreparesDownstream(t *testing.T) {
+	ts := newTestServer(t)
+	ts.Downstream = downstreamStub{bad: "d/bad"}
+	hs := httptest.NewServer(ts.Handler())
+	defer hs.Close()
+	ts.url = hs.URL
+	ts.configure(t, "d/bad", "d/good")
+	_, offer := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
+	if offer["path"] != "d/good" || offer["push_url"] != "ssh://down.example/d/good.git" {
+		t.Errorf("give-me-job = %v; want d/good with its push URL", offer)
+	}
+	_, l := ts.call(t, "GET", "/1.0/lorry/d/bad", nil)
+	lastErr, _ := l["last_run_error"].(string)
+	if !strings.Contains(lastErr, "403 Forbidden") || strings.Contains(lastErr, "secret") {
+		t.Errorf("last_run_error = %q; want the downstream failure, without the password", lastErr)
+	}
+	if _, j := ts.call(t, "GET", "/1.0/job/1", nil); j["status"] != statedb.StatusFailed {
+		t.Errorf("job of the bad downstream = %v; want failed", j["status"])
+	}
+}
+
 func TestQueueControls(t *testing.T) {
 	ts := newTestServer(t)
 	ts.configure(t, "q/a", "q/b", "q/c")

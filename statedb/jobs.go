@@ -337,6 +337,20 @@ func (tx *Tx) StopJob(ctx context.Context, id int64) error {
 	return nil
 }
 
+// FailJob ends the running job id as failed for a reason of the WEBAPP's,
+// such as a downstream repository that could not be made, before any
+// minion ran it.
+func (tx *Tx) FailJob(ctx context.Context, id int64, why string) error {
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Status != StatusRunning {
+		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
+	}
+	return tx.endJob(ctx, j, StatusFailed, nil, why)
+}
+
 // RemoveJob forgets a finished job and its output. ErrConflict if it still
 // runs.
 func (tx *Tx) RemoveJob(ctx context.Context, id int64) error {

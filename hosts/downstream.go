@@ -1,0 +1,96 @@
+// Package hosts talks to the git servers around the controller: the
+// Downstream Host that mirrors are pushed to, and (later) the Upstream Hosts
+// whose repositories are listed.
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+)
+
+// Downstream prepares the repositories that jobs push to.
+type Downstream interface {
+	// Prepare makes sure the downstream repository for a lorry path exists
+	// and returns the URL a minion pushes to.
+	Prepare(ctx context.Context, path string) (pushURL string, err error)
+}
+
+// None is no downstream: jobs get no push URL, and lorry only keeps its
+// mirrors up to date.
+type None struct{}
+
+// Prepare returns no URL.
+func (None) Prepare(context.Context, string) (string, error) { return "", nil }
+
+// Local keeps downstream repositories as bare repositories under a
+// directory of this machine: <BaseDir>/<path>.git.
+type Local struct {
+	BaseDir string
+}
+
+// Prepare creates the bare repository for path if it is not there yet.
+func (l Local) Prepare(ctx context.Context, path string) (string, error) {
+	dir, err := l.repoDir(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("create downstream %s: %w", path, err)
+	}
+	// Made aside and renamed, so a crash never leaves half a repository
+	// where a push would go.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".new-*")
+	if err != nil {
+		return "", fmt.Errorf("create downstream %s: %w", path, err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", tmp)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("create downstream %s: git init: %w: %s", path, err, strings.TrimSpace(string(out)))
+	}
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, statErr := os.Stat(filepath.Join(dir, "HEAD")); statErr != nil {
+			return "", fmt.Errorf("create downstream %s: %w", path, err)
+		}
+	}
+	return dir, nil
+}
+
+// repoDir is where the repository of path lives. It refuses paths that
+// would leave BaseDir, through ".." or through a symbolic link.
+func (l Local) repoDir(path string) (string, error) {
+	if l.BaseDir == "" {
+		return "", errors.New("local downstream has no base directory")
+	}
+	if path == "" || strings.HasPrefix(path, "/") || strings.ContainsAny(path, "\\\x00") {
+		return "", fmt.Errorf("downstream path %q is not a relative path", path)
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", fmt.Errorf("downstream path %q has a %q segment", path, seg)
+		}
+	}
+	base, err := filepath.Abs(l.BaseDir)
+	if err != nil {
+		return "", err
+	}
+	dir, err := securejoin.SecureJoin(base, path+".git")
+	if err != nil {
+		return "", fmt.Errorf("downstream path %q: %w", path, err)
+	}
+	if rel, err := filepath.Rel(base, dir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("downstream path %q leaves %s", path, base)
+	}
+	return dir, nil
+}

@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"lorrycontroller/lorryspec"
@@ -23,6 +24,18 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	var args []string
 	if g.CheckCertificates != nil && !*g.CheckCertificates {
 		args = append(args, "-c", "http.sslVerify=false")
+	}
+	if len(g.Refspecs) == 0 {
+		refs, err := j.refs(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(refs) == 0 {
+			// A first mirror of all branches and tags is a bare clone,
+			// which writes its refs packed and takes the upstream's HEAD:
+			// much faster than a fetch for a repository of many refs.
+			return push, g.Prune, j.cloneGit(ctx, args, g.URL)
+		}
 	}
 	// --atomic: a fetch that fails half-way leaves every ref as it was.
 	args = append(args, "fetch", "--atomic", "--no-tags", "--no-write-fetch-head", "--progress")
@@ -45,6 +58,23 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, fmt.Errorf("no ref upstream matches the refspecs %s", strings.Join(fetch, " "))
 	}
 	return push, g.Prune, nil
+}
+
+func (j *job) cloneGit(ctx context.Context, args []string, url string) error {
+	tmp := j.gitDir + ".clone"
+	os.RemoveAll(tmp)
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(j.out, "cloning %s\n", redact.URLs(url))
+	args = append(args, "clone", "--bare", "--progress", "--", url, tmp)
+	if _, err := j.gitIn(ctx, "", args...); err != nil {
+		return fmt.Errorf("clone %s: %w", redact.URLs(url), err)
+	}
+	// Later runs fetch by URL, so the clone's remote, which may hold
+	// credentials, is not kept.
+	if _, err := j.gitIn(ctx, tmp, "config", "--remove-section", "remote.origin"); err != nil {
+		return err
+	}
+	return j.replaceRepo(ctx, tmp)
 }
 
 // gitRefspecs turns a spec's refspecs into those that fetch into the mirror

@@ -208,14 +208,38 @@ func (j *job) ensureRepo(ctx context.Context) error {
 	if _, err := j.gitIn(ctx, "", "init", "--quiet", "--bare", tmp); err != nil {
 		return err
 	}
+	if err := j.configure(ctx, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, j.gitDir)
+}
+
+// configure sets up a new mirror repository in dir.
+func (j *job) configure(ctx context.Context, dir string) error {
 	// Objects fetched are kept as packs as they come: repacking a large
 	// mirror on every run would cost more than it saves.
 	for _, kv := range [][2]string{{"gc.auto", "0"}, {"core.logAllRefUpdates", "false"}} {
-		if _, err := j.gitIn(ctx, tmp, "config", kv[0], kv[1]); err != nil {
+		if _, err := j.gitIn(ctx, dir, "config", kv[0], kv[1]); err != nil {
 			return err
 		}
 	}
-	return os.Rename(tmp, j.gitDir)
+	return nil
+}
+
+// replaceRepo puts the repository in dir in place of the mirror.
+func (j *job) replaceRepo(ctx context.Context, dir string) error {
+	if err := j.configure(ctx, dir); err != nil {
+		return err
+	}
+	old := j.gitDir + ".old"
+	os.RemoveAll(old)
+	if err := os.Rename(j.gitDir, old); err != nil {
+		return err
+	}
+	if err := os.Rename(dir, j.gitDir); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
 }
 
 // refs maps every ref of the mirror to its object id.

@@ -80,6 +80,7 @@ const waitLimit = 30 * time.Second
 const (
 	webappBin = "lorry-controller-webapp"
 	minionBin = "lorry-controller-minion"
+	lorryBin  = "lorry"
 )
 
 var (
@@ -106,6 +107,7 @@ func runMain(m *testing.M) int {
 	pkgs := map[string]string{
 		webappBin: "lorrycontroller/cmd/webapp",
 		minionBin: "lorrycontroller/cmd/minion",
+		lorryBin:  "lorrycontroller/cmd/lorry",
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -39,7 +39,7 @@ func bigRepo(b *testing.B) string {
 	return dir
 }
 
-func timeIt(b *testing.B, f func()) time.Duration {
+func timeIt(f func()) time.Duration {
 	start := time.Now()
 	f()
 	return time.Since(start)
@@ -70,88 +70,86 @@ func BenchmarkMirrorJob(b *testing.B) {
 }
 
 func mirrorRound(b *testing.B, src string, plainTotal, firstTotal, againTotal *time.Duration) {
-	{
-		work := b.TempDir()
+	work := b.TempDir()
 
-		plain := timeIt(b, func() {
-			// file:// as in the spec: a plain path would let git hard-link
-			// the objects instead of transferring them.
-			gittest.Git(b, "", nil, "clone", "-q", "--mirror", "file://"+src, filepath.Join(work, "plain.git"))
-			gittest.Git(b, "", nil, "init", "-q", "--bare", filepath.Join(work, "plain-down.git"))
-			gittest.Git(b, filepath.Join(work, "plain.git"), nil, "push", "-q", "--mirror", filepath.Join(work, "plain-down.git"))
-		})
+	plain := timeIt(func() {
+		// file:// as in the spec: a plain path would let git hard-link
+		// the objects instead of transferring them.
+		gittest.Git(b, "", nil, "clone", "-q", "--mirror", "file://"+src, filepath.Join(work, "plain.git"))
+		gittest.Git(b, "", nil, "init", "-q", "--bare", filepath.Join(work, "plain-down.git"))
+		gittest.Git(b, filepath.Join(work, "plain.git"), nil, "push", "-q", "--mirror", filepath.Join(work, "plain-down.git"))
+	})
 
-		conf := filepath.Join(work, "confgit")
-		gittest.Git(b, "", nil, "init", "-q", "-b", "master", conf)
-		os.WriteFile(filepath.Join(conf, "lorry-controller.conf"), []byte(`[{"type": "lorries", "prefix": "bench", "globs": ["*.lorry"], "interval": "1h"}]`), 0o644)
-		os.WriteFile(filepath.Join(conf, "big.lorry"), []byte(`{"big": {"type": "git", "url": "file://`+src+`"}}`), 0o644)
-		gittest.Git(b, conf, nil, "add", "-A")
-		gittest.Git(b, conf, nil, "commit", "-q", "-m", "bench")
+	conf := filepath.Join(work, "confgit")
+	gittest.Git(b, "", nil, "init", "-q", "-b", "master", conf)
+	os.WriteFile(filepath.Join(conf, "lorry-controller.conf"), []byte(`[{"type": "lorries", "prefix": "bench", "globs": ["*.lorry"], "interval": "1h"}]`), 0o644)
+	os.WriteFile(filepath.Join(conf, "big.lorry"), []byte(`{"big": {"type": "git", "url": "file://`+src+`"}}`), 0o644)
+	gittest.Git(b, conf, nil, "add", "-A")
+	gittest.Git(b, conf, nil, "commit", "-q", "-m", "bench")
 
-		addrFile := filepath.Join(work, "addr")
-		webapp := exec.Command(filepath.Join(binDir, webappBin), "--statedb", filepath.Join(work, "state.db"),
-			"--configuration-directory", conf, "--listen", "127.0.0.1:0", "--addr-file", addrFile,
-			"--downstream-host-type", "local", "--local-base-directory", filepath.Join(work, "down"), "--log-level", "warn",
-			"--debug-fake-time")
-		webapp.Stderr = os.Stderr
-		if err := webapp.Start(); err != nil {
-			b.Fatal(err)
+	addrFile := filepath.Join(work, "addr")
+	webapp := exec.Command(filepath.Join(binDir, webappBin), "--statedb", filepath.Join(work, "state.db"),
+		"--configuration-directory", conf, "--listen", "127.0.0.1:0", "--addr-file", addrFile,
+		"--downstream-host-type", "local", "--local-base-directory", filepath.Join(work, "down"), "--log-level", "warn",
+		"--debug-fake-time")
+	webapp.Stderr = os.Stderr
+	if err := webapp.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { webapp.Process.Kill(); webapp.Wait() }()
+	var base string
+	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if a, err := os.ReadFile(addrFile); err == nil {
+			base = "http://" + strings.TrimSpace(string(a))
 		}
-		defer func() { webapp.Process.Kill(); webapp.Wait() }()
-		var base string
-		for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if a, err := os.ReadFile(addrFile); err == nil {
-				base = "http://" + strings.TrimSpace(string(a))
-			}
-		}
-		if resp, err := http.PostForm(base+"/1.0/read-configuration", url.Values{}); err != nil || resp.StatusCode != 200 {
-			b.Fatalf("read-configuration: %v %v", resp, err)
-		}
-		jobDone := func(id int) {
-			for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				resp, err := http.Get(fmt.Sprintf("%s/1.0/job/%d", base, id))
-				if err != nil {
-					b.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				switch {
-				case bytes.Contains(body, []byte(`"status":"succeeded"`)):
-					return
-				case resp.StatusCode == 200 && !bytes.Contains(body, []byte(`"status":"running"`)):
-					b.Fatalf("job %d: %s", id, body)
-				}
-			}
-			b.Fatalf("job %d did not finish", id)
-		}
-		minion := exec.Command(filepath.Join(binDir, minionBin), "--webapp-url", base, "--name", "bench",
-			"--sleep", "10ms", "--update-interval", "1s", "--working-area", filepath.Join(work, "area"),
-			"--lorry-cmd", filepath.Join(binDir, lorryBin))
-		first := timeIt(b, func() {
-			if err := minion.Start(); err != nil {
+	}
+	if resp, err := http.PostForm(base+"/1.0/read-configuration", url.Values{}); err != nil || resp.StatusCode != 200 {
+		b.Fatalf("read-configuration: %v %v", resp, err)
+	}
+	jobDone := func(id int) {
+		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			resp, err := http.Get(fmt.Sprintf("%s/1.0/job/%d", base, id))
+			if err != nil {
 				b.Fatal(err)
 			}
-			jobDone(1)
-		})
-		defer func() { minion.Process.Kill(); minion.Wait() }()
-		// The re-run: move the fake clock past the lorry's interval, then
-		// time until the job's end.
-		again := timeIt(b, func() {
-			resp, err := http.PostForm(base+"/1.0/pretend-time", url.Values{"now": {"3600"}})
-			if err != nil || resp.StatusCode != 200 {
-				b.Fatalf("pretend-time: %v %v", resp, err)
-			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			jobDone(2)
-		})
-		down := filepath.Join(work, "down", "bench", "big.git")
-		if got, want := gittest.Git(b, down, nil, "for-each-ref", "--count=2000", "--format=%(refname)"), gittest.Git(b, src, nil, "for-each-ref", "--format=%(refname)"); got != want {
-			b.Fatalf("downstream refs differ from upstream")
+			switch {
+			case bytes.Contains(body, []byte(`"status":"succeeded"`)):
+				return
+			case resp.StatusCode == 200 && !bytes.Contains(body, []byte(`"status":"running"`)):
+				b.Fatalf("job %d: %s", id, body)
+			}
 		}
-		*plainTotal += plain
-		*firstTotal += first
-		*againTotal += again
+		b.Fatalf("job %d did not finish", id)
 	}
+	minion := exec.Command(filepath.Join(binDir, minionBin), "--webapp-url", base, "--name", "bench",
+		"--sleep", "10ms", "--update-interval", "1s", "--working-area", filepath.Join(work, "area"),
+		"--lorry-cmd", filepath.Join(binDir, lorryBin))
+	first := timeIt(func() {
+		if err := minion.Start(); err != nil {
+			b.Fatal(err)
+		}
+		jobDone(1)
+	})
+	defer func() { minion.Process.Kill(); minion.Wait() }()
+	// The re-run: move the fake clock past the lorry's interval, then
+	// time until the job's end.
+	again := timeIt(func() {
+		resp, err := http.PostForm(base+"/1.0/pretend-time", url.Values{"now": {"3600"}})
+		if err != nil || resp.StatusCode != 200 {
+			b.Fatalf("pretend-time: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		jobDone(2)
+	})
+	down := filepath.Join(work, "down", "bench", "big.git")
+	if got, want := gittest.Git(b, down, nil, "for-each-ref", "--count=2000", "--format=%(refname)"), gittest.Git(b, src, nil, "for-each-ref", "--format=%(refname)"); got != want {
+		b.Fatalf("downstream refs differ from upstream")
+	}
+	*plainTotal += plain
+	*firstTotal += first
+	*againTotal += again
 }
 
 func report(b *testing.B, src string, n int, plainTotal, firstTotal, againTotal time.Duration) {

@@ -117,6 +117,9 @@ func TestGitMirrorFollowsUpstream(t *testing.T) {
 	if got, want := refsOf(t, down), refsOf(t, up.dir); !equalRefs(got, want) {
 		t.Fatalf("downstream refs = %v; want %v", got, want)
 	}
+	if got := gittest.Git(t, down, nil, "symbolic-ref", "HEAD"); got != "refs/heads/main" {
+		t.Errorf("downstream HEAD = %s; want the upstream's default branch refs/heads/main", got)
+	}
 
 	// New commits, a force-pushed branch, a new tag, a deleted branch.
 	up.commit("second")

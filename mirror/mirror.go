@@ -296,6 +296,36 @@ func (j *job) push(ctx context.Context, url string, refspecs []string, prune boo
 	if _, err := j.gitIn(ctx, j.gitDir, args...); err != nil {
 		return fmt.Errorf("push to %s: %w", redact.URLs(url), err)
 	}
+	if dir, ok := localRepo(url); ok {
+		return j.setHead(ctx, dir)
+	}
+	return nil
+}
+
+// localRepo tells whether url is a repository on this machine, and where.
+func localRepo(url string) (string, bool) {
+	if dir, ok := strings.CutPrefix(url, "file://"); ok {
+		return dir, true
+	}
+	return url, filepath.IsAbs(url)
+}
+
+// setHead points the HEAD of the local repository dir at the mirror's
+// default branch, so that a clone of the downstream checks out what a clone
+// of the upstream would. A push cannot do that; a remote host's default
+// branch is set through its API instead.
+func (j *job) setHead(ctx context.Context, dir string) error {
+	head, err := j.git(ctx, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		return nil // a detached HEAD: nothing to follow
+	}
+	head = strings.TrimSpace(head)
+	if _, err := j.git(ctx, "rev-parse", "--verify", "--quiet", head); err != nil {
+		return nil // the default branch was not mirrored
+	}
+	if _, err := j.gitIn(ctx, dir, "symbolic-ref", "HEAD", head); err != nil {
+		return fmt.Errorf("set the default branch of %s: %w", dir, err)
+	}
 	return nil
 }
 

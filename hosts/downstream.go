@@ -17,9 +17,13 @@ import (
 
 // Downstream prepares the repositories that jobs push to.
 type Downstream interface {
-	// Prepare makes sure the downstream repository for a lorry path exists
-	// and returns the URL a minion pushes to.
-	Prepare(ctx context.Context, path string) (pushURL string, err error)
+	// Prepare makes sure the downstream repository for a lorry exists,
+	// before a job is handed out, and returns the URL a minion pushes to.
+	// The URL may carry credentials.
+	Prepare(ctx context.Context, repo DownstreamRepo) (pushURL string, err error)
+	// Finish is called after a job mirrored repo successfully, for what
+	// needs the pushed branches, such as setting the default branch.
+	Finish(ctx context.Context, repo DownstreamRepo) error
 }
 
 // None is no downstream: jobs get no push URL, and lorry only keeps its
@@ -27,7 +31,10 @@ type Downstream interface {
 type None struct{}
 
 // Prepare returns no URL.
-func (None) Prepare(context.Context, string) (string, error) { return "", nil }
+func (None) Prepare(context.Context, DownstreamRepo) (string, error) { return "", nil }
+
+// Finish does nothing.
+func (None) Finish(context.Context, DownstreamRepo) error { return nil }
 
 // Local keeps downstream repositories as bare repositories under a
 // directory of this machine: <BaseDir>/<path>.git.
@@ -35,8 +42,10 @@ type Local struct {
 	BaseDir string
 }
 
-// Prepare creates the bare repository for path if it is not there yet.
-func (l Local) Prepare(ctx context.Context, path string) (string, error) {
+// Prepare creates the bare repository for the lorry if it is not there
+// yet.
+func (l Local) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+	path := repo.Path
 	dir, err := l.repoDir(path)
 	if err != nil {
 		return "", err
@@ -66,6 +75,10 @@ func (l Local) Prepare(ctx context.Context, path string) (string, error) {
 	}
 	return dir, nil
 }
+
+// Finish does nothing: lorry sets a local repository's default branch
+// itself when it pushes.
+func (Local) Finish(context.Context, DownstreamRepo) error { return nil }
 
 // repoDir is where the repository of path lives. It refuses paths that
 // would leave BaseDir, through ".." or through a symbolic link.

@@ -61,7 +61,7 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		if a.Idle != "" {
 			break
 		}
-		pushURL, err := s.downstream().Prepare(r.Context(), a.Job.Path)
+		pushURL, err := s.downstream().Prepare(r.Context(), hosts.DownstreamRepo{Path: a.Job.Path})
 		if err != nil {
 			why := "prepare the downstream repository: " + redact.URLs(err.Error())
 			s.Log.Error("downstream", "job_id", a.Job.ID, "path", a.Job.Path, "err", why)

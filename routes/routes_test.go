@@ -17,6 +17,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/hosts"
 	"lorrycontroller/statedb"
 )
 
@@ -205,12 +206,15 @@ func TestJobCycleOverHTTP(t *testing.T) {
 // downstreamStub fails for one path and gives a URL for the others.
 type downstreamStub struct{ bad string }
 
-func (d downstreamStub) Prepare(_ context.Context, path string) (string, error) {
+func (d downstreamStub) Prepare(_ context.Context, repo hosts.DownstreamRepo) (string, error) {
+	path := repo.Path
 	if path == d.bad {
 		return "", errors.New("create https://user:secret@down.example/" + path + ": 403 Forbidden")
 	}
 	return "ssh://down.example/" + path + ".git", nil
 }
+
+func (downstreamStub) Finish(context.Context, hosts.DownstreamRepo) error { return nil }
 
 func TestGiveMeJobPreparesDownstream(t *testing.T) {
 	ts := newTestServer(t)

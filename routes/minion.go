@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"context"
 	"lorrycontroller/hosts"
 	"lorrycontroller/redact"
 	"net/http"
@@ -61,7 +62,7 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		if a.Idle != "" {
 			break
 		}
-		pushURL, err := s.downstream().Prepare(r.Context(), hosts.DownstreamRepo{Path: a.Job.Path})
+		pushURL, err := s.downstream().Prepare(r.Context(), downstreamRepo(a.Lorry))
 		if err != nil {
 			why := "prepare the downstream repository: " + redact.URLs(err.Error())
 			s.Log.Error("downstream", "job_id", a.Job.ID, "path", a.Job.Path, "err", why)
@@ -101,7 +102,9 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	u := statedb.JobUpdate{Stdout: []byte(p["stdout"]), Stderr: []byte(p["stderr"])}
+	// Output is stored with credentials hidden: git and the tools lorry
+	// runs may print the URLs they were given.
+	u := statedb.JobUpdate{Stdout: []byte(redact.URLs(p["stdout"])), Stderr: []byte(redact.URLs(p["stderr"]))}
 	if u.ID, err = p.jobID(); err != nil {
 		return err
 	}
@@ -131,8 +134,36 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if u.Exit != nil {
 		s.Log.Info("job ended", "job_id", u.ID, "exit", *u.Exit, "minion", u.Minion.Name)
+		if *u.Exit == 0 {
+			s.finishDownstream(r.Context(), u.ID)
+		}
 	}
 	return ok(w, map[string]bool{"kill": kill})
+}
+
+// finishDownstream lets the Downstream Host set what needs the pushed
+// branches, after job id mirrored its lorry. A failure is logged: the
+// mirror itself is there, and the next success tries again.
+func (s *Server) finishDownstream(ctx context.Context, id int64) {
+	var l statedb.Lorry
+	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+		j, err := tx.Job(ctx, id)
+		if err != nil {
+			return err
+		}
+		l, err = tx.Lorry(ctx, j.Path)
+		return err
+	})
+	if err != nil {
+		return // the lorry is gone from the configuration
+	}
+	if err := s.downstream().Finish(ctx, downstreamRepo(l)); err != nil {
+		s.Log.Warn("finish downstream repository", "path", l.Path, "err", redact.URLs(err.Error()))
+	}
+}
+
+func downstreamRepo(l statedb.Lorry) hosts.DownstreamRepo {
+	return hosts.DownstreamRepo{Path: l.Path, Description: l.Description, DefaultBranch: l.DefaultBranch}
 }
 
 func (s *Server) pretendTime(w http.ResponseWriter, r *http.Request) error {

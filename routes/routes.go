@@ -42,6 +42,11 @@ type Server struct {
 	// FakeClock, if set, is the debug clock that pretend-time moves.
 	FakeClock *clock.Fake
 
+	// ListHost lists an Upstream Host; nil means hosts cannot be listed.
+	ListHost HostLister
+
+	// lsMu makes listing the hosts one at a time.
+	lsMu sync.Mutex
 	// configMu makes reading and applying CONFGIT one step, so that two
 	// reads racing (a push hook and a timer) never apply an older commit
 	// over a newer one.
@@ -88,8 +93,13 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/remove-ghost-jobs", s.handle(s.removeGhostJobs))
 		r.Post("/remove-old-jobs", s.handle(s.removeOldJobs))
 
-		// Configuration.
+		// Configuration and Upstream Hosts. The hosts were called Troves
+		// once; both names stay.
 		r.Post("/read-configuration", s.handle(s.readConfiguration))
+		r.Post("/ls-troves", s.handle(s.lsHosts(false)))
+		r.Post("/ls-hosts", s.handle(s.lsHosts(false)))
+		r.Post("/force-ls-troves", s.handle(s.lsHosts(true)))
+		r.Post("/force-ls-hosts", s.handle(s.lsHosts(true)))
 
 		// Minions.
 		r.Get("/give-me-job", s.handle(s.giveMeJob))

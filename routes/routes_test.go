@@ -91,7 +91,8 @@ func (ts *testServer) configure(t *testing.T, paths ...string) {
 	}
 	ts.conf.cfg = &confgit.Config{Commit: "c1", Lorries: ls,
 		Hosts: []confgit.Host{{Name: "gl.example", Type: "gitlab", Protocol: "https", LsInterval: time.Hour,
-			Interval: time.Hour, Timeout: time.Minute, Section: `{"private-token":"SEKRIT"}`}}}
+			Interval: time.Hour, Timeout: time.Minute,
+			Section: `{"host":"gl.example","ls-interval":"1h","private-token":"SEKRIT","type":"gitlab"}`}}}
 	if code, m := ts.call(t, "POST", "/1.0/read-configuration", url.Values{}); code != 200 {
 		t.Fatalf("read-configuration = %d %v", code, m)
 	}

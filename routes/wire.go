@@ -3,6 +3,8 @@ package routes
 import (
 	"strings"
 
+	"lorrycontroller/redact"
+
 	"lorrycontroller/statedb"
 )
 
@@ -22,14 +24,20 @@ type lorryJSON struct {
 	DiskUsage    *int64 `json:"disk_usage"`
 	LastRunExit  *int64 `json:"last_run_exit"`
 	LastRunError string `json:"last_run_error"`
+	Description  string `json:"description"`
+	// DefaultBranch is the upstream's, for the downstream repository.
+	DefaultBranch string `json:"default_branch"`
 }
 
+// lorryWire shows a lorry. Its spec may hold a clone URL with credentials,
+// which only the minion is given in full.
 func lorryWire(l statedb.Lorry) lorryJSON {
 	return lorryJSON{
-		Path: l.Path, Text: l.Text, Kind: l.Kind, FromHost: l.FromHost, FromPath: l.FromPath,
+		Path: l.Path, Text: redact.URLs(l.Text), Kind: l.Kind, FromHost: l.FromHost, FromPath: l.FromPath,
 		Generated: l.Generated, RunningJob: l.RunningJob, LastRun: l.LastRun, NextDue: l.NextDue,
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
-		LastRunExit: l.LastRunExit, LastRunError: l.LastRunError,
+		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
+		Description: l.Description, DefaultBranch: l.DefaultBranch,
 	}
 }
 

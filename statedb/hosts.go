@@ -82,3 +82,126 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 	}
 	return removed, nil
 }
+
+// Host returns the upstream host called name.
+func (tx *Tx) Host(ctx context.Context, name string) (Host, error) {
+	hosts, err := tx.Hosts(ctx)
+	if err != nil {
+		return Host{}, err
+	}
+	for _, h := range hosts {
+		if h.Name == name {
+			return h, nil
+		}
+	}
+	return Host{}, fmt.Errorf("host %q: %w", name, ErrNotFound)
+}
+
+// HostListing is the outcome of listing an upstream host.
+type HostListing struct {
+	Repos int64  // repositories listed
+	Error string // why the listing failed; "" if it did not
+}
+
+// RecordListing notes that host was listed now, with what outcome. A
+// failed listing leaves the host's lorries as they were.
+func (tx *Tx) RecordListing(ctx context.Context, host string, l HostListing) error {
+	var res sql.Result
+	var err error
+	if l.Error != "" {
+		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = ? WHERE name = ?`, tx.Now, l.Error, host)
+	} else {
+		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = '', repos = ? WHERE name = ?`, tx.Now, l.Repos, host)
+	}
+	if err != nil {
+		return fmt.Errorf("record listing of %q: %w", host, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("host %q: %w", host, ErrNotFound)
+	}
+	return nil
+}
+
+// SetHostLorries makes the lorries generated from host exactly want: new
+// ones are added at the end of the queue, vanished ones removed (their
+// running jobs are left to finish; their downstream repositories are never
+// touched), changed ones updated in place. A path that a lorry from the
+// configuration or from another host already has is not taken; it is
+// returned in clashes.
+func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) (ch LorryChanges, clashes []string, err error) {
+	type have struct {
+		text, fromHost, fromPath, description, defaultBranch string
+		interval, timeout                                    int64
+		generated                                            bool
+	}
+	existing := make(map[string]have)
+	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
+		interval, lorry_timeout, generated FROM lorries`)
+	if err != nil {
+		return ch, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		var h have
+		if err := rows.Scan(&p, &h.text, &h.fromHost, &h.fromPath, &h.description, &h.defaultBranch,
+			&h.interval, &h.timeout, &h.generated); err != nil {
+			rows.Close()
+			return ch, nil, fmt.Errorf("read lorries: %w", err)
+		}
+		existing[p] = h
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return ch, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	var bottom int64
+	if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(queue_pos), -1) FROM lorries`).Scan(&bottom); err != nil {
+		return ch, nil, fmt.Errorf("read queue: %w", err)
+	}
+
+	wanted := make(map[string]bool, len(want))
+	for _, l := range want {
+		if wanted[l.Path] {
+			return ch, nil, fmt.Errorf("lorry %q given twice: %w", l.Path, ErrInvalid)
+		}
+		wanted[l.Path] = true
+		h, ok := existing[l.Path]
+		switch {
+		case !ok:
+			bottom++
+			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
+					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch)
+				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0, ?, ?)`,
+				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch)
+			if err != nil {
+				return ch, nil, fmt.Errorf("add lorry %q: %w", l.Path, err)
+			}
+			ch.Added++
+		case !h.generated || h.fromHost != host:
+			clashes = append(clashes, l.Path)
+		case h.text != l.Text || h.fromPath != l.FromPath || h.interval != l.Interval || h.timeout != l.Timeout ||
+			h.description != l.Description || h.defaultBranch != l.DefaultBranch:
+			_, err := tx.exec(ctx, `UPDATE lorries SET text = ?, kind = ?, from_path = ?, interval = ?,
+					lorry_timeout = ?, description = ?, default_branch = ?,
+					next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
+				WHERE path = ?`,
+				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.Interval, l.Path)
+			if err != nil {
+				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
+			ch.Changed++
+		default:
+			ch.Unchanged++
+		}
+	}
+	for p, h := range existing {
+		if !h.generated || h.fromHost != host || wanted[p] {
+			continue
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {
+			return ch, nil, fmt.Errorf("remove lorry %q: %w", p, err)
+		}
+		ch.Removed++
+	}
+	return ch, clashes, nil
+}

@@ -24,11 +24,15 @@ type Lorry struct {
 	LastRunExit  *int64
 	LastRunError string
 	DiskUsage    *int64
+	// Description and DefaultBranch come from the upstream host, for the
+	// downstream repository; empty when unknown.
+	Description   string
+	DefaultBranch string
 }
 
 const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
 	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
-	last_run_error, disk_usage`
+	last_run_error, disk_usage, description, default_branch`
 
 type scanner interface{ Scan(...any) error }
 
@@ -37,7 +41,7 @@ func scanLorry(row scanner) (Lorry, error) {
 	var running, lastRun, exit, du sql.NullInt64
 	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
 		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
-		&l.LastRunError, &du)
+		&l.LastRunError, &du, &l.Description, &l.DefaultBranch)
 	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
 	return l, err
 }
@@ -150,14 +154,17 @@ func (tx *Tx) moveLorry(ctx context.Context, path, posQuery string) error {
 	return nil
 }
 
-// NewLorry is a lorry as the configuration describes it.
+// NewLorry is a lorry as the configuration, or an upstream host's
+// listing, describes it.
 type NewLorry struct {
-	Path     string
-	Text     string
-	Kind     string
-	FromPath string
-	Interval int64
-	Timeout  int64
+	Path          string
+	Text          string
+	Kind          string
+	FromPath      string
+	Interval      int64
+	Timeout       int64
+	Description   string
+	DefaultBranch string
 }
 
 // LorryChanges counts what applying a configuration did to the run queue.

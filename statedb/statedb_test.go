@@ -599,3 +599,78 @@ func TestConcurrentGiveMeJob(t *testing.T) {
 		}
 	}
 }
+
+func TestSetHostLorries(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	gen := func(path, text string) NewLorry {
+		return NewLorry{Path: path, Text: text, Kind: "lorry", FromPath: "up/" + path, Interval: 10, Timeout: 5,
+			Description: "about " + path, DefaultBranch: "main"}
+	}
+	f.lorries(t, "conf/x")
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.SetConfigHosts(ctx, []Host{{Name: "h1", Type: "gitlab", Protocol: "https", Section: "{}"},
+			{Name: "h2", Type: "gitea", Protocol: "https", Section: "{}"}})
+		return err
+	})
+	var ch LorryChanges
+	var clashes []string
+	apply := func(host string, want ...NewLorry) {
+		t.Helper()
+		f.update(t, func(tx *Tx) error {
+			var err error
+			ch, clashes, err = tx.SetHostLorries(ctx, host, want)
+			return err
+		})
+	}
+	apply("h1", gen("m/a", "a"), gen("m/b", "b"), gen("conf/x", "x"))
+	if want := (LorryChanges{Added: 2}); ch != want || strings.Join(clashes, " ") != "conf/x" {
+		t.Errorf("first listing: %+v, clashes %v; want %+v and conf/x clashing", ch, clashes, want)
+	}
+	if l := f.lorry(t, "m/a"); !l.Generated || l.FromHost != "h1" || l.FromPath != "up/m/a" || l.Description != "about m/a" || l.DefaultBranch != "main" {
+		t.Errorf("generated lorry = %+v", l)
+	}
+	if l := f.lorry(t, "conf/x"); l.Generated {
+		t.Error("a host took over a lorry of the configuration")
+	}
+	apply("h2", gen("m/a", "other"))
+	if len(clashes) != 1 || ch.Added != 0 {
+		t.Errorf("another host's path: %+v, clashes %v; want a clash", ch, clashes)
+	}
+	apply("h1", gen("m/a", "a2"), gen("m/c", "c"))
+	if want := (LorryChanges{Added: 1, Changed: 1, Removed: 1}); ch != want {
+		t.Errorf("second listing: %+v; want %+v", ch, want)
+	}
+	if got, want := strings.Join(f.queue(t), " "), "conf/x m/a m/c"; got != want {
+		t.Errorf("queue = %q; want %q", got, want)
+	}
+	// A failed listing is recorded and leaves the lorries alone.
+	f.update(t, func(tx *Tx) error {
+		if err := tx.RecordListing(ctx, "h1", HostListing{Repos: 2}); err != nil {
+			return err
+		}
+		f.clock.Set(2000)
+		return tx.RecordListing(ctx, "h1", HostListing{Error: "401 Unauthorized"})
+	})
+	f.db.View(ctx, func(tx *Tx) error {
+		h, err := tx.Host(ctx, "h1")
+		if err != nil || h.Repos != 2 || h.LastLsError != "401 Unauthorized" || h.LastLs == nil {
+			t.Errorf("host after a failed listing = %+v, %v; want 2 repos kept and the error", h, err)
+		}
+		return nil
+	})
+	f.update(t, func(tx *Tx) error {
+		if err := tx.RecordListing(ctx, "nope", HostListing{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("RecordListing(nope) = %v; want ErrNotFound", err)
+		}
+		return nil
+	})
+	if got := strings.Join(f.queue(t), " "); got != "conf/x m/a m/c" {
+		t.Errorf("queue after a failed listing = %q", got)
+	}
+	// A host removed from the configuration takes its lorries with it.
+	f.update(t, func(tx *Tx) error { _, err := tx.SetConfigHosts(ctx, nil); return err })
+	if got := strings.Join(f.queue(t), " "); got != "conf/x" {
+		t.Errorf("queue after the host went = %q; want conf/x", got)
+	}
+}

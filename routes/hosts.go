@@ -1,0 +1,118 @@
+package routes
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"lorrycontroller/confgit"
+	"lorrycontroller/redact"
+	"lorrycontroller/statedb"
+)
+
+// HostLister lists an Upstream Host and returns the lorries its
+// repositories make, and notes on repositories it skipped.
+type HostLister func(ctx context.Context, h confgit.Host) (lorries []statedb.NewLorry, skipped []string, err error)
+
+// lsResult is what listing one host did.
+type lsResult struct {
+	Host    string   `json:"host"`
+	OK      bool     `json:"ok"`
+	Repos   int      `json:"repos"`
+	Added   int      `json:"added"`
+	Changed int      `json:"changed"`
+	Removed int      `json:"removed"`
+	Skipped []string `json:"skipped"`
+	Error   string   `json:"error,omitempty"`
+}
+
+func (s *Server) lsHosts(force bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		res, err := s.ListHosts(r.Context(), force)
+		if err != nil {
+			return err
+		}
+		return ok(w, map[string][]lsResult{"hosts": res})
+	}
+}
+
+// ListHosts lists the upstream hosts whose ls-interval has passed (all of
+// them if force) and applies each listing to the run queue in its own
+// transaction. Listing happens outside any transaction, so a slow upstream
+// never holds up the minions. A failed listing is recorded on its host and
+// leaves the host's lorries as they were.
+func (s *Server) ListHosts(ctx context.Context, force bool) ([]lsResult, error) {
+	// One listing at a time: two at once would only race to apply the
+	// same answers.
+	s.lsMu.Lock()
+	defer s.lsMu.Unlock()
+	var due []statedb.Host
+	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+		all, err := tx.Hosts(ctx)
+		for _, h := range all {
+			if force || h.LastLs == nil || tx.Now >= *h.LastLs+h.LsInterval {
+				due = append(due, h)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	results := []lsResult{}
+	for _, h := range due {
+		results = append(results, s.listHost(ctx, h))
+	}
+	return results, nil
+}
+
+func (s *Server) listHost(ctx context.Context, stored statedb.Host) lsResult {
+	res := lsResult{Host: stored.Name, Skipped: []string{}}
+	start := time.Now()
+	lorries, skipped, err := s.listHostLorries(ctx, stored)
+	if err != nil {
+		res.Error = redact.URLs(err.Error())
+		s.Log.Error("list host", "host", stored.Name, "err", res.Error)
+		if err := s.DB.Update(ctx, func(tx *statedb.Tx) error {
+			return tx.RecordListing(ctx, stored.Name, statedb.HostListing{Error: res.Error})
+		}); err != nil {
+			s.Log.Error("record listing", "host", stored.Name, "err", err)
+		}
+		return res
+	}
+	listed := time.Since(start)
+	var ch statedb.LorryChanges
+	var clashes []string
+	err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
+		var err error
+		if ch, clashes, err = tx.SetHostLorries(ctx, stored.Name, lorries); err != nil {
+			return err
+		}
+		return tx.RecordListing(ctx, stored.Name, statedb.HostListing{Repos: int64(len(lorries))})
+	})
+	if err != nil {
+		res.Error = "applying the listing failed; see the WEBAPP log"
+		s.Log.Error("apply listing", "host", stored.Name, "err", err)
+		return res
+	}
+	for _, p := range clashes {
+		skipped = append(skipped, p+": the path is already a lorry of the configuration or of another host")
+	}
+	res.OK, res.Repos, res.Skipped = true, len(lorries), append(res.Skipped, skipped...)
+	res.Added, res.Changed, res.Removed = ch.Added, ch.Changed, ch.Removed
+	s.Log.Info("host listed", "host", stored.Name, "repos", len(lorries), "added", ch.Added,
+		"changed", ch.Changed, "removed", ch.Removed, "skipped", len(skipped),
+		"list_ms", listed.Milliseconds(), "total_ms", time.Since(start).Milliseconds())
+	return res
+}
+
+func (s *Server) listHostLorries(ctx context.Context, stored statedb.Host) ([]statedb.NewLorry, []string, error) {
+	if s.ListHost == nil {
+		return nil, nil, errorf(http.StatusNotImplemented, "this WEBAPP cannot list upstream hosts")
+	}
+	h, err := confgit.ParseHostSection(stored.Section)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.ListHost(ctx, h)
+}

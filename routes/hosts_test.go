@@ -1,0 +1,160 @@
+package routes
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lorrycontroller/confgit"
+	"lorrycontroller/hosts"
+	"lorrycontroller/statedb"
+)
+
+// fakeHost stands in for listing an upstream host.
+type fakeHost struct {
+	mu    sync.Mutex
+	repos []string
+	err   error
+	calls int
+}
+
+func (f *fakeHost) list(_ context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.err != nil {
+		return nil, nil, f.err
+	}
+	var out []statedb.NewLorry
+	for _, r := range f.repos {
+		path := "mirror/" + r
+		out = append(out, statedb.NewLorry{Path: path, Kind: KindLorry, FromPath: r,
+			Text:     `{"` + path + `":{"type":"git","url":"https://oauth2:SEKRIT@` + h.Name + `/` + r + `.git"}}`,
+			Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
+			Description: "the " + r + " project", DefaultBranch: "trunk"})
+	}
+	return out, []string{"skipped/one: outside every prefix"}, nil
+}
+
+// recordingDownstream remembers what Finish was called with.
+type recordingDownstream struct {
+	mu       sync.Mutex
+	finished []hosts.DownstreamRepo
+}
+
+func (d *recordingDownstream) Prepare(_ context.Context, repo hosts.DownstreamRepo) (string, error) {
+	return "/srv/down/" + repo.Path + ".git", nil
+}
+
+func (d *recordingDownstream) Finish(_ context.Context, repo hosts.DownstreamRepo) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.finished = append(d.finished, repo)
+	return nil
+}
+
+func TestListHosts(t *testing.T) {
+	ts := newTestServer(t)
+	fake := &fakeHost{repos: []string{"a", "b"}}
+	down := &recordingDownstream{}
+	ts.ListHost, ts.Downstream = fake.list, down
+	hs := httptest.NewServer(ts.Handler())
+	defer hs.Close()
+	ts.url = hs.URL
+	ts.configure(t)
+	if _, q := ts.call(t, "GET", "/1.0/list-queue", nil); len(toStrings(q["queue"])) != 0 || fake.calls != 0 {
+		t.Fatalf("after read-configuration: queue %v, %d listings; want no lorries before ls-troves", q["queue"], fake.calls)
+	}
+	code, res := ts.call(t, "POST", "/1.0/ls-troves", url.Values{})
+	hostRes := res["hosts"].([]any)[0].(map[string]any)
+	if code != 200 || hostRes["ok"] != true || hostRes["added"] != 2.0 || len(hostRes["skipped"].([]any)) != 1 {
+		t.Fatalf("ls-troves = %d %v", code, res)
+	}
+	if _, q := ts.call(t, "GET", "/1.0/list-queue", nil); strings.Join(toStrings(q["queue"]), " ") != "mirror/a mirror/b" {
+		t.Errorf("queue = %v; want the host's repositories", q["queue"])
+	}
+	// Not due again before its ls-interval, unless forced.
+	if _, res := ts.call(t, "POST", "/1.0/ls-hosts", url.Values{}); len(res["hosts"].([]any)) != 0 {
+		t.Errorf("second ls-hosts listed %v; want nothing before ls-interval", res["hosts"])
+	}
+	fake.repos = []string{"b", "c"}
+	_, res = ts.call(t, "POST", "/1.0/force-ls-troves", url.Values{})
+	if r := res["hosts"].([]any)[0].(map[string]any); r["added"] != 1.0 || r["removed"] != 1.0 {
+		t.Errorf("force-ls-troves = %v; want c added and a removed", r)
+	}
+	ts.FakeClock.Set(1000 + 3600)
+	if _, res := ts.call(t, "POST", "/1.0/ls-troves", url.Values{}); len(res["hosts"].([]any)) != 1 {
+		t.Errorf("ls-troves after ls-interval listed %v; want the host", res["hosts"])
+	}
+
+	// Credentials in a generated spec reach the minion, and nobody else.
+	_, l := ts.call(t, "GET", "/1.0/lorry/mirror/b", nil)
+	if text := l["text"].(string); strings.Contains(text, "SEKRIT") || !strings.Contains(text, "***@") {
+		t.Errorf("lorry text = %s; want the credentials redacted", text)
+	}
+	if l["from_host"] != "gl.example" || l["from_path"] != "b" || l["description"] != "the b project" || l["default_branch"] != "trunk" {
+		t.Errorf("lorry = %v; want from_host, from_path, description and default branch", l)
+	}
+	_, offer := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
+	if !strings.Contains(offer["text"].(string), "SEKRIT") || offer["push_url"] != "/srv/down/mirror/b.git" {
+		t.Errorf("give-me-job = %v; want the full spec and the push URL", offer)
+	}
+	jobID := toStrings([]any{offer["job_id"]})[0]
+	ts.call(t, "POST", "/1.0/job-update", url.Values{"job_id": {jobID}, "minion": {"m"}, "pid": {"1"}, "exit": {"0"},
+		"stderr": {"From https://oauth2:SEKRIT@gl.example/b.git\n"}})
+	_, job := ts.call(t, "GET", "/1.0/job/"+jobID, nil)
+	if out := job["output"].(string); strings.Contains(out, "SEKRIT") {
+		t.Errorf("job output %q shows the token", out)
+	}
+	if len(down.finished) != 1 || down.finished[0] != (hosts.DownstreamRepo{Path: "mirror/b", Description: "the b project", DefaultBranch: "trunk"}) {
+		t.Errorf("Finish calls = %+v; want one for mirror/b with its description and default branch", down.finished)
+	}
+
+	// A failed listing is kept in status, and the lorries stay.
+	_, before := ts.call(t, "GET", "/1.0/list-queue", nil)
+	fake.err = errors.New("GET https://gl.example/api/v4/projects: 401 Unauthorized")
+	_, res = ts.call(t, "POST", "/1.0/force-ls-troves", url.Values{})
+	if r := res["hosts"].([]any)[0].(map[string]any); r["ok"] != false || !strings.Contains(r["error"].(string), "401") {
+		t.Errorf("failed listing = %v", r)
+	}
+	_, st := ts.call(t, "GET", "/1.0/status", nil)
+	h := st["hosts"].([]any)[0].(map[string]any)
+	if !strings.Contains(h["last_ls_error"].(string), "401") || h["repos"] != 2.0 || h["last_ls"] == nil {
+		t.Errorf("status host = %v; want the error, the last good count and the time", h)
+	}
+	if _, q := ts.call(t, "GET", "/1.0/list-queue", nil); strings.Join(toStrings(q["queue"]), " ") != strings.Join(toStrings(before["queue"]), " ") {
+		t.Errorf("queue after a failed listing = %v; want it unchanged, %v", q["queue"], before["queue"])
+	}
+}
+
+// A slow upstream never holds up the minions.
+func TestListingDoesNotBlockGiveMeJob(t *testing.T) {
+	ts := newTestServer(t)
+	release := make(chan struct{})
+	ts.ListHost = func(ctx context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
+		<-release
+		return nil, nil, nil
+	}
+	hs := httptest.NewServer(ts.Handler())
+	defer hs.Close()
+	ts.url = hs.URL
+	ts.configure(t, "q/a")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ts.call(t, "POST", "/1.0/force-ls-troves", url.Values{})
+	}()
+	start := time.Now()
+	code, _ := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
+	if code != 200 {
+		t.Errorf("give-me-job during a listing = %d; want 200", code)
+	}
+	t.Logf("give-me-job answered in %v while a listing hung", time.Since(start))
+	close(release)
+	<-done
+}

@@ -68,9 +68,11 @@ func (l Local) Prepare(ctx context.Context, repo DownstreamRepo) (string, error)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("create downstream %s: git init: %w: %s", path, err, strings.TrimSpace(string(out)))
 	}
-	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another process may have made it meanwhile; anything else in
+		// the way is not a repository to push to.
 		if _, statErr := os.Stat(filepath.Join(dir, "HEAD")); statErr != nil {
-			return "", fmt.Errorf("create downstream %s: %w", path, err)
+			return "", fmt.Errorf("create downstream %s: %s is in the way and is not a git repository", path, filepath.Base(dir))
 		}
 	}
 	return dir, nil

@@ -98,6 +98,12 @@ func (p params) seconds(name string) (*int64, error) {
 	if v == "" {
 		return nil, nil
 	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return nil, errorf(http.StatusBadRequest, "parameter %s: %d is negative", name, n)
+		}
+		return &n, nil
+	}
 	d, err := confgit.ParseInterval(v)
 	if err != nil {
 		if d, err = time.ParseDuration(v); err != nil || d <= 0 {

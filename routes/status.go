@@ -102,10 +102,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		head, err := json.Marshal(st)
-		if err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(st); err != nil {
 			return err
 		}
+		head := bytes.TrimSpace(buf.Bytes())
 		w.Header().Set("Content-Type", "application/json")
 		bw := bufio.NewWriterSize(w, 64<<10)
 		bw.Write(head[:len(head)-1])
@@ -116,11 +119,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 				bw.WriteByte(',')
 			}
 			first = false
-			b, err := json.Marshal(lorryWire(l))
-			if err != nil {
+			buf.Reset()
+			if err := enc.Encode(lorryWire(l)); err != nil {
 				return err
 			}
-			_, err = bw.Write(b)
+			_, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 			return err
 		})
 		if err != nil {

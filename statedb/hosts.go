@@ -94,7 +94,7 @@ func (tx *Tx) Host(ctx context.Context, name string) (Host, error) {
 			return h, nil
 		}
 	}
-	return Host{}, fmt.Errorf("host %q: %w", name, ErrNotFound)
+	return Host{}, fmt.Errorf("no host %q: %w", name, ErrNotFound)
 }
 
 // HostListing is the outcome of listing an upstream host.
@@ -117,7 +117,7 @@ func (tx *Tx) RecordListing(ctx context.Context, host string, l HostListing) err
 		return fmt.Errorf("record listing of %q: %w", host, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("host %q: %w", host, ErrNotFound)
+		return fmt.Errorf("no host %q: %w", host, ErrNotFound)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func scanJob(row scanner) (Job, error) {
 func (tx *Tx) Job(ctx context.Context, id int64) (Job, error) {
 	j, err := scanJob(tx.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return j, fmt.Errorf("job %d: %w", id, ErrNotFound)
+		return j, fmt.Errorf("no job %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return j, fmt.Errorf("read job %d: %w", id, err)
@@ -162,21 +162,24 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		return a, err
 	}
 	for _, j := range owned {
-		if j.Host == m.Host && j.PID == m.PID {
-			l, err := tx.Lorry(ctx, j.Path)
-			if errors.Is(err, ErrNotFound) {
-				l = Lorry{Path: j.Path, Kind: j.Kind, Timeout: j.Timeout}
-			} else if err != nil {
-				return a, err
-			}
-			if err := tx.touchMinion(ctx, m, &j.ID); err != nil {
-				return a, err
-			}
-			return Assignment{Job: j, Lorry: l, Again: true}, nil
-		}
 		msg := fmt.Sprintf("minion %s restarted (pid %d on %s, was pid %d on %s); the job died with it",
 			m.Name, m.PID, m.Host, j.PID, j.Host)
-		if err := tx.endJob(ctx, j, StatusLost, nil, msg); err != nil {
+		if j.Host == m.Host && j.PID == m.PID {
+			l, err := tx.Lorry(ctx, j.Path)
+			if err == nil {
+				if err := tx.touchMinion(ctx, m, &j.ID); err != nil {
+					return a, err
+				}
+				return Assignment{Job: j, Lorry: l, Again: true}, nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return a, err
+			}
+			// The minion never saw the job, and its spec is gone with the
+			// lorry: the job never ran and never will.
+			msg = fmt.Sprintf("the lorry was removed before minion %s started the job", m.Name)
+		}
+		if err := tx.endJob(ctx, j, StatusLost, nil, msg, false); err != nil {
 			return a, err
 		}
 	}
@@ -298,7 +301,7 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 		case j.KillReason == StatusKilled:
 			status = StatusKilled
 		}
-		return false, tx.endJob(ctx, j, status, u.Exit, "")
+		return false, tx.endJob(ctx, j, status, u.Exit, "", true)
 	}
 
 	if _, err := tx.exec(ctx, `UPDATE minions SET last_seen = ? WHERE name = ?`, tx.Now, j.Minion); err != nil {
@@ -348,7 +351,7 @@ func (tx *Tx) FailJob(ctx context.Context, id int64, why string) error {
 	if j.Status != StatusRunning {
 		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
 	}
-	return tx.endJob(ctx, j, StatusFailed, nil, why)
+	return tx.endJob(ctx, j, StatusFailed, nil, why, false)
 }
 
 // RemoveJob forgets a finished job and its output. ErrConflict if it still
@@ -390,7 +393,7 @@ func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, erro
 	ids := []int64{}
 	for _, j := range ghosts {
 		msg := fmt.Sprintf("no update from minion %s for %ds; job presumed dead", j.Minion, tx.Now-j.Updated)
-		if err := tx.endJob(ctx, j, StatusLost, nil, msg); err != nil {
+		if err := tx.endJob(ctx, j, StatusLost, nil, msg, false); err != nil {
 			return nil, err
 		}
 		ids = append(ids, j.ID)
@@ -411,8 +414,9 @@ func (tx *Tx) RemoveOldJobs(ctx context.Context, maxAge int64) (int64, error) {
 
 // endJob finishes j with status and records the result on its lorry and
 // minion. why, if set, is appended to the job's output and explains an end
-// that the job itself did not report.
-func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why string) error {
+// that the job itself did not report. heard says whether the minion itself
+// reported the end, which counts as seeing it.
+func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why string, heard bool) error {
 	if why != "" {
 		if err := tx.appendOutput(ctx, &j, []byte("\n"+why+"\n")); err != nil {
 			return err
@@ -450,7 +454,11 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 	if err != nil {
 		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
 	}
-	_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)
+	if heard {
+		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)
+	} else {
+		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL WHERE name = ? AND job_id = ?`, j.Minion, j.ID)
+	}
 	if err != nil {
 		return fmt.Errorf("free minion %s: %w", j.Minion, err)
 	}

@@ -50,7 +50,7 @@ func scanLorry(row scanner) (Lorry, error) {
 func (tx *Tx) Lorry(ctx context.Context, path string) (Lorry, error) {
 	l, err := scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE path = ?`, path))
 	if errors.Is(err, sql.ErrNoRows) {
-		return l, fmt.Errorf("lorry %q: %w", path, ErrNotFound)
+		return l, fmt.Errorf("no lorry %q: %w", path, ErrNotFound)
 	}
 	if err != nil {
 		return l, fmt.Errorf("read lorry %q: %w", path, err)
@@ -149,7 +149,7 @@ func (tx *Tx) moveLorry(ctx context.Context, path, posQuery string) error {
 		return fmt.Errorf("move lorry %q: %w", path, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("lorry %q: %w", path, ErrNotFound)
+		return fmt.Errorf("no lorry %q: %w", path, ErrNotFound)
 	}
 	return nil
 }
@@ -227,7 +227,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		return ch, err
 	}
 	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
-		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?,
+		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
 		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
 		WHERE path = ?`)
 	if err != nil {

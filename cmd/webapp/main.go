@@ -29,21 +29,20 @@ import (
 // Config is everything the WEBAPP is told on its command line or in its
 // configuration file.
 type Config struct {
-	StateDB        string
-	ConfigDir      string
-	ConfgitURL     string
-	ConfgitBranch  string
-	Listen         string
-	AddrFile       string
-	StatusHTML     string
-	GhostTimeout   time.Duration
-	JobMaxAge      time.Duration
-	OutputLimit    int64
-	DebugFakeTime  bool
-	LogLevel       string
-	DownstreamType string
-	LocalBaseDir   string
-	ShutdownGrace  time.Duration
+	StateDB       string
+	ConfigDir     string
+	ConfgitURL    string
+	ConfgitBranch string
+	Listen        string
+	AddrFile      string
+	StatusHTML    string
+	GhostTimeout  time.Duration
+	JobMaxAge     time.Duration
+	OutputLimit   int64
+	DebugFakeTime bool
+	LogLevel      string
+	Downstream    hosts.DownstreamConfig
+	ShutdownGrace time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (Config, error) {
@@ -66,8 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.JobMaxAge, "job-max-age", 30*24*time.Hour, "default age beyond which remove-old-jobs forgets finished jobs")
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
-	fs.StringVar(&c.DownstreamType, "downstream-host-type", "none", "where mirrors are pushed: none (lorry only updates its mirrors) or local")
-	fs.StringVar(&c.LocalBaseDir, "local-base-directory", "", "`dir`ectory of the bare repositories of a local downstream, <dir>/<path>.git")
+	c.Downstream.RegisterFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
 	var configFile string
@@ -75,14 +73,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := flagconf.Parse(fs, args, "config"); err != nil {
 		return c, err
 	}
-	switch c.DownstreamType {
-	case "none":
-	case "local":
-		if c.LocalBaseDir == "" {
-			return c, errors.New("--downstream-host-type local needs --local-base-directory")
-		}
-	default:
-		return c, fmt.Errorf("--downstream-host-type %q: want none or local", c.DownstreamType)
+	if err := c.Downstream.Validate(); err != nil {
+		return c, err
 	}
 	if c.GhostTimeout <= 0 {
 		return c, errors.New("--ghost-timeout must be positive")
@@ -137,9 +129,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("fake clock in use", "now", fake.Now().Unix())
 	}
 
-	var downstream hosts.Downstream = hosts.None{}
-	if cfg.DownstreamType == "local" {
-		downstream = hosts.Local{BaseDir: cfg.LocalBaseDir}
+	downstream, err := hosts.NewDownstream(cfg.Downstream, hosts.WithDownstreamLogger(log))
+	if err != nil {
+		return err
 	}
 	srv := &routes.Server{
 		DB:           db,

@@ -1,0 +1,37 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// GerritDownstream keeps mirrors in projects of a Gerrit server, which it
+// creates with Gerrit's ssh command "gerrit create-project"
+// (https://gerrit-review.googlesource.com/Documentation/cmd-create-project.html).
+// The ssh user needs the Create Project capability.
+type GerritDownstream struct {
+	ssh downstreamSSH
+	log *slog.Logger
+}
+
+// Prepare creates the project of repo.Path, unless Gerrit says it exists
+// already, and returns its ssh URL.
+func (g *GerritDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+	if err := checkSSHPath(repo.Path); err != nil {
+		return "", err
+	}
+	_, err := g.ssh.run(ctx, "gerrit", "create-project", repo.Path)
+	switch {
+	case err == nil:
+		g.log.Info("downstream project created", "path", repo.Path)
+	case sshAlreadyExists(err):
+	default:
+		return "", fmt.Errorf("create Gerrit project %s: %w", repo.Path, err)
+	}
+	return g.ssh.pushURL(repo.Path), nil
+}
+
+// Finish does nothing: lorry pushes the branches, and the project's HEAD
+// is left as Gerrit set it.
+func (g *GerritDownstream) Finish(context.Context, DownstreamRepo) error { return nil }

@@ -1,0 +1,34 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// GitanoDownstream keeps mirrors in repositories of a Gitano server (a
+// Trove), which it creates with Gitano's ssh command "create".
+type GitanoDownstream struct {
+	ssh downstreamSSH
+	log *slog.Logger
+}
+
+// Prepare creates the repository of repo.Path, unless Gitano says it
+// exists already, and returns its ssh URL.
+func (g *GitanoDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+	if err := checkSSHPath(repo.Path); err != nil {
+		return "", err
+	}
+	_, err := g.ssh.run(ctx, "create", repo.Path)
+	switch {
+	case err == nil:
+		g.log.Info("downstream repository created", "path", repo.Path)
+	case sshAlreadyExists(err):
+	default:
+		return "", fmt.Errorf("create Gitano repository %s: %w", repo.Path, err)
+	}
+	return g.ssh.pushURL(repo.Path), nil
+}
+
+// Finish does nothing: the repository's HEAD is left as Gitano set it.
+func (g *GitanoDownstream) Finish(context.Context, DownstreamRepo) error { return nil }

@@ -51,21 +51,22 @@ type download struct {
 	validators
 }
 
-// fetch downloads rawURL (http, https, file or an absolute path) to dst,
+// fetchFile downloads rawURL (http, https, file or an absolute path) to dst,
 // through dst+".part" so that dst is only ever a whole file. With cond, an
 // HTTP server may answer that the file is unchanged. Progress goes to the
 // job's output.
-func (j *job) fetch(ctx context.Context, rawURL string, checkCertificates *bool, dst string, cond *validators) (download, error) {
+func (j *job) fetchFile(ctx context.Context, rawURL string, checkCertificates *bool, dst string, cond *validators) (download, error) {
 	shown := redact.URLs(rawURL)
 	part := dst + downloadSuffix
 	os.Remove(part)
+	local, isLocal, err := localPath(rawURL)
+	if err != nil {
+		return download{}, err
+	}
 	var d download
-	var err error
-	if local, ok, lerr := localPath(rawURL); lerr != nil {
-		return d, lerr
-	} else if ok {
+	if isLocal {
 		fmt.Fprintf(j.out, "copying %s\n", shown)
-		d, err = j.copyLocal(local, part)
+		d, err = j.copyLocal(ctx, local, part)
 	} else {
 		fmt.Fprintf(j.out, "downloading %s\n", shown)
 		d, err = j.fetchHTTP(ctx, rawURL, checkCertificates, part, cond)
@@ -111,7 +112,7 @@ func localPath(rawURL string) (string, bool, error) {
 	return "", false, fmt.Errorf("cannot download %q: only http, https and file URLs are supported", redact.URLs(rawURL))
 }
 
-func (j *job) copyLocal(src, part string) (download, error) {
+func (j *job) copyLocal(ctx context.Context, src, part string) (download, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return download{}, err
@@ -125,19 +126,19 @@ func (j *job) copyLocal(src, part string) (download, error) {
 		return download{}, fmt.Errorf("%s is not a regular file", src)
 	}
 	d := download{modTime: fi.ModTime()}
-	d.size, d.sha256, err = j.save(in, part, fi.Size())
+	d.size, d.sha256, err = j.saveDownload(ctxReader{ctx, in}, part, fi.Size())
 	return d, err
 }
 
-// save copies r to a new file part, hashing it and showing progress
+// saveDownload copies r to a new file part, hashing it and showing progress
 // against total (-1 if unknown).
-func (j *job) save(r io.Reader, part string, total int64) (int64, string, error) {
+func (j *job) saveDownload(r io.Reader, part string, total int64) (int64, string, error) {
 	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return 0, "", err
 	}
 	h := sha256.New()
-	p := &progress{out: j.out, total: total, next: progressStep}
+	p := &progress{out: j.out, verb: "downloaded", step: progressStep, total: total}
 	n, err := io.Copy(io.MultiWriter(f, h, p), r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -191,7 +192,7 @@ func (j *job) fetchHTTP(ctx context.Context, rawURL string, checkCertificates *b
 		cancel(fmt.Errorf("no data for %s", stallTimeout))
 	})}
 	defer body.timer.Stop()
-	d.size, d.sha256, err = j.save(body, part, total)
+	d.size, d.sha256, err = j.saveDownload(body, part, total)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(cause, context.Canceled) {
 			err = cause
@@ -199,6 +200,20 @@ func (j *job) fetchHTTP(ctx context.Context, rawURL string, checkCertificates *b
 		return download{}, err
 	}
 	return d, nil
+}
+
+// ctxReader stops reading once ctx is done, so that a killed job does
+// not first copy the rest of a large local file.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // stallReader keeps postponing its timer while data arrives.
@@ -256,23 +271,24 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // progress writes a line to out each time another step of data has gone
-// through it, so that an admin sees a long download move.
+// through it, so that an admin sees a long download or import move.
 type progress struct {
 	out   io.Writer
-	total int64
+	verb  string
+	step  int64
+	total int64 // <= 0 if unknown
 	done  int64
-	next  int64
 }
 
 func (p *progress) Write(b []byte) (int, error) {
+	before := p.done / p.step
 	p.done += int64(len(b))
-	if p.done >= p.next {
+	if p.done/p.step > before {
 		if p.total > 0 {
-			fmt.Fprintf(p.out, "  %s of %s\n", mib(p.done), mib(p.total))
+			fmt.Fprintf(p.out, "  %s %s of %s\n", p.verb, mib(p.done), mib(p.total))
 		} else {
-			fmt.Fprintf(p.out, "  %s\n", mib(p.done))
+			fmt.Fprintf(p.out, "  %s %s\n", p.verb, mib(p.done))
 		}
-		p.next = (p.done/progressStep + 1) * progressStep
 	}
 	return len(b), nil
 }

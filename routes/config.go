@@ -3,6 +3,7 @@ package routes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"lorrycontroller/confgit"
@@ -39,34 +40,15 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 	var res readConfigResult
 	cfg, err := s.Config.Read(ctx)
 	if err != nil {
-		msg := redact.URLs(err.Error())
-		s.Log.Error("read configuration", "err", msg)
-		recErr := s.DB.Update(ctx, func(tx *statedb.Tx) error {
-			st, err := tx.ConfigState(ctx)
-			if err != nil {
-				return err
-			}
-			st.Failure, st.FailAt = msg, tx.Now
-			return tx.SetConfigState(ctx, st)
-		})
-		if recErr != nil {
-			return res, errors.Join(err, recErr)
-		}
-		var fetchErr *confgit.FetchError
-		switch {
-		case errors.Is(err, confgit.ErrBadConf):
-			return res, errorf(http.StatusBadRequest, "%s", msg)
-		case errors.As(err, &fetchErr):
-			return res, errorf(http.StatusBadGateway, "%s", msg)
-		case errors.Is(err, context.Canceled):
-			return res, err
-		}
-		// The local clone is unusable: the detail (paths) is for the log
-		// and the status page, which admins read.
-		return res, errorf(http.StatusInternalServerError,
-			"the local CONFGIT clone cannot be read; the WEBAPP log and status warning_msg say why")
+		return res, s.configFailed(ctx, err)
 	}
-
+	if s.CheckHost != nil {
+		for _, h := range cfg.Hosts {
+			if err := s.CheckHost(h); err != nil {
+				return res, s.configFailed(ctx, fmt.Errorf("host %q: %w", h.Name, err))
+			}
+		}
+	}
 	lorries := make([]statedb.NewLorry, len(cfg.Lorries))
 	for i, l := range cfg.Lorries {
 		lorries[i] = statedb.NewLorry{
@@ -113,6 +95,37 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 		OK: true, Commit: cfg.Commit, Lorries: len(lorries), Hosts: len(hosts), Errors: fileErrors,
 		Added: changes.Added, Changed: changes.Changed, Removed: changes.Removed,
 	}, nil
+}
+
+// configFailed records why reading the configuration failed, and returns
+// the error to answer with.
+func (s *Server) configFailed(ctx context.Context, err error) error {
+	msg := redact.URLs(err.Error())
+	s.Log.Error("read configuration", "err", msg)
+	recErr := s.DB.Update(ctx, func(tx *statedb.Tx) error {
+		st, err := tx.ConfigState(ctx)
+		if err != nil {
+			return err
+		}
+		st.Failure, st.FailAt = msg, tx.Now
+		return tx.SetConfigState(ctx, st)
+	})
+	if recErr != nil {
+		return errors.Join(err, recErr)
+	}
+	var fetchErr *confgit.FetchError
+	switch {
+	case errors.Is(err, confgit.ErrBadConf):
+		return errorf(http.StatusBadRequest, "%s", msg)
+	case errors.As(err, &fetchErr):
+		return errorf(http.StatusBadGateway, "%s", msg)
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	// The local clone is unusable: the detail (paths) is for the log and
+	// the status page, which admins read.
+	return errorf(http.StatusInternalServerError,
+		"the local CONFGIT clone cannot be read; the WEBAPP log and status warning_msg say why")
 }
 
 // KindLorry is the kind of job that runs lorry on a spec.

@@ -158,3 +158,18 @@ func TestListingDoesNotBlockGiveMeJob(t *testing.T) {
 	close(release)
 	<-done
 }
+
+func TestReadConfigurationChecksHostSections(t *testing.T) {
+	ts := newTestServer(t)
+	ts.configure(t, "c/a")
+	ts.CheckHost = func(h confgit.Host) error {
+		return &confgit.ConfError{Section: -1, Type: h.Type, Key: "org", Err: errors.New("github needs one of \"org\" or \"user\"")}
+	}
+	code, m := ts.call(t, "POST", "/1.0/read-configuration", url.Values{})
+	if msg, _ := m["error"].(string); code != 400 || !strings.Contains(msg, `host "gl.example"`) || !strings.Contains(msg, `"org"`) {
+		t.Errorf("read-configuration with a bad host section = %d %v; want 400 naming the host and the key", code, m)
+	}
+	if _, q := ts.call(t, "GET", "/1.0/list-queue", nil); strings.Join(toStrings(q["queue"]), " ") != "c/a" {
+		t.Errorf("queue = %v; want it unchanged", q["queue"])
+	}
+}

@@ -44,6 +44,9 @@ type Server struct {
 
 	// ListHost lists an Upstream Host; nil means hosts cannot be listed.
 	ListHost HostLister
+	// CheckHost, if set, checks a host section at read-configuration
+	// beyond what confgit knows: the keys of its type.
+	CheckHost func(confgit.Host) error
 
 	// lsMu makes listing the hosts one at a time.
 	lsMu sync.Mutex

@@ -1,0 +1,156 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"lorrycontroller/confgit"
+)
+
+// The GitHub lister follows the GitHub REST API documentation (API version
+// 2022-11-28):
+//
+//   - List organization repositories, GET /orgs/{org}/repos:
+//     https://docs.github.com/en/rest/repos/repos#list-organization-repositories
+//   - List repositories for a user, GET /users/{username}/repos:
+//     https://docs.github.com/en/rest/repos/repos#list-repositories-for-a-user
+//   - Pagination by the Link header:
+//     https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api
+//   - Rate limits, and waiting for x-ratelimit-reset or retry-after:
+//     https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+//   - Authenticating with a bearer token, and the Accept and
+//     X-GitHub-Api-Version headers:
+//     https://docs.github.com/en/rest/authentication/authenticating-to-the-rest-api
+//
+// GitHub Enterprise Server serves the same API under /api/v3:
+// https://docs.github.com/en/enterprise-server@latest/rest/quickstart
+//
+// Section keys: "org" or "user" (exactly one), "private-token" or "token"
+// (optional, but GitHub allows 60 anonymous requests an hour), "api-url"
+// (default https://api.github.com for github.com, <scheme>://<host>/api/v3
+// for GitHub Enterprise), "check-certificates", "clone-with-token".
+
+type githubLister struct {
+	api      *upstreamAPI
+	path     string
+	ssh      bool
+	cloneTok string
+}
+
+func newGitHubLister(h confgit.Host, sec hostSection, opts ListerOptions) (Lister, error) {
+	org, err := sec.name("org")
+	if err != nil {
+		return nil, err
+	}
+	user, err := sec.name("user")
+	if err != nil {
+		return nil, err
+	}
+	var path string
+	switch {
+	case org != "" && user != "":
+		return nil, sec.fail("user", errors.New(`cannot be given with "org"; give one`))
+	case org != "":
+		path = "/orgs/" + url.PathEscape(org) + "/repos"
+	case user != "":
+		path = "/users/" + url.PathEscape(user) + "/repos"
+	default:
+		return nil, sec.fail("org", errors.New(`missing: a github section needs "org" or "user"`))
+	}
+	dotCom := strings.EqualFold(h.Name, "github.com")
+	if dotCom && h.Protocol == "http" {
+		return nil, sec.fail("protocol", errors.New(`"http" is not a protocol for github.com (want ssh or https)`))
+	}
+	tok, tokKey, err := sec.token("private-token", "token")
+	if err != nil {
+		return nil, err
+	}
+	cloneTok, err := sec.cloneToken(h.Protocol, tok, tokKey)
+	if err != nil {
+		return nil, err
+	}
+	def := forgeAPIScheme(h.Protocol) + "://" + h.Name + "/api/v3"
+	if dotCom {
+		def = "https://api.github.com"
+	}
+	base, err := sec.apiURL(def)
+	if err != nil {
+		return nil, err
+	}
+	api, err := newUpstreamAPI(h, sec, opts, base)
+	if err != nil {
+		return nil, err
+	}
+	api.authKey = tokKey
+	api.nameKey = "org"
+	if user != "" {
+		api.nameKey = "user"
+	}
+	api.header.Set("Accept", "application/vnd.github+json")
+	api.header.Set("X-GitHub-Api-Version", "2022-11-28")
+	if tok != "" {
+		api.setSecret("Authorization", "Bearer "+tok, tok)
+	}
+	return &githubLister{api: api, path: path, ssh: h.Protocol == "ssh", cloneTok: cloneTok}, nil
+}
+
+type githubRepo struct {
+	FullName      string `json:"full_name"`
+	CloneURL      string `json:"clone_url"`
+	SSHURL        string `json:"ssh_url"`
+	Description   string `json:"description"`
+	DefaultBranch string `json:"default_branch"`
+}
+
+// List lists the organisation's or the user's repositories: all those of
+// an organisation the token can see, and those a user owns.
+func (l *githubLister) List(ctx context.Context) ([]Repo, error) {
+	defer l.api.done()
+	// Oldest first, so a repository created during the listing lands on
+	// the last page instead of shifting the others.
+	q := url.Values{"per_page": {"100"}, "sort": {"created"}, "direction": {"asc"}}
+	first, err := l.api.endpoint(l.path, q)
+	if err != nil {
+		return nil, fmt.Errorf("github %s: %w", l.api.host, err)
+	}
+	var set repoSet
+	err = l.api.pages(ctx, first, l.next, func(body []byte) (int, error) {
+		repos, err := decodeRepoList[githubRepo](body)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range repos {
+			clone := r.CloneURL
+			if l.ssh {
+				clone = r.SSHURL
+			} else {
+				// The user name GitHub documents for tokens in clone URLs;
+				// it works for personal access tokens too.
+				clone = cloneURLWithToken(clone, "x-access-token", l.cloneTok)
+			}
+			set.add(Repo{
+				Path:          r.FullName,
+				CloneURL:      clone,
+				Description:   r.Description,
+				DefaultBranch: r.DefaultBranch,
+			})
+		}
+		return len(repos), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("github %s: %w", l.api.host, err)
+	}
+	return set.repos, nil
+}
+
+// next follows the Link header only, as GitHub asks: its next page may be
+// at another path (/organizations/{id}/repos) than the first.
+func (l *githubLister) next(cur *url.URL, p *apiPage, _, _ int) (*url.URL, error) {
+	if target := linkHeaderRel(p.header, "next"); target != "" {
+		return l.api.follow(cur, target)
+	}
+	return nil, nil
+}

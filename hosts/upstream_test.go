@@ -1,0 +1,432 @@
+package hosts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lorrycontroller/confgit"
+)
+
+// upstreamHost parses a host section the way the configuration reader
+// does, so tests see the Host that NewLister will be given.
+func upstreamHost(t testing.TB, sec map[string]any) confgit.Host {
+	t.Helper()
+	data, err := json.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := confgit.ParseHostSection(string(data))
+	if err != nil {
+		t.Fatalf("ParseHostSection(%s): %v", data, err)
+	}
+	return h
+}
+
+// sectionWith returns a copy of base with the keys of extra set.
+func sectionWith(base map[string]any, extra map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// seenRequest is what a fake host remembers of a request.
+type seenRequest struct {
+	URL    string // the request URI as sent, path and query
+	Header http.Header
+}
+
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []seenRequest
+}
+
+func (l *requestLog) add(r *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reqs = append(l.reqs, seenRequest{URL: r.URL.RequestURI(), Header: r.Header.Clone()})
+}
+
+func (l *requestLog) all() []seenRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]seenRequest(nil), l.reqs...)
+}
+
+// checkCredentialHeader checks that every request carried the credential
+// in header exactly as want, and none carried it in its URL.
+func checkCredentialHeader(t *testing.T, reqs []seenRequest, header, want, secret string) {
+	t.Helper()
+	if len(reqs) == 0 {
+		t.Fatal("the host got no request")
+	}
+	for _, r := range reqs {
+		if got := r.Header.Get(header); got != want {
+			t.Errorf("request %s: header %s = %q; want %q", r.URL, header, got, want)
+		}
+		if secret != "" && strings.Contains(r.URL, secret) {
+			t.Errorf("request URL %s carries the secret", r.URL)
+		}
+	}
+}
+
+func answerJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// syncBuffer is a log destination that tests read while listers write.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func debugLogger(buf *syncBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// fakeClock is the wall clock a rate-limited host and a Lister share in a
+// test: sleeping moves it on at once, so no test waits for real.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	slept []time.Duration
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slept = append(c.slept, d)
+	c.now = c.now.Add(d)
+	return nil
+}
+
+func (c *fakeClock) Slept() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.slept...)
+}
+
+func listPaths(repos []Repo) []string {
+	out := make([]string, len(repos))
+	for i, r := range repos {
+		out[i] = r.Path
+	}
+	return out
+}
+
+func TestNewListerRejects(t *testing.T) {
+	const secret = "glpat-s3cr3t-VALUE"
+	gitlab := map[string]any{"type": "gitlab", "host": "gitlab.example.com"}
+	gitea := map[string]any{"type": "gitea", "host": "gitea.example.com"}
+	github := map[string]any{"type": "github", "host": "github.com", "org": "o"}
+	trove := map[string]any{"type": "trove", "host": "trove.example.com", "protocol": "https"}
+	tests := []struct {
+		name    string
+		host    confgit.Host // used when sec is nil
+		sec     map[string]any
+		wantKey string
+		want    string
+	}{
+		{name: "gitlab group not a string", sec: sectionWith(gitlab, map[string]any{"group": 7}), wantKey: "group", want: "must be a string, not a number"},
+		{name: "gitlab group empty", sec: sectionWith(gitlab, map[string]any{"group": ""}), wantKey: "group", want: "is empty"},
+		{name: "gitlab group with space", sec: sectionWith(gitlab, map[string]any{"group": "a b"}), wantKey: "group", want: "space"},
+		{name: "gitlab token not a string", sec: sectionWith(gitlab, map[string]any{"private-token": 12345}), wantKey: "private-token", want: "must be a string"},
+		{name: "gitlab token with newline", sec: sectionWith(gitlab, map[string]any{"private-token": secret + "\nX-Evil: 1"}), wantKey: "private-token", want: "space or control character"},
+		{name: "gitlab api-url not http", sec: sectionWith(gitlab, map[string]any{"api-url": "ftp://gitlab.example.com/api/v4"}), wantKey: "api-url", want: "http or https"},
+		{name: "gitlab api-url with credentials", sec: sectionWith(gitlab, map[string]any{"api-url": "https://u:" + secret + "@gitlab.example.com/api/v4"}), wantKey: "api-url", want: "must not carry credentials"},
+		{name: "gitlab api-url with query", sec: sectionWith(gitlab, map[string]any{"api-url": "https://gitlab.example.com/api/v4?private_token=" + secret}), wantKey: "api-url", want: "query"},
+		{name: "gitlab check-certificates not a boolean", sec: sectionWith(gitlab, map[string]any{"check-certificates": "no"}), wantKey: "check-certificates", want: "must be true or false"},
+		{name: "gitlab clone-with-token without token", sec: sectionWith(gitlab, map[string]any{"clone-with-token": true}), wantKey: "clone-with-token", want: `needs "private-token"`},
+		{name: "gitlab clone-with-token over ssh", sec: sectionWith(gitlab, map[string]any{"clone-with-token": true, "private-token": secret, "protocol": "ssh"}), wantKey: "clone-with-token", want: "for http and https"},
+		{name: "gitea org and user", sec: sectionWith(gitea, map[string]any{"org": "o", "user": "u"}), wantKey: "user", want: `cannot be given with "org"`},
+		{name: "gitea two different tokens", sec: sectionWith(gitea, map[string]any{"private-token": secret, "token": secret + "2"}), wantKey: "token", want: `differs from "private-token"`},
+		{name: "gitea user not a string", sec: sectionWith(gitea, map[string]any{"user": []any{"u"}}), wantKey: "user", want: "must be a string, not a list"},
+		{name: "github neither org nor user", sec: map[string]any{"type": "github", "host": "github.com"}, wantKey: "org", want: `needs "org" or "user"`},
+		{name: "github org and user", sec: sectionWith(github, map[string]any{"user": "u"}), wantKey: "user", want: `cannot be given with "org"`},
+		{name: "github.com over http", sec: sectionWith(github, map[string]any{"protocol": "http"}), wantKey: "protocol", want: `"http" is not a protocol for github.com`},
+		{name: "github token not a string", sec: sectionWith(github, map[string]any{"token": true}), wantKey: "token", want: "must be a string, not a boolean"},
+		{name: "trove auth not an object", sec: sectionWith(trove, map[string]any{"auth": "u:" + secret}), wantKey: "auth", want: "must be an object"},
+		{name: "trove auth without password", sec: sectionWith(trove, map[string]any{"auth": map[string]any{"username": "u"}}), wantKey: "auth", want: `"password" is missing`},
+		{name: "trove auth password not a string", sec: sectionWith(trove, map[string]any{"auth": map[string]any{"username": "u", "password": 1}}), wantKey: "auth", want: `"password" must be a string`},
+		{name: "trove ssh-user like an option", sec: sectionWith(trove, map[string]any{"protocol": "ssh", "ssh-user": "-oProxyCommand=x"}), wantKey: "ssh-user", want: "is not a user name"},
+		{name: "trove host like an option", host: confgit.Host{Type: "trove", Name: "-oProxyCommand=x", Protocol: "ssh"}, wantKey: "host", want: "must not start with '-'"},
+		{name: "protocol unknown for the type", host: confgit.Host{Type: "gitlab", Name: "gitlab.example.com", Protocol: "git"}, wantKey: "protocol", want: `"git" is not a protocol for a gitlab host`},
+		{name: "unknown type", host: confgit.Host{Type: "gerrit", Name: "gerrit.example.com", Protocol: "ssh"}, wantKey: "type", want: `no lister for host type "gerrit"`},
+		{name: "section not an object", host: confgit.Host{Type: "gitea", Name: "gitea.example.com", Protocol: "https", Section: "[]"}, want: "must be an object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.host
+			if tc.sec != nil {
+				h = upstreamHost(t, tc.sec)
+			}
+			l, err := NewLister(h, ListerOptions{})
+			if err == nil {
+				t.Fatalf("got lister %T and no error; want an error about %q", l, tc.wantKey)
+			}
+			var ce *confgit.ConfError
+			if !errors.As(err, &ce) || !errors.Is(err, confgit.ErrBadConf) {
+				t.Fatalf("got error %v (%T); want a *confgit.ConfError", err, err)
+			}
+			if ce.Key != tc.wantKey {
+				t.Errorf("got key %q; want %q (error %v)", ce.Key, tc.wantKey, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got error %q; want it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q shows the secret", err)
+			}
+		})
+	}
+}
+
+func TestNewListerAccepts(t *testing.T) {
+	tests := []struct {
+		name string
+		sec  map[string]any
+	}{
+		{name: "gitlab, everything visible", sec: map[string]any{"type": "gitlab", "host": "gitlab.example.com", "private-token": "t"}},
+		{name: "gitlab, anonymous group over ssh", sec: map[string]any{"type": "gitlab", "host": "gitlab.example.com", "group": "a/b", "protocol": "ssh"}},
+		{name: "gitlab, all the keys", sec: map[string]any{"type": "gitlab", "host": "gitlab.example.com", "group": "g", "private-token": "t",
+			"api-url": "https://gitlab.example.com/gitlab/api/v4/", "check-certificates": false, "clone-with-token": true, "protocol": "http"}},
+		{name: "gitea, with old and unknown keys", sec: map[string]any{"type": "gitea", "host": "gitea.example.com", "token": "t", "uuid": "x", "frobnicate": 1}},
+		{name: "gitea, same token twice", sec: map[string]any{"type": "gitea", "host": "gitea.example.com", "token": "t", "private-token": "t", "org": "o"}},
+		{name: "github user", sec: map[string]any{"type": "github", "host": "github.com", "user": "u"}},
+		{name: "github enterprise over http", sec: map[string]any{"type": "github", "host": "ghe.example.com", "org": "o", "protocol": "http"}},
+		{name: "trove over ssh", sec: map[string]any{"type": "trove", "trovehost": "git.baserock.org"}},
+		{name: "trove over https with auth", sec: map[string]any{"type": "trove", "host": "trove.example.com", "protocol": "https",
+			"auth": map[string]any{"username": "u", "password": "p"}, "check-certificates": false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewLister(upstreamHost(t, tc.sec), ListerOptions{}); err != nil {
+				t.Errorf("got error %v; want none", err)
+			}
+		})
+	}
+}
+
+// tlsCase starts one type of fake host over TLS.
+type tlsCase struct {
+	name    string
+	handler func(t *testing.T) http.Handler
+	sec     map[string]any
+}
+
+func TestCheckCertificates(t *testing.T) {
+	cases := []tlsCase{
+		{name: "gitlab", handler: func(t *testing.T) http.Handler { return newFakeGitLab(t, fakeGitLabProjects(3, "g")) },
+			sec: map[string]any{"type": "gitlab"}},
+		{name: "gitea", handler: func(t *testing.T) http.Handler { return newFakeGitea(t, fakeGiteaRepos(3, "o")) },
+			sec: map[string]any{"type": "gitea"}},
+		{name: "github enterprise", handler: func(t *testing.T) http.Handler {
+			return newFakeGitHub(t, "/api/v3", map[string][]fakeGitHubRepo{"o": fakeGitHubRepos(3, "o")}, nil)
+		}, sec: map[string]any{"type": "github", "org": "o"}},
+		{name: "trove", handler: func(t *testing.T) http.Handler { return &fakeGitano{out: "RW a/b\nR c/d\n"} },
+			sec: map[string]any{"type": "trove"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewUnstartedServer(tc.handler(t))
+			srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+			srv.StartTLS()
+			defer srv.Close()
+			sec := sectionWith(tc.sec, map[string]any{"host": srv.Listener.Addr().String(), "protocol": "https"})
+
+			// The default checks the certificate, which no CA vouches for.
+			l, err := NewLister(upstreamHost(t, sec), ListerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if repos, err := l.List(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+				t.Errorf("with certificates checked: got %d repos, error %v; want a certificate error", len(repos), err)
+			}
+
+			// Off for this host only: the transport it was given stays as it was.
+			base := http.DefaultTransport.(*http.Transport).Clone()
+			l, err = NewLister(upstreamHost(t, sectionWith(sec, map[string]any{"check-certificates": false})), ListerOptions{Transport: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			repos, err := l.List(context.Background())
+			if err != nil {
+				t.Fatalf("with check-certificates false: got error %v; want none", err)
+			}
+			if len(repos) == 0 {
+				t.Errorf("with check-certificates false: got no repos; want some")
+			}
+			if base.TLSClientConfig != nil && base.TLSClientConfig.InsecureSkipVerify {
+				t.Error("check-certificates false turned verification off in the shared transport")
+			}
+		})
+	}
+}
+
+func TestCheckCertificatesNeedsTransport(t *testing.T) {
+	h := upstreamHost(t, map[string]any{"type": "gitlab", "host": "gitlab.example.com", "check-certificates": false})
+	rt := listerRoundTrip(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })
+	_, err := NewLister(h, ListerOptions{Transport: rt})
+	if err == nil || !strings.Contains(err.Error(), "*http.Transport") {
+		t.Errorf("got error %v; want one saying an *http.Transport is needed", err)
+	}
+}
+
+type listerRoundTrip func(*http.Request) (*http.Response, error)
+
+func (f listerRoundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A host that echoes the credential back must not get it into an error.
+func TestErrorsHideEchoedSecrets(t *testing.T) {
+	const tok = "ghp_EchoedBackToken1234"
+	tests := []struct {
+		name   string
+		sec    map[string]any
+		status int
+	}{
+		{name: "gitlab 403", sec: map[string]any{"type": "gitlab", "private-token": tok}, status: http.StatusForbidden},
+		{name: "gitea 500", sec: map[string]any{"type": "gitea", "token": tok}, status: http.StatusInternalServerError},
+		{name: "github 401", sec: map[string]any{"type": "github", "org": "o", "token": tok}, status: http.StatusUnauthorized},
+		{name: "trove 401", sec: map[string]any{"type": "trove", "auth": map[string]any{"username": "u", "password": tok}}, status: http.StatusUnauthorized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var hdrs []string
+				for k, v := range r.Header {
+					hdrs = append(hdrs, k+": "+strings.Join(v, ","))
+				}
+				answerJSON(w, tc.status, map[string]string{"message": "refused " + strings.Join(hdrs, "; ") + " at https://x:" + tok + "@h/"})
+			}))
+			defer srv.Close()
+			var logs syncBuffer
+			l, err := NewLister(upstreamHost(t, sectionWith(tc.sec, map[string]any{"host": srv.Listener.Addr().String(), "protocol": "http"})),
+				ListerOptions{Logger: debugLogger(&logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = l.List(context.Background())
+			if err == nil {
+				t.Fatal("got no error; want one")
+			}
+			if !strings.Contains(err.Error(), fmt.Sprint(tc.status)) || !strings.Contains(err.Error(), "refused") {
+				t.Errorf("got error %q; want the status and the host's message", err)
+			}
+			for _, leak := range []string{tok, "dTp" /* base64 of "u:" */} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("error %q shows the credential %q", err, leak)
+				}
+				if strings.Contains(logs.String(), leak) {
+					t.Errorf("log shows the credential %q:\n%s", leak, logs.String())
+				}
+			}
+		})
+	}
+}
+
+func TestLinkHeaderRel(t *testing.T) {
+	tests := []struct {
+		name, link, rel, want string
+	}{
+		{name: "github", link: `<https://api.github.com/organizations/1/repos?page=2>; rel="next", <https://api.github.com/organizations/1/repos?page=5>; rel="last"`, rel: "next", want: "https://api.github.com/organizations/1/repos?page=2"},
+		{name: "gitea without spaces", link: `<https://g/api/v1/repos/search?limit=1&page=2>; rel="next",<https://g/api/v1/repos/search?limit=1&page=9>; rel="last"`, rel: "last", want: "https://g/api/v1/repos/search?limit=1&page=9"},
+		{name: "prev before next", link: `<https://h/x?page=1>; rel="prev", <https://h/x?page=3>; rel="next"`, rel: "next", want: "https://h/x?page=3"},
+		{name: "several relations, unquoted", link: `<https://h/x?a=1,2>; title="a, b"; rel=next`, rel: "next", want: "https://h/x?a=1,2"},
+		{name: "no next", link: `<https://h/x?page=1>; rel="first"`, rel: "next", want: ""},
+		{name: "garbage", link: `next, <`, rel: "next", want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{"Link": {tc.link}}
+			if got := linkHeaderRel(h, tc.rel); got != tc.want {
+				t.Errorf("got %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRateLimitWait(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	tests := []struct {
+		name    string
+		status  int
+		header  map[string]string
+		body    string
+		want    time.Duration
+		limited bool
+	}{
+		{name: "github primary", status: 403, header: map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000042"}, want: 42 * time.Second, limited: true},
+		{name: "github primary 429", status: 429, header: map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000010"}, want: 10 * time.Second, limited: true},
+		{name: "retry-after seconds", status: 429, header: map[string]string{"Retry-After": "7"}, want: 7 * time.Second, limited: true},
+		{name: "retry-after date", status: 403, header: map[string]string{"Retry-After": now.Add(90 * time.Second).UTC().Format(http.TimeFormat)}, want: 90 * time.Second, limited: true},
+		{name: "gitlab ratelimit headers", status: 429, header: map[string]string{"RateLimit-Remaining": "0", "RateLimit-Reset": "1700000005"}, want: 5 * time.Second, limited: true},
+		{name: "reset already past", status: 403, header: map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1699999990"}, want: time.Second, limited: true},
+		{name: "secondary without headers", status: 403, body: `{"message":"You have exceeded a secondary rate limit."}`, want: time.Minute, limited: true},
+		{name: "plain 403", status: 403, header: map[string]string{"X-RateLimit-Remaining": "4999"}, body: `{"message":"Resource not accessible"}`},
+		{name: "401", status: 401, header: map[string]string{"X-RateLimit-Remaining": "0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tc.status, Header: http.Header{}}
+			for k, v := range tc.header {
+				resp.Header.Set(k, v)
+			}
+			got, reset, limited := rateLimitWait(resp, []byte(tc.body), now)
+			if got != tc.want || limited != tc.limited {
+				t.Errorf("got %v, %v; want %v, %v", got, limited, tc.want, tc.limited)
+			}
+			if limited && !reset.Equal(now.Add(got)) {
+				t.Errorf("got reset %v; want %v", reset, now.Add(got))
+			}
+		})
+	}
+}
+
+func TestSleepContextCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := sleepContext(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v; want context.Canceled", err)
+	}
+}

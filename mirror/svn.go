@@ -1,0 +1,128 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"lorrycontroller/lorryspec"
+	"lorrycontroller/redact"
+)
+
+func init() { importers["svn"] = importSvn }
+
+// git-svn writes each part of the layout to its own namespace of the
+// conversion repository, so that no svn branch can be taken for trunk or
+// a tag, whatever its name.
+const (
+	svnTrunkRef    = "refs/svn/trunk"
+	svnBranchesRef = "refs/svn/branches/"
+	svnTagsRef     = "refs/svn/tags/"
+)
+
+// importSvn converts a Subversion repository with git-svn, as upstream
+// Lorry did: trunk becomes master, svn branches become branches, and svn
+// tags become tags. git-svn makes a commit for the copy that made each
+// svn tag; the tag is a lightweight tag of that commit.
+//
+// The conversion repository, with git-svn's map of revisions to commits,
+// lives in svn/git beside the mirror, so that each run fetches only the
+// revisions that are new upstream.
+func importSvn(ctx context.Context, j *job, v any) ([]string, bool, error) {
+	s := v.(*lorryspec.Svn)
+	layout, err := s.ParsedLayout()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := needConverterTools(ctx, "svn", converterTool{"git-svn", "git-svn"}); err != nil {
+		return nil, false, err
+	}
+	source := strings.Join([]string{s.URL, layout.Trunk, layout.Branches, layout.Tags}, "\n")
+	dir, err := j.converterDir("svn", source)
+	if err != nil {
+		return nil, false, err
+	}
+	gitDir := filepath.Join(dir, "git")
+	if err := j.svnInit(ctx, gitDir, s.URL, layout); err != nil {
+		return nil, false, err
+	}
+	fmt.Fprintf(j.out, "fetching %s with git-svn\n", redact.URLs(s.URL))
+	args := []string{"svn", "fetch"}
+	if !j.opts.Verbose {
+		// One line per revision is progress enough; the files each
+		// revision touched are not.
+		args = append(args, "--quiet")
+	}
+	if err := j.runTool(ctx, dir, gitEnv(gitDir, nil), "git", args...); err != nil {
+		return nil, false, fmt.Errorf("convert %s: %w", redact.URLs(s.URL), err)
+	}
+	refs, err := j.converterRefs(ctx, gitDir, "refs/svn/")
+	if err != nil {
+		return nil, false, err
+	}
+	return j.takeConverted(ctx, gitDir, svnRefspecs(refs)...)
+}
+
+// svnInit makes the conversion repository for url and layout, unless it
+// is there.
+func (j *job) svnInit(ctx context.Context, gitDir, url string, layout lorryspec.SvnLayout) error {
+	return j.initConverterRepo(ctx, gitDir, func(tmp string) error {
+		args := []string{"svn", "init", "--trunk=" + layout.Trunk}
+		if layout.Branches != "" {
+			args = append(args, "--branches="+layout.Branches)
+		}
+		if layout.Tags != "" {
+			args = append(args, "--tags="+layout.Tags)
+		}
+		args = append(args, "--", url)
+		if err := j.runTool(ctx, filepath.Dir(gitDir), gitEnv(tmp, nil), "git", args...); err != nil {
+			return fmt.Errorf("set up the conversion of %s: %w", redact.URLs(url), err)
+		}
+		// git svn init chose where in the svn repository each part of
+		// the layout is; only where it goes in git is changed.
+		for key, ref := range map[string]string{
+			"svn-remote.svn.fetch":    svnTrunkRef,
+			"svn-remote.svn.branches": svnBranchesRef + "*",
+			"svn-remote.svn.tags":     svnTagsRef + "*",
+		} {
+			val, err := j.gitIn(ctx, tmp, "config", "--get", key)
+			if err != nil {
+				continue // not in the layout
+			}
+			path, _, ok := strings.Cut(strings.TrimSpace(val), ":")
+			if !ok {
+				return fmt.Errorf("git svn init wrote %s = %q, which is not PATH:REF", key, val)
+			}
+			if _, err := j.gitIn(ctx, tmp, "config", key, path+":"+ref); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// svnRefspecs maps the refs of the conversion repository to the mirror.
+// An svn branch named master would clash with trunk, which wins.
+func svnRefspecs(refs []string) []string {
+	var trunk, branches, tags bool
+	for _, r := range refs {
+		trunk = trunk || r == svnTrunkRef
+		branches = branches || strings.HasPrefix(r, svnBranchesRef)
+		tags = tags || strings.HasPrefix(r, svnTagsRef)
+	}
+	var specs []string
+	if trunk {
+		specs = append(specs, "+"+svnTrunkRef+":refs/heads/master")
+	}
+	if branches {
+		specs = append(specs, "+"+svnBranchesRef+"*:refs/heads/*")
+		if trunk {
+			specs = append(specs, "^"+svnBranchesRef+"master")
+		}
+	}
+	if tags {
+		specs = append(specs, "+"+svnTagsRef+"*:refs/tags/*")
+	}
+	return specs
+}

@@ -15,9 +15,11 @@
 //		SIGTERM the WEBAPP and check that it exits 0.
 //	webapp-restart
 //		Stop it and start it again with the same flags and database.
-//	minion-start NAME [flags]
+//	minion-start [-real] NAME [flags]
 //		Start lorry-controller-minion NAME, polling often, running
-//		$WORK/lorry with the working area $WORK/minion-NAME.
+//		$WORK/lorry with the working area $WORK/minion-NAME. With
+//		-real, it is given no --lorry-cmd, so it runs the lorry
+//		installed beside it: the real one.
 //	minion-stop NAME
 //		SIGTERM the minion and check that it exits 0.
 //	minion-kill NAME
@@ -46,6 +48,24 @@
 //		commit with it; sets $COMMIT.
 //	wait-dead PIDFILE
 //		Wait until the process whose pid is in PIDFILE is gone.
+//	git-serve ROOT
+//		Serve the git repositories under ROOT over smart HTTP, read
+//		and write, until the script ends; sets $GITURL.
+//	file-serve ROOT
+//		Serve the files under ROOT over plain HTTP until the script
+//		ends; sets $FILEURL.
+//	serve-stop VAR
+//		Stop the server whose URL is in $VAR. Its port stays reserved
+//		without a listener, so connections to it are refused rather
+//		than reaching a server another script started meanwhile.
+//	envsubst FILE...
+//		Replace $NAME and ${NAME} in each file by the script's
+//		variable of that name, so that CONFGIT files can name the
+//		servers and directories of this run.
+//	next-second
+//		Wait until the wall clock is in a later second than when the
+//		command was called, so that what follows cannot share a
+//		timestamp with what came before.
 //
 // Nothing waits a fixed time: every wait polls until a deadline.
 package yarns
@@ -56,7 +76,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -72,6 +94,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"lorrycontroller/githttp"
 )
 
 // waitLimit bounds every wait of a scenario.
@@ -151,6 +175,8 @@ type scenario struct {
 	webappArgs []string
 	url        string
 	minions    map[string]*process
+	// servers are the HTTP servers of git-serve and file-serve, by URL.
+	servers map[string]*httptest.Server
 
 	lastBody []byte
 }
@@ -170,7 +196,7 @@ func setup(env *testscript.Env) error {
 		k, v, _ := strings.Cut(kv, "=")
 		env.Setenv(k, v)
 	}
-	s := &scenario{work: env.WorkDir, minions: map[string]*process{}}
+	s := &scenario{work: env.WorkDir, minions: map[string]*process{}, servers: map[string]*httptest.Server{}}
 	for _, kv := range env.Vars {
 		k, _, _ := strings.Cut(kv, "=")
 		s.envNames = append(s.envNames, k)
@@ -226,6 +252,11 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"dump-queue":     cmdDumpQueue,
 	"confgit-commit": cmdConfgitCommit,
 	"wait-dead":      cmdWaitDead,
+	"git-serve":      cmdServe("git-serve", "GITURL", gitHandler),
+	"file-serve":     cmdServe("file-serve", "FILEURL", fileHandler),
+	"serve-stop":     cmdServeStop,
+	"envsubst":       cmdEnvsubst,
+	"next-second":    cmdNextSecond,
 }
 
 // noNeg fails the script if a command that cannot be negated was.
@@ -368,8 +399,12 @@ func cmdWebappRestart(ts *testscript.TestScript, neg bool, args []string) {
 
 func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "minion-start")
+	realLorry := len(args) > 0 && args[0] == "-real"
+	if realLorry {
+		args = args[1:]
+	}
 	if len(args) < 1 {
-		ts.Fatalf("usage: minion-start NAME [flags]")
+		ts.Fatalf("usage: minion-start [-real] NAME [flags]")
 	}
 	s := state(ts)
 	name := args[0]
@@ -387,8 +422,15 @@ func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {
 		"--sleep", "50ms",
 		"--update-interval", "100ms",
 		"--kill-grace", "2s",
-		"--lorry-cmd", filepath.Join(s.work, "lorry"),
 		"--working-area", wa,
+	}
+	if realLorry {
+		// The minion finds lorry beside itself, as when installed.
+		if err := buildErrs[lorryBin]; err != nil {
+			ts.Fatalf("%s was not built: %v", lorryBin, err)
+		}
+	} else {
+		flags = append(flags, "--lorry-cmd", filepath.Join(s.work, "lorry"))
 	}
 	s.minions[name] = s.start(ts, minionBin, "minion-"+name+".log", append(flags, args[1:]...))
 }
@@ -802,4 +844,116 @@ func alive(pid int) bool {
 	}
 	st := procState(pid)
 	return st != 0 && st != 'Z' && st != 'X'
+}
+
+// --- upstream servers ---
+
+func gitHandler(root string) (http.Handler, error) { return githttp.Handler(root) }
+
+func fileHandler(root string) (http.Handler, error) { return http.FileServer(http.Dir(root)), nil }
+
+// cmdServe starts an HTTP server of what handler makes of ROOT and sets
+// the variable envVar to its URL.
+func cmdServe(name, envVar string, handler func(root string) (http.Handler, error)) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		noNeg(ts, neg, name)
+		if len(args) != 1 {
+			ts.Fatalf("usage: %s ROOT", name)
+		}
+		root := ts.MkAbs(args[0])
+		if info, err := os.Stat(root); err != nil || !info.IsDir() {
+			ts.Fatalf("%s: %s is not a directory", name, args[0])
+		}
+		h, err := handler(root)
+		ts.Check(err)
+		srv := httptest.NewServer(h)
+		state(ts).servers[srv.URL] = srv
+		ts.Defer(srv.Close)
+		ts.Setenv(envVar, srv.URL)
+	}
+}
+
+func cmdServeStop(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "serve-stop")
+	if len(args) != 1 {
+		ts.Fatalf("usage: serve-stop VAR")
+	}
+	s := state(ts)
+	u := ts.Getenv(args[0])
+	srv := s.servers[u]
+	if srv == nil {
+		ts.Fatalf("$%s (%q) is not the URL of a server of this script", args[0], u)
+	}
+	delete(s.servers, u)
+	addr := srv.Listener.Addr().(*net.TCPAddr)
+	srv.Close()
+	fd, err := reservePort(addr)
+	if err != nil {
+		ts.Fatalf("reserve %v after stopping its server: %v", addr, err)
+	}
+	ts.Defer(func() { syscall.Close(fd) })
+}
+
+// reservePort binds a TCP socket to addr without listening on it: while
+// it is open, nothing else can listen there, and connections are refused.
+func reservePort(addr *net.TCPAddr) (int, error) {
+	ip4 := addr.IP.To4()
+	if ip4 == nil {
+		return -1, fmt.Errorf("%v is not an IPv4 address", addr)
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	// The closed server's connections may linger in TIME_WAIT.
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	sa := &syscall.SockaddrInet4{Port: addr.Port}
+	copy(sa.Addr[:], ip4)
+	if err := syscall.Bind(fd, sa); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func cmdEnvsubst(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "envsubst")
+	if len(args) == 0 {
+		ts.Fatalf("usage: envsubst FILE...")
+	}
+	for _, name := range args {
+		file := ts.MkAbs(name)
+		data, err := os.ReadFile(file)
+		ts.Check(err)
+		var missing []string
+		out := os.Expand(string(data), func(k string) string {
+			v := ts.Getenv(k)
+			if v == "" {
+				missing = append(missing, k)
+			}
+			return v
+		})
+		if len(missing) > 0 {
+			ts.Fatalf("envsubst %s: no value for %s", name, strings.Join(missing, ", "))
+		}
+		ts.Check(os.WriteFile(file, []byte(out), 0o644))
+	}
+}
+
+func cmdNextSecond(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "next-second")
+	if len(args) != 0 {
+		ts.Fatalf("usage: next-second")
+	}
+	start := time.Now()
+	deadline := start.Add(waitLimit)
+	for time.Now().Unix() <= start.Unix() {
+		if time.Now().After(deadline) {
+			ts.Fatalf("the wall clock did not move past %v within %v", start.Unix(), waitLimit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -260,7 +259,7 @@ func (j *job) importFiles(ctx context.Context, workDir string, c commitInfo, ref
 	}
 
 	ref := "refs/heads/" + c.branch
-	out := &lockedWriter{w: j.out}
+	out := &syncWriter{w: j.out}
 	err = j.runFastImport(ctx, scratch, out, func(fi *fastImport) error {
 		t := newTreeBuilder(fi, out)
 		if err := add(t); err != nil {
@@ -371,7 +370,7 @@ func (j *job) runFastImport(ctx context.Context, gitDir string, out io.Writer, w
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		if msg := strings.TrimSpace(tail.String()); msg != "" {
-			return fmt.Errorf("git fast-import: %w: %s", err, lastLine(msg))
+			return fmt.Errorf("git fast-import: %w: %s", err, errorLine(msg))
 		}
 		return fmt.Errorf("git fast-import: %w", err)
 	}
@@ -471,17 +470,4 @@ func saveState(file string, v any) error {
 		return err
 	}
 	return os.Rename(tmp, file)
-}
-
-// lockedWriter lets the import and git's standard error share the job's
-// output.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

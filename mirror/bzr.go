@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"lorrycontroller/lorryspec"
@@ -292,17 +291,4 @@ func copyMarksFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, data, 0o644)
-}
-
-// syncWriter lets programs that run at the same time share the job's
-// output.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *syncWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"lorrycontroller/flock"
@@ -357,34 +358,21 @@ func gitEnv(gitDir string, extra []string) []string {
 	return append(env, extra...)
 }
 
-// run runs a command with env, copying its standard error to out, and
-// returns its standard output.
+// run runs a command with env and returns its standard output. Its
+// standard error goes to out as it comes, with the credentials of URLs
+// hidden; a failure's error carries the line that says what went wrong.
 func run(ctx context.Context, out io.Writer, env []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
 	var stdout bytes.Buffer
 	tail := &tailWriter{max: 2048}
+	errOut := &redactingWriter{w: out}
 	cmd.Stdout = &stdout
-	cmd.Stderr = io.MultiWriter(out, tail)
+	cmd.Stderr = io.MultiWriter(errOut, tail)
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("%s is not installed: %w", name, err)
-		}
-		msg := strings.TrimSpace(tail.String())
-		if msg != "" {
-			return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, firstArg(args), err, lastLine(msg))
-		}
-		return stdout.String(), fmt.Errorf("%s %s: %w", name, firstArg(args), err)
-	}
-	return stdout.String(), nil
-}
-
-func firstArg(args []string) string {
-	if len(args) == 0 {
-		return ""
-	}
-	return args[0]
+	err := cmd.Run()
+	errOut.Flush()
+	return stdout.String(), toolError(err, tail, name, args)
 }
 
 func lastLine(s string) string {
@@ -392,6 +380,19 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// syncWriter lets programs that run at the same time share the job's
+// output.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *syncWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // tailWriter keeps the last bytes written to it.

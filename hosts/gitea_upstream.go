@@ -114,33 +114,19 @@ func (l *giteaLister) List(ctx context.Context) ([]Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitea %s: %w", l.api.host, err)
 	}
-	var set repoSet
-	err = l.api.pages(ctx, first, l.next, func(body []byte) (int, error) {
-		repos, err := decodeGitea(body, search)
-		if err != nil {
-			return 0, err
+	// Gitea takes a token as the password of any user name.
+	repos, err := l.api.listAll(ctx, first, l.next, cloneAs{l.ssh, "oauth2", l.cloneTok}, func(body []byte) ([]listedRepo, error) {
+		list, err := decodeGitea(body, search)
+		out := make([]listedRepo, len(list))
+		for i, r := range list {
+			out[i] = listedRepo{r.FullName, r.CloneURL, r.SSHURL, r.Description, r.DefaultBranch}
 		}
-		for _, r := range repos {
-			clone := r.CloneURL
-			if l.ssh {
-				clone = r.SSHURL
-			} else {
-				// Gitea takes a token as the password of any user name.
-				clone = cloneURLWithToken(clone, "oauth2", l.cloneTok)
-			}
-			set.add(Repo{
-				Path:          r.FullName,
-				CloneURL:      clone,
-				Description:   r.Description,
-				DefaultBranch: r.DefaultBranch,
-			})
-		}
-		return len(repos), nil
+		return out, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gitea %s: %w", l.api.host, err)
 	}
-	return set.repos, nil
+	return repos, nil
 }
 
 func decodeGitea(body []byte, search bool) ([]giteaRepo, error) {

@@ -116,34 +116,20 @@ func (l *githubLister) List(ctx context.Context) ([]Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github %s: %w", l.api.host, err)
 	}
-	var set repoSet
-	err = l.api.pages(ctx, first, l.next, func(body []byte) (int, error) {
-		repos, err := decodeRepoList[githubRepo](body)
-		if err != nil {
-			return 0, err
+	// "x-access-token" is the user name GitHub documents for tokens in
+	// clone URLs; it works for personal access tokens too.
+	repos, err := l.api.listAll(ctx, first, l.next, cloneAs{l.ssh, "x-access-token", l.cloneTok}, func(body []byte) ([]listedRepo, error) {
+		list, err := decodeRepoList[githubRepo](body)
+		out := make([]listedRepo, len(list))
+		for i, r := range list {
+			out[i] = listedRepo{r.FullName, r.CloneURL, r.SSHURL, r.Description, r.DefaultBranch}
 		}
-		for _, r := range repos {
-			clone := r.CloneURL
-			if l.ssh {
-				clone = r.SSHURL
-			} else {
-				// The user name GitHub documents for tokens in clone URLs;
-				// it works for personal access tokens too.
-				clone = cloneURLWithToken(clone, "x-access-token", l.cloneTok)
-			}
-			set.add(Repo{
-				Path:          r.FullName,
-				CloneURL:      clone,
-				Description:   r.Description,
-				DefaultBranch: r.DefaultBranch,
-			})
-		}
-		return len(repos), nil
+		return out, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("github %s: %w", l.api.host, err)
 	}
-	return set.repos, nil
+	return repos, nil
 }
 
 // next follows the Link header only, as GitHub asks: its next page may be

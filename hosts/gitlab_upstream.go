@@ -101,34 +101,20 @@ func (l *gitlabLister) List(ctx context.Context) ([]Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gitlab %s: %w", l.api.host, err)
 	}
-	var set repoSet
-	err = l.api.pages(ctx, first, l.next, func(body []byte) (int, error) {
+	// GitLab takes any user name with a token as the password; "oauth2"
+	// is the one its documentation uses.
+	repos, err := l.api.listAll(ctx, first, l.next, cloneAs{l.ssh, "oauth2", l.cloneTok}, func(body []byte) ([]listedRepo, error) {
 		projects, err := decodeRepoList[gitlabProject](body)
-		if err != nil {
-			return 0, err
+		out := make([]listedRepo, len(projects))
+		for i, p := range projects {
+			out[i] = listedRepo{p.PathWithNamespace, p.HTTPURLToRepo, p.SSHURLToRepo, p.Description, p.DefaultBranch}
 		}
-		for _, p := range projects {
-			clone := p.HTTPURLToRepo
-			if l.ssh {
-				clone = p.SSHURLToRepo
-			} else {
-				// GitLab takes any user name with a token as the password;
-				// "oauth2" is the one its documentation uses.
-				clone = cloneURLWithToken(clone, "oauth2", l.cloneTok)
-			}
-			set.add(Repo{
-				Path:          p.PathWithNamespace,
-				CloneURL:      clone,
-				Description:   p.Description,
-				DefaultBranch: p.DefaultBranch,
-			})
-		}
-		return len(projects), nil
+		return out, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gitlab %s: %w", l.api.host, err)
 	}
-	return set.repos, nil
+	return repos, nil
 }
 
 // next follows x-next-page when GitLab gives one (it is empty on the last

@@ -704,6 +704,42 @@ func linkHeaderRel(h http.Header, rel string) string {
 	return ""
 }
 
+// listedRepo is what the APIs of GitLab, Gitea and GitHub say of a
+// repository.
+type listedRepo struct {
+	path, httpURL, sshURL, description, defaultBranch string
+}
+
+// cloneAs chooses the clone URL of listed repositories: the ssh one, or
+// the http(s) one carrying token as the password of tokenUser (when there
+// is a token to clone with).
+type cloneAs struct {
+	ssh              bool
+	tokenUser, token string
+}
+
+// listAll follows the pages from first, decoding each with decode, and
+// returns each repository once, with its clone URL chosen by c.
+func (a *upstreamAPI) listAll(ctx context.Context, first *url.URL, next nextPageFunc, c cloneAs,
+	decode func([]byte) ([]listedRepo, error)) ([]Repo, error) {
+	var set repoSet
+	err := a.pages(ctx, first, next, func(body []byte) (int, error) {
+		repos, err := decode(body)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range repos {
+			clone := r.sshURL
+			if !c.ssh {
+				clone = cloneURLWithToken(r.httpURL, c.tokenUser, c.token)
+			}
+			set.add(Repo{Path: r.path, CloneURL: clone, Description: r.description, DefaultBranch: r.defaultBranch})
+		}
+		return len(repos), nil
+	})
+	return set.repos, err
+}
+
 // repoSet collects a listing's repositories. A repository listed twice,
 // as offset pages do when projects are added during the listing, is kept
 // once.

@@ -4,7 +4,26 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: all build run test bench check clean
+# Where make install puts things. DESTDIR goes in front of every path, for
+# staged installs and packages; the installed files name the paths without
+# it.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+SYSCONFDIR  ?= /etc
+DATADIR     ?= $(PREFIX)/share
+DOCDIR      ?= $(DATADIR)/doc/lorry-controller
+HOOKDIR     ?= $(DATADIR)/lorry-controller/hooks
+SYSTEMDDIR  ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+INSTALL     ?= install
+
+PROGRAMS := lorry-controller-webapp lorry-controller-minion lorry
+UNITS    := $(notdir $(wildcard units/*.service units/*.socket units/*.timer units/*.target))
+CONFIGS  := webapp.conf minion.conf
+SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
+
+.PHONY: all build run test bench check clean install uninstall
 
 all: build
 
@@ -34,3 +53,34 @@ check:
 
 clean:
 	rm -rf $(BIN)
+
+# The programs, the systemd units, the service user and state directory,
+# the configuration files and the CONFGIT hook; docs/operations.md says
+# what to do next. A configuration file already there is kept, with the
+# new one beside it as .new.
+install: build
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/lorry-controller $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(DOCDIR)
+	for p in $(PROGRAMS); do $(INSTALL) -m 0755 $(BIN)/$$p $(DESTDIR)$(BINDIR)/$$p || exit 1; done
+	for u in $(UNITS); do \
+		$(SUBST) units/$$u >$(DESTDIR)$(SYSTEMDDIR)/$$u && chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/$$u || exit 1; \
+	done
+	$(INSTALL) -m 0644 units/lorry-controller.sysusers $(DESTDIR)$(SYSUSERSDIR)/lorry-controller.conf
+	$(INSTALL) -m 0644 units/lorry-controller.tmpfiles $(DESTDIR)$(TMPFILESDIR)/lorry-controller.conf
+	$(INSTALL) -m 0755 hooks/post-update $(DESTDIR)$(HOOKDIR)/post-update
+	$(INSTALL) -m 0644 docs/operations.md $(DESTDIR)$(DOCDIR)/operations.md
+	for c in $(CONFIGS); do \
+		dst=$(DESTDIR)$(SYSCONFDIR)/lorry-controller/$$c; \
+		if [ -e $$dst ]; then dst=$$dst.new; echo "keeping $(DESTDIR)$(SYSCONFDIR)/lorry-controller/$$c; the new one is $$dst"; fi; \
+		$(SUBST) etc/$$c >$$dst && chmod 0644 $$dst || exit 1; \
+	done
+
+# Removes what install put in place but the configuration in
+# $(SYSCONFDIR)/lorry-controller and the state in /var/lib/lorry-controller.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(PROGRAMS))
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMDDIR)/,$(UNITS))
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/lorry-controller.conf $(DESTDIR)$(TMPFILESDIR)/lorry-controller.conf
+	rm -f $(DESTDIR)$(HOOKDIR)/post-update $(DESTDIR)$(DOCDIR)/operations.md
+	rmdir $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(DATADIR)/lorry-controller $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/lorry-controller (configuration) and /var/lib/lorry-controller (state)"

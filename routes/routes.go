@@ -71,11 +71,13 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/1.0/status-html", http.StatusFound)
 	})
+	// Monitoring: Prometheus scrapes this.
+	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
 	r.Route("/1.0", func(r chi.Router) {
 		// State of the controller.
 		r.Get("/status", s.handle(s.status))
 		r.Get("/status-html", s.handle(s.statusHTML))
-		r.Get("/health-check", s.handle(s.healthCheck))
+		r.Get("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
 
 		// The run queue.
 		r.Post("/stop-queue", s.handle(s.setQueue(false)))
@@ -94,7 +96,7 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/stop-job", s.handle(s.stopJob))
 		r.Post("/remove-job", s.handle(s.removeJob))
 		r.Post("/remove-ghost-jobs", s.handle(s.removeGhostJobs))
-		r.Post("/remove-old-jobs", s.handle(s.removeOldJobs))
+		r.Post("/remove-old-jobs", s.handle(s.reclaimAfter(s.removeOldJobs)))
 
 		// Configuration and Upstream Hosts. The hosts were called Troves
 		// once; both names stay.

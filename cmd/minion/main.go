@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"lorrycontroller/flagconf"
+	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
 )
 
@@ -54,7 +55,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lorry-controller-minion:", err)
 		os.Exit(2)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("minion", cfg.Name)
+	cfg.Logger = journallog.New(slog.LevelInfo).With("minion", cfg.Name)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -134,7 +135,15 @@ Flags:
 	fs.StringVar(&cfg.WorkingArea, "working-area", "/var/lib/lorry-controller/work", "`directory` for lorry's working state, created if missing")
 	fs.String("config", "", "read settings from `file`: key = value lines, keys named like the flags")
 	fs.BoolVar(&cfg.Once, "once", false, "ask for one job, run it if there is one, then exit")
-	if err := flagconf.Parse(fs, args, "config"); err != nil {
+	var old oldWebapp
+	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
+	for _, w := range warnings {
+		fmt.Fprintln(out, "lorry-controller-minion: warning:", w)
+	}
+	if err != nil {
+		return cfg, err
+	}
+	if err := old.apply(fs, &cfg.WebappURL); err != nil {
 		return cfg, err
 	}
 	return cfg, validate(cfg)

@@ -93,9 +93,25 @@ once = true
 			want:   with(func(c *Config) { c.Name, c.Sleep, c.KillGrace = "from-flag", 7*time.Second, 3*time.Second }),
 		},
 		{name: "no header", config: "name = bare\n", want: with(func(c *Config) { c.Name = "bare" })},
-		{name: "unknown key", config: "[config]\nwebapp-host = x\n", wantErr: `:2: unknown key "webapp-host"`},
+		{name: "unknown key", config: "[config]\nwebapp-hots = x\n", wantErr: `:2: unknown key "webapp-hots"`},
+		{
+			name: "original minion.conf",
+			config: `[config]
+log = syslog
+log-level = debug
+webapp-host = webapp.example
+webapp-port = 8080
+webapp-timeout = 3600
+sleep = 30
+`,
+			want: with(func(c *Config) { c.WebappURL, c.Sleep = "http://webapp.example:8080", 30*time.Second }),
+		},
+		{name: "original port alone", config: "webapp-port = 12766\n", want: with(func(c *Config) { c.WebappURL = "http://127.0.0.1:12766" })},
+		{name: "webapp-url wins over the original keys", args: []string{"--webapp-url", "https://w"}, config: "webapp-host = x\n",
+			want: with(func(c *Config) { c.WebappURL = "https://w" })},
+		{name: "bad original port", config: "webapp-port = http\n", wantErr: `:1: webapp-port: "http" is not a port number`},
 		{name: "config in config", config: "config = other\n", wantErr: `unknown key "config"`},
-		{name: "bad duration in file", config: "sleep = 10\n", wantErr: ":1: sleep:"},
+		{name: "bad duration in file", config: "sleep = soon\n", wantErr: ":1: sleep:"},
 		{name: "other section", config: "[other]\nname = x\n", wantErr: "unknown section [other]"},
 		{name: "no equals", config: "name box\n", wantErr: "want key = value"},
 		{name: "bad duration flag", args: []string{"--update-interval", "5"}, wantErr: "invalid value"},

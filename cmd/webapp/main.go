@@ -22,6 +22,7 @@ import (
 	"lorrycontroller/confgit"
 	"lorrycontroller/flagconf"
 	"lorrycontroller/hosts"
+	"lorrycontroller/journallog"
 	"lorrycontroller/routes"
 	"lorrycontroller/statedb"
 )
@@ -43,6 +44,9 @@ type Config struct {
 	LogLevel      string
 	Downstream    hosts.DownstreamConfig
 	ShutdownGrace time.Duration
+	PeriodicWork  bool
+	// Warnings are about the configuration file, for the log.
+	Warnings []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (Config, error) {
@@ -68,9 +72,16 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	c.Downstream.RegisterFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
+	fs.BoolVar(&c.PeriodicWork, "periodic-work", false, "do the periodic work of the timer units in-process, for machines without systemd")
 	var configFile string
 	fs.StringVar(&configFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
-	if err := flagconf.Parse(fs, args, "config"); err != nil {
+	var old oldListen
+	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
+	c.Warnings = warnings
+	if err != nil {
+		return c, err
+	}
+	if err := old.apply(fs, &c.Listen); err != nil {
 		return c, err
 	}
 	if err := c.Downstream.Validate(); err != nil {
@@ -83,6 +94,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "call" {
+		os.Exit(callMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -91,12 +105,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lorry-controller-webapp:", err)
 		os.Exit(2)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+	level, err := parseLevel(cfg.LogLevel)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "lorry-controller-webapp: --log-level:", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := journallog.New(level)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration file", "warning", w)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
@@ -146,31 +163,40 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		FakeClock:    fake,
 	}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	lns, activated, err := listen(cfg.Listen)
 	if err != nil {
 		return err
 	}
-	addr := ln.Addr().String()
+	addr := lns[0].Addr().String()
 	if cfg.AddrFile != "" {
 		if err := writeAddrFile(cfg.AddrFile, addr); err != nil {
-			ln.Close()
+			for _, ln := range lns {
+				ln.Close()
+			}
 			return err
 		}
 	}
-	log.Info("listening", "addr", addr, "statedb", cfg.StateDB)
+	log.Info("listening", "addr", addr, "socket_activated", activated, "statedb", cfg.StateDB)
 
+	handler := srv.Handler()
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	errc := serve(hs, lns)
+	// The database is migrated and the listeners are bound: requests are
+	// answered from now on.
+	notify(log, "READY=1\nSTATUS=serving on "+addr)
+	bg := startBackground(ctx, cfg, handler, log)
+	defer bg.stop()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
+	bg.stop()
+	notify(log, "STOPPING=1")
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()

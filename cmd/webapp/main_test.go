@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitLimit bounds every wait of these tests.
+const waitLimit = 30 * time.Second
+
+// raceEnabled is set when the tests run with the race detector, so that
+// the WEBAPP they start is built with it too.
+var raceEnabled bool
+
+// webappBin is the real WEBAPP, built once for the tests.
+var webappBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "webapp-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	webappBin = filepath.Join(dir, "lorry-controller-webapp")
+	args := []string{"build", "-o", webappBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the WEBAPP: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// webapp is a WEBAPP process started by a test.
+type webapp struct {
+	cmd    *exec.Cmd
+	dir    string
+	stderr string // file of its standard error
+	url    string
+	exited chan error
+}
+
+// startOpts say how to start the WEBAPP besides its defaults: a state
+// database, CONFGIT directory and address file in dir.
+type startOpts struct {
+	env   []string   // added to a clean environment
+	files []*os.File // inherited as fd 3 onwards
+	// listenPID runs the WEBAPP through a shell that sets LISTEN_PID to the
+	// WEBAPP's pid, as systemd does for socket activation.
+	listenPID bool
+	args      []string
+}
+
+// cleanEnv is the test's environment without what systemd would have set.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "NOTIFY_SOCKET", k == "JOURNAL_STREAM", strings.HasPrefix(k, "WATCHDOG_"), strings.HasPrefix(k, "LISTEN_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func startWebapp(t *testing.T, dir string, o startOpts) *webapp {
+	t.Helper()
+	w := &webapp{dir: dir, stderr: filepath.Join(dir, "webapp.log"), exited: make(chan error, 1)}
+	args := append([]string{"--statedb", filepath.Join(dir, "state.db"),
+		"--configuration-directory", filepath.Join(dir, "confgit"),
+		"--addr-file", filepath.Join(dir, "addr")}, o.args...)
+	if o.listenPID {
+		w.cmd = exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, webappBin}, args...)...)
+	} else {
+		w.cmd = exec.Command(webappBin, args...)
+	}
+	w.cmd.Env = append(cleanEnv(), o.env...)
+	w.cmd.ExtraFiles = o.files
+	stderr, err := os.Create(w.stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	w.cmd.Stderr = stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.exited <- w.cmd.Wait() }()
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		<-w.exited
+	})
+	deadline := time.Now().Add(waitLimit)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "addr"))
+		if err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			w.url = "http://" + strings.TrimSpace(string(b))
+			return w
+		}
+		select {
+		case err := <-w.exited:
+			w.exited <- err
+			t.Fatalf("the WEBAPP exited at start: %v\n%s", err, w.log(t))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the WEBAPP wrote no address in %v\n%s", waitLimit, w.log(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *webapp) log(t *testing.T) string {
+	b, _ := os.ReadFile(w.stderr)
+	return string(b)
+}
+
+// stop sends SIGTERM and checks that the WEBAPP exits 0.
+func (w *webapp) stop(t *testing.T) {
+	t.Helper()
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-w.exited:
+		w.exited <- err
+		if err != nil {
+			t.Fatalf("the WEBAPP exited with %v on SIGTERM\n%s", err, w.log(t))
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("the WEBAPP did not exit on SIGTERM\n%s", w.log(t))
+	}
+}
+
+// get makes one request, without retrying, and returns the status code.
+func get(t *testing.T, url string) int {
+	t.Helper()
+	c := &http.Client{Timeout: waitLimit}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// heldListener is a listening loopback socket that the test holds until it
+// ends.
+func heldListener(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}

@@ -1,0 +1,322 @@
+package routes
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"lorrycontroller/statedb"
+)
+
+// scrapeTimeout bounds the state database queries of one scrape, so that a
+// database that does not answer shows as lorry_controller_statedb_up 0
+// rather than as a scrape that hangs; it is under Prometheus's default
+// scrape timeout of ten seconds.
+const scrapeTimeout = 5 * time.Second
+
+// jobDurationBuckets go from a git fetch with nothing new to a first
+// mirror of a very large repository.
+var jobDurationBuckets = []float64{10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400}
+
+// jobStatuses are reported even when no job has them, so that a rate or
+// an alert over them never meets a missing series.
+var jobStatuses = []string{statedb.StatusRunning, statedb.StatusSucceeded, statedb.StatusFailed,
+	statedb.StatusKilled, statedb.StatusTimedOut, statedb.StatusLost}
+
+// Minion states, as the metrics tell them.
+const (
+	minionBusy   = "busy"   // running a job
+	minionIdle   = "idle"   // asking for work
+	minionSilent = "silent" // not heard from for longer than the ghost timeout
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("lorry_controller_"+name, help, labels, nil)
+}
+
+var (
+	descLorries        = desc("lorries", "Lorries in the run queue.")
+	descLorriesDue     = desc("lorries_due", "Lorries due to run and not running.")
+	descLorriesFailing = desc("lorries_failing", "Lorries whose last run failed.")
+	descJobs           = desc("jobs", "Jobs the state database remembers, by status.", "status")
+	descRunningJobs    = desc("running_jobs", "Jobs running now.")
+	descQueueRunning   = desc("queue_running", "1 if the run queue hands out jobs, 0 if it is stopped.")
+	descMinions        = desc("minions", "Minions by state: busy (running a job), idle (asking for work), silent (not heard from for longer than --ghost-timeout).", "state")
+	descConfigSuccess  = desc("config_read_success", "1 if the last read-configuration succeeded, 0 if it failed.")
+	descConfigTime     = desc("config_read_timestamp_seconds", "When read-configuration last ran, successfully or not, in Unix seconds.")
+	descConfigGoodTime = desc("config_success_timestamp_seconds", "When read-configuration last succeeded, in Unix seconds.")
+	descConfigErrors   = desc("config_file_errors", "Files or specs of CONFGIT that the last successful read-configuration skipped.")
+	descHostSuccess    = desc("host_listing_success", "1 if the last listing of the Upstream Host succeeded, 0 if it failed.", "host")
+	descHostTime       = desc("host_listing_timestamp_seconds", "When the Upstream Host was last listed, in Unix seconds.", "host")
+	descHostRepos      = desc("host_repos", "Repositories the last successful listing of the Upstream Host found.", "host")
+	descDBBytes        = desc("statedb_bytes", "Size of the state database's files on disk, write-ahead log included.")
+	descDBFree         = desc("statedb_free_bytes", "Part of the state database file left free by deleted rows.")
+	descDBUp           = desc("statedb_up", "1 if the state database answered this scrape's queries, 0 if not.")
+)
+
+// metrics reads the figures from the state database at each scrape, so
+// they are right whoever changed the database. Job durations are the
+// exception: they go into a histogram, which a scrape fills with the jobs
+// that ended since the one before.
+type metrics struct {
+	db           *statedb.DB
+	ghostTimeout int64
+	log          *slog.Logger
+	durations    *prometheus.HistogramVec
+
+	mu sync.Mutex // one scrape at a time
+	// primed is set once the jobs that ended before the WEBAPP started are
+	// known, so that they are not counted as if they had just ended.
+	primed bool
+	// next is the first job id not yet seen; running holds the jobs seen
+	// running, whose end is still to be observed.
+	next    int64
+	running map[int64]bool
+}
+
+// metricsHandler serves GET /metrics in the Prometheus text format: the
+// WEBAPP's figures and the Go runtime's.
+func (s *Server) metricsHandler() http.Handler {
+	m := &metrics{
+		db:           s.DB,
+		ghostTimeout: int64(s.GhostTimeout.Seconds()),
+		log:          s.Log,
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lorry_controller_job_duration_seconds",
+			Help:    "How long jobs ran, by kind and by how they ended, observed as they end.",
+			Buckets: jobDurationBuckets,
+		}, []string{"kind", "status"}),
+		running: map[int64]bool{},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	if err := m.db.View(ctx, func(tx *statedb.Tx) error { return m.prime(ctx, tx) }); err != nil {
+		// The first scrape tries again.
+		s.Log.Warn("metrics: read running jobs", "err", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(s.Log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// prime notes the jobs that exist now: those running will be observed when
+// they end, the others never.
+func (m *metrics) prime(ctx context.Context, tx *statedb.Tx) error {
+	last, err := tx.LastJobID(ctx)
+	if err != nil {
+		return err
+	}
+	ids, err := tx.RunningJobIDs(ctx)
+	if err != nil {
+		return err
+	}
+	m.next = last + 1
+	for _, id := range ids {
+		m.running[id] = true
+	}
+	m.primed = true
+	return nil
+}
+
+// Describe sends every descriptor the collector uses.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLorries, descLorriesDue, descLorriesFailing, descJobs,
+		descRunningJobs, descQueueRunning, descMinions, descConfigSuccess, descConfigTime,
+		descConfigGoodTime, descConfigErrors, descHostSuccess, descHostTime, descHostRepos,
+		descDBBytes, descDBFree, descDBUp} {
+		ch <- d
+	}
+	m.durations.Describe(ch)
+}
+
+// Collect reads the state database and sends the figures.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	up := 1.0
+	if err := m.collect(ctx, ch); err != nil {
+		m.log.Error("metrics: read state database", "err", err)
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(descDBUp, prometheus.GaugeValue, up)
+	m.durations.Collect(ch)
+}
+
+// snapshot is what one scrape reads, in one transaction.
+type snapshot struct {
+	now     int64
+	lorries statedb.LorryCounts
+	jobs    map[string]int64
+	running int
+	queue   bool
+	minions []statedb.Minion
+	config  statedb.ConfigState
+	hosts   []statedb.Host
+	timings []statedb.JobTiming
+	usage   statedb.Usage
+}
+
+func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
+	var sn snapshot
+	err := m.db.View(ctx, func(tx *statedb.Tx) error {
+		if !m.primed {
+			if err := m.prime(ctx, tx); err != nil {
+				return err
+			}
+		}
+		var err error
+		sn.now = tx.Now
+		if sn.lorries, err = tx.CountLorries(ctx); err != nil {
+			return err
+		}
+		if sn.jobs, err = tx.JobCounts(ctx); err != nil {
+			return err
+		}
+		ids, err := tx.RunningJobIDs(ctx)
+		if err != nil {
+			return err
+		}
+		sn.running = len(ids)
+		if sn.queue, err = tx.RunningQueue(ctx); err != nil {
+			return err
+		}
+		if sn.minions, err = tx.Minions(ctx); err != nil {
+			return err
+		}
+		if sn.config, err = tx.ConfigState(ctx); err != nil {
+			return err
+		}
+		if sn.hosts, err = tx.Hosts(ctx); err != nil {
+			return err
+		}
+		sn.timings, err = tx.JobTimings(ctx, m.oldestUnseen())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if sn.usage, err = m.db.Usage(ctx); err != nil {
+		return err
+	}
+	m.observe(sn.timings)
+
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(descLorries, float64(sn.lorries.Total))
+	gauge(descLorriesDue, float64(sn.lorries.Due))
+	gauge(descLorriesFailing, float64(sn.lorries.Failing))
+	for _, st := range jobStatuses {
+		gauge(descJobs, float64(sn.jobs[st]), st)
+	}
+	for st, n := range sn.jobs {
+		if !contains(jobStatuses, st) {
+			gauge(descJobs, float64(n), st)
+		}
+	}
+	gauge(descRunningJobs, float64(sn.running))
+	gauge(descQueueRunning, boolFloat(sn.queue))
+	states := map[string]int{minionBusy: 0, minionIdle: 0, minionSilent: 0}
+	for _, mn := range sn.minions {
+		states[m.minionState(mn, sn.now)]++
+	}
+	for st, n := range states {
+		gauge(descMinions, float64(n), st)
+	}
+
+	c := sn.config
+	if c.ReadAt > 0 || c.FailAt > 0 {
+		failed := c.Failure != "" && c.FailAt >= c.ReadAt
+		gauge(descConfigSuccess, boolFloat(!failed))
+		gauge(descConfigTime, float64(max(c.ReadAt, c.FailAt)))
+	}
+	if c.ReadAt > 0 {
+		gauge(descConfigGoodTime, float64(c.ReadAt))
+		gauge(descConfigErrors, float64(len(c.Errors)))
+	}
+	for _, h := range sn.hosts {
+		if h.LastLs == nil {
+			continue // never listed: there is no result yet
+		}
+		gauge(descHostSuccess, boolFloat(h.LastLsError == ""), h.Name)
+		gauge(descHostTime, float64(*h.LastLs), h.Name)
+		gauge(descHostRepos, float64(h.Repos), h.Name)
+	}
+	gauge(descDBBytes, float64(sn.usage.FileBytes))
+	gauge(descDBFree, float64(sn.usage.FreeBytes))
+	return nil
+}
+
+func (m *metrics) minionState(mn statedb.Minion, now int64) string {
+	switch {
+	case m.ghostTimeout > 0 && now-mn.LastSeen > m.ghostTimeout:
+		return minionSilent
+	case mn.JobID != nil:
+		return minionBusy
+	}
+	return minionIdle
+}
+
+// oldestUnseen is the lowest job id whose end may not have been observed.
+func (m *metrics) oldestUnseen() int64 {
+	from := m.next
+	for id := range m.running {
+		from = min(from, id)
+	}
+	return from
+}
+
+// observe puts the jobs that ended since the last scrape into the
+// duration histogram.
+func (m *metrics) observe(timings []statedb.JobTiming) {
+	present := map[int64]bool{}
+	next := m.next
+	for _, j := range timings {
+		present[j.ID] = true
+		if j.ID < m.next && !m.running[j.ID] {
+			continue // already observed, or ended before the WEBAPP started
+		}
+		next = max(next, j.ID+1)
+		if j.Ended == nil {
+			m.running[j.ID] = true
+			continue
+		}
+		delete(m.running, j.ID)
+		m.durations.WithLabelValues(j.Kind, j.Status).Observe(float64(max(*j.Ended-j.Started, 0)))
+	}
+	for id := range m.running {
+		if !present[id] {
+			delete(m.running, id) // removed before it was seen to end
+		}
+	}
+	m.next = next
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

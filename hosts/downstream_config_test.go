@@ -182,7 +182,7 @@ func TestNewDownstreamTokenFile(t *testing.T) {
 
 // gitlabDSOneProject answers every GET of a project with one that exists.
 func gitlabDSOneProject(w http.ResponseWriter, r *http.Request) {
-	fakeDSJSON(w, http.StatusOK, map[string]any{
+	answerJSON(w, http.StatusOK, map[string]any{
 		"id": 1, "path_with_namespace": "delta/foo", "default_branch": "main",
 		"ssh_url_to_repo": "git@gitlab.example.com:delta/foo.git", "http_url_to_repo": "https://gitlab.example.com/delta/foo.git",
 	})

@@ -2,297 +2,31 @@ package hosts
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
+
+	"lorrycontroller/hosts/hoststest"
 )
-
-// fakeGiteaDS answers the Gitea API v1 calls of the gitea downstream as
-// Gitea's API reference documents them (https://docs.gitea.com/api/1.22/:
-// operations repoGet, repoEdit, orgGet, orgCreate and createOrgRepo), with
-// the token in "Authorization: token ..."
-// (https://docs.gitea.com/development/api-usage). Errors are Gitea's
-// {"message": ..., "url": ...}: 404 "The target couldn't be found.", 403
-// when the user may not create repositories in the organisation, 409 when
-// the repository exists, 422 when the organisation's name is taken.
-//
-// Like Gitea, it finds names without regard to case. It records every call
-// that changes something.
-type fakeGiteaDS struct {
-	srv   *httptest.Server
-	token string
-
-	mu      sync.Mutex
-	lastID  int64
-	users   []string // names of users, which are not organisations
-	orgs    []*fakeGTDSOrg
-	repos   []*fakeGTDSRepo
-	changes []string
-	urls    []string
-	// forbidRepos answers repository creation with 403.
-	forbidRepos bool
-	// beforeCreateRepo runs, with mu held, before a repository creation
-	// is looked at.
-	beforeCreateRepo func(f *fakeGiteaDS)
-}
-
-type fakeGTDSOrg struct {
-	ID               int64
-	Name, Visibility string
-}
-
-type fakeGTDSRepo struct {
-	ID                     int64
-	Owner, Name            string
-	Description, DefBranch string
-	Private                bool
-}
 
 const fakeGTDSToken = "0123456789abcdef0123456789abcdef01234567"
 
-// giteaDSValidName is Gitea's rule for repository names.
-var giteaDSValidName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-
-func newFakeGiteaDS(t *testing.T) *fakeGiteaDS {
-	f := &fakeGiteaDS{token: fakeGTDSToken}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}", f.getRepo)
-	mux.HandleFunc("PATCH /api/v1/repos/{owner}/{repo}", f.editRepo)
-	mux.HandleFunc("GET /api/v1/orgs/{org}", f.getOrg)
-	mux.HandleFunc("POST /api/v1/orgs", f.createOrg)
-	mux.HandleFunc("POST /api/v1/orgs/{org}/repos", f.createRepo)
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.urls = append(f.urls, r.URL.String())
-		if r.Header.Get("Authorization") != "token "+f.token {
-			f.fail(w, http.StatusUnauthorized, "token is required")
-			return
-		}
-		mux.ServeHTTP(w, r)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
+// newGiteaDS starts a fake Gitea for the gitea downstream, whose ssh URLs
+// name gitea.example.com.
+func newGiteaDS(t *testing.T) *hoststest.Gitea {
+	return hoststest.NewGitea(t, hoststest.GiteaOptions{Token: fakeGTDSToken, SSHHost: "gitea.example.com"})
 }
 
-func (f *fakeGiteaDS) fail(w http.ResponseWriter, status int, message string) {
-	body := map[string]any{"message": message, "url": f.srv.URL + "/api/swagger"}
-	if status == http.StatusNotFound {
-		body["errors"] = nil
-	}
-	fakeDSJSON(w, status, body)
+// addGiteaRepo adds a private repository, as an administrator would have
+// made it.
+func addGiteaRepo(f *hoststest.Gitea, owner, name, defaultBranch, description string) {
+	f.AddRepo(hoststest.GiteaRepo{Owner: owner, Name: name, DefaultBranch: defaultBranch, Description: description, Private: true})
 }
 
-func (f *fakeGiteaDS) addOrg(name string) {
-	f.lastID++
-	f.orgs = append(f.orgs, &fakeGTDSOrg{ID: f.lastID, Name: name, Visibility: "public"})
-}
-
-func (f *fakeGiteaDS) addRepo(owner, name, defaultBranch, description string) {
-	if f.findOrg(owner) == nil {
-		f.addOrg(owner)
-	}
-	f.lastID++
-	f.repos = append(f.repos, &fakeGTDSRepo{ID: f.lastID, Owner: owner, Name: name, DefBranch: defaultBranch, Description: description, Private: true})
-}
-
-func (f *fakeGiteaDS) findOrg(name string) *fakeGTDSOrg {
-	for _, o := range f.orgs {
-		if strings.EqualFold(o.Name, name) {
-			return o
-		}
-	}
-	return nil
-}
-
-func (f *fakeGiteaDS) findRepo(owner, name string) *fakeGTDSRepo {
-	for _, r := range f.repos {
-		if strings.EqualFold(r.Owner, owner) && strings.EqualFold(r.Name, name) {
-			return r
-		}
-	}
-	return nil
-}
-
-func (f *fakeGiteaDS) orgJSON(o *fakeGTDSOrg) map[string]any {
-	return map[string]any{
-		"id": o.ID, "name": o.Name, "username": o.Name, "full_name": "", "email": "",
-		"avatar_url": f.srv.URL + "/avatars/x", "description": "", "website": "", "location": "",
-		"visibility": o.Visibility, "repo_admin_change_team_access": false,
-	}
-}
-
-func (f *fakeGiteaDS) repoJSON(r *fakeGTDSRepo) map[string]any {
-	full := r.Owner + "/" + r.Name
-	return map[string]any{
-		"id": r.ID, "name": r.Name, "full_name": full,
-		"owner":       map[string]any{"id": f.findOrg(r.Owner).ID, "login": r.Owner, "username": r.Owner},
-		"description": r.Description, "empty": true, "private": r.Private, "fork": false, "mirror": false,
-		"default_branch": r.DefBranch,
-		"html_url":       f.srv.URL + "/" + full,
-		"ssh_url":        "git@gitea.example.com:" + full + ".git",
-		"clone_url":      f.srv.URL + "/" + full + ".git",
-	}
-}
-
-func (f *fakeGiteaDS) record(r *http.Request) (map[string]any, bool) {
-	var body map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		f.changes = append(f.changes, r.Method+" "+r.URL.EscapedPath()+" (bad JSON)")
-		return nil, false
-	}
-	canon, _ := json.Marshal(body)
-	f.changes = append(f.changes, r.Method+" "+r.URL.EscapedPath()+" "+string(canon))
-	return body, true
-}
-
-func (f *fakeGiteaDS) getRepo(w http.ResponseWriter, r *http.Request) {
-	repo := f.findRepo(r.PathValue("owner"), r.PathValue("repo"))
-	if repo == nil {
-		f.fail(w, http.StatusNotFound, "The target couldn't be found.")
-		return
-	}
-	fakeDSJSON(w, http.StatusOK, f.repoJSON(repo))
-}
-
-func (f *fakeGiteaDS) getOrg(w http.ResponseWriter, r *http.Request) {
-	o := f.findOrg(r.PathValue("org"))
-	if o == nil {
-		f.fail(w, http.StatusNotFound, "The target couldn't be found.")
-		return
-	}
-	fakeDSJSON(w, http.StatusOK, f.orgJSON(o))
-}
-
-func (f *fakeGiteaDS) createOrg(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.record(r)
-	if !ok {
-		f.fail(w, http.StatusUnprocessableEntity, "invalid JSON")
-		return
-	}
-	name, _ := body["username"].(string)
-	visibility, _ := body["visibility"].(string)
-	switch {
-	case name == "":
-		f.fail(w, http.StatusUnprocessableEntity, "[Username]: Required")
-		return
-	case visibility != "" && visibility != "public" && visibility != "limited" && visibility != "private":
-		f.fail(w, http.StatusUnprocessableEntity, "[Visibility]: In")
-		return
-	}
-	taken := f.findOrg(name) != nil
-	for _, u := range f.users {
-		taken = taken || strings.EqualFold(u, name)
-	}
-	if taken {
-		f.fail(w, http.StatusUnprocessableEntity, "user already exists [name: "+name+"]")
-		return
-	}
-	if visibility == "" {
-		visibility = "public"
-	}
-	f.lastID++
-	o := &fakeGTDSOrg{ID: f.lastID, Name: name, Visibility: visibility}
-	f.orgs = append(f.orgs, o)
-	fakeDSJSON(w, http.StatusCreated, f.orgJSON(o))
-}
-
-func (f *fakeGiteaDS) createRepo(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.record(r)
-	if !ok {
-		f.fail(w, http.StatusUnprocessableEntity, "invalid JSON")
-		return
-	}
-	if f.beforeCreateRepo != nil {
-		f.beforeCreateRepo(f)
-	}
-	o := f.findOrg(r.PathValue("org"))
-	if o == nil {
-		f.fail(w, http.StatusNotFound, "The target couldn't be found.")
-		return
-	}
-	if f.forbidRepos {
-		f.fail(w, http.StatusForbidden, "Given user is not allowed to create repository in organization.")
-		return
-	}
-	name, _ := body["name"].(string)
-	if !giteaDSValidName.MatchString(name) {
-		f.fail(w, http.StatusUnprocessableEntity, "[Name]: AlphaDashDot")
-		return
-	}
-	if f.findRepo(o.Name, name) != nil {
-		f.fail(w, http.StatusConflict, "The repository with the same name already exists.")
-		return
-	}
-	description, _ := body["description"].(string)
-	private, _ := body["private"].(bool)
-	branch, _ := body["default_branch"].(string)
-	if branch == "" {
-		branch = "main"
-	}
-	f.lastID++
-	repo := &fakeGTDSRepo{ID: f.lastID, Owner: o.Name, Name: name, Description: description, DefBranch: branch, Private: private}
-	f.repos = append(f.repos, repo)
-	fakeDSJSON(w, http.StatusCreated, f.repoJSON(repo))
-}
-
-func (f *fakeGiteaDS) editRepo(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.record(r)
-	if !ok {
-		f.fail(w, http.StatusUnprocessableEntity, "invalid JSON")
-		return
-	}
-	repo := f.findRepo(r.PathValue("owner"), r.PathValue("repo"))
-	if repo == nil {
-		f.fail(w, http.StatusNotFound, "The target couldn't be found.")
-		return
-	}
-	if v, ok := body["default_branch"].(string); ok {
-		repo.DefBranch = v
-	}
-	if v, ok := body["description"].(string); ok {
-		repo.Description = v
-	}
-	fakeDSJSON(w, http.StatusOK, f.repoJSON(repo))
-}
-
-func (f *fakeGiteaDS) recorded() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.changes...)
-}
-
-func (f *fakeGiteaDS) repoCopy(owner, name string) *fakeGTDSRepo {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.findRepo(owner, name)
-	if r == nil {
-		return nil
-	}
-	c := *r
-	return &c
-}
-
-func (f *fakeGiteaDS) checkTokenNotInURLs(t *testing.T) {
+func newTestGiteaDS(t *testing.T, f *hoststest.Gitea, mod func(*DownstreamConfig)) Downstream {
 	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, u := range f.urls {
-		if strings.Contains(u, f.token) {
-			t.Errorf("token sent in URL %s", u)
-		}
-	}
-}
-
-func newTestGiteaDS(t *testing.T, f *fakeGiteaDS, mod func(*DownstreamConfig)) Downstream {
-	t.Helper()
-	cfg := DownstreamConfig{Type: DownstreamGitea, Host: f.srv.URL, TokenFile: writeDSTokenFile(t, fakeGTDSToken)}
+	cfg := DownstreamConfig{Type: DownstreamGitea, Host: f.URL(), TokenFile: writeDSTokenFile(t, fakeGTDSToken)}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -369,10 +103,10 @@ func TestGiteaRepoNameOneToOne(t *testing.T) {
 func TestGiteaDownstreamPrepare(t *testing.T) {
 	tests := []struct {
 		name        string
-		setup       func(f *fakeGiteaDS)
+		setup       func(f *hoststest.Gitea)
 		config      func(c *DownstreamConfig)
 		repo        DownstreamRepo
-		wantURL     func(f *fakeGiteaDS) string
+		wantURL     func(f *hoststest.Gitea) string
 		wantChanges []string
 	}{
 		{
@@ -382,16 +116,16 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 				`POST /api/v1/orgs {"username":"delta","visibility":"private"}`,
 				`POST /api/v1/orgs/delta/repos {"description":"Low-level core library","name":"gnome--glib","private":true}`,
 			},
-			wantURL: func(*fakeGiteaDS) string { return "git@gitea.example.com:delta/gnome--glib.git" },
+			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/gnome--glib.git" },
 		},
 		{
 			name:  "creates only the repository in an existing organisation",
-			setup: func(f *fakeGiteaDS) { f.addOrg("delta") },
+			setup: func(f *hoststest.Gitea) { f.AddOrg("delta") },
 			repo:  DownstreamRepo{Path: "delta/glib", DefaultBranch: "master"},
 			wantChanges: []string{
 				`POST /api/v1/orgs/delta/repos {"default_branch":"master","name":"glib","private":true}`,
 			},
-			wantURL: func(*fakeGiteaDS) string { return "git@gitea.example.com:delta/glib.git" },
+			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
 		},
 		{
 			name:   "internal is a limited organisation with a repository that is not private",
@@ -401,7 +135,7 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 				`POST /api/v1/orgs {"username":"delta","visibility":"limited"}`,
 				`POST /api/v1/orgs/delta/repos {"name":"glib","private":false}`,
 			},
-			wantURL: func(*fakeGiteaDS) string { return "git@gitea.example.com:delta/glib.git" },
+			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
 		},
 		{
 			name:   "public",
@@ -411,39 +145,39 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 				`POST /api/v1/orgs {"username":"delta","visibility":"public"}`,
 				`POST /api/v1/orgs/delta/repos {"name":"glib","private":false}`,
 			},
-			wantURL: func(*fakeGiteaDS) string { return "git@gitea.example.com:delta/glib.git" },
+			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
 		},
 		{
 			name:    "nothing created when the repository exists",
-			setup:   func(f *fakeGiteaDS) { f.addRepo("delta", "gnome--glib", "master", "") },
+			setup:   func(f *hoststest.Gitea) { addGiteaRepo(f, "delta", "gnome--glib", "master", "") },
 			repo:    DownstreamRepo{Path: "delta/gnome/glib"},
-			wantURL: func(*fakeGiteaDS) string { return "git@gitea.example.com:delta/gnome--glib.git" },
+			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/gnome--glib.git" },
 		},
 		{
 			name:   "https push URL with the token",
-			setup:  func(f *fakeGiteaDS) { f.addRepo("delta", "glib", "master", "") },
+			setup:  func(f *hoststest.Gitea) { addGiteaRepo(f, "delta", "glib", "master", "") },
 			config: func(c *DownstreamConfig) { c.PushProtocol = "https" },
 			repo:   DownstreamRepo{Path: "delta/glib"},
-			wantURL: func(f *fakeGiteaDS) string {
-				return strings.Replace(f.srv.URL, "://", "://oauth2:"+fakeGTDSToken+"@", 1) + "/delta/glib.git"
+			wantURL: func(f *hoststest.Gitea) string {
+				return strings.Replace(f.URL(), "://", "://oauth2:"+fakeGTDSToken+"@", 1) + "/delta/glib.git"
 			},
 		},
 		{
 			name: "repository created by someone else meanwhile",
-			setup: func(f *fakeGiteaDS) {
-				f.addOrg("delta")
-				f.beforeCreateRepo = func(f *fakeGiteaDS) { f.addRepo("delta", "glib", "main", "") }
+			setup: func(f *hoststest.Gitea) {
+				f.AddOrg("delta")
+				f.BeforeCreateRepo(func() { addGiteaRepo(f, "delta", "glib", "main", "") })
 			},
 			repo: DownstreamRepo{Path: "delta/glib"},
 			wantChanges: []string{
 				`POST /api/v1/orgs/delta/repos {"name":"glib","private":true}`,
 			},
-			wantURL: func(*fakeGiteaDS) string { return "git@gitea.example.com:delta/glib.git" },
+			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeGiteaDS(t)
+			f := newGiteaDS(t)
 			if tc.setup != nil {
 				tc.setup(f)
 			}
@@ -455,16 +189,16 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 			if want := tc.wantURL(f); got != want {
 				t.Errorf("push URL = %q; want %q", got, want)
 			}
-			if changes := f.recorded(); !reflect.DeepEqual(changes, tc.wantChanges) {
+			if changes := f.Changes(); !reflect.DeepEqual(changes, tc.wantChanges) {
 				t.Errorf("calls that change something:\n got %q\nwant %q", changes, tc.wantChanges)
 			}
-			f.checkTokenNotInURLs(t)
+			checkTokenNotInURLs(t, f.Requests(), fakeGTDSToken)
 
 			again, err := d.Prepare(context.Background(), tc.repo)
 			if err != nil || again != got {
 				t.Errorf("second Prepare = %q, %v; want %q", again, err, got)
 			}
-			if changes := f.recorded(); len(changes) != len(tc.wantChanges) {
+			if changes := f.Changes(); len(changes) != len(tc.wantChanges) {
 				t.Errorf("second Prepare changed something: %q", changes[len(tc.wantChanges):])
 			}
 		})
@@ -472,7 +206,7 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 }
 
 func TestGiteaDownstreamPushURLShape(t *testing.T) {
-	f := newFakeGiteaDS(t)
+	f := newGiteaDS(t)
 	d := newTestGiteaDS(t, f, func(c *DownstreamConfig) { c.PushProtocol = "https" })
 	got, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/gnome/glib"})
 	if err != nil {
@@ -483,7 +217,7 @@ func TestGiteaDownstreamPushURLShape(t *testing.T) {
 		t.Fatalf("push URL %q does not parse: %v", got, err)
 	}
 	pw, _ := u.User.Password()
-	base, _ := url.Parse(f.srv.URL)
+	base, _ := url.Parse(f.URL())
 	if u.Scheme != base.Scheme || u.Host != base.Host || u.User.Username() != "oauth2" || pw != fakeGTDSToken || u.Path != "/delta/gnome--glib.git" {
 		t.Errorf("push URL = %q; want %s://oauth2:<token>@%s/delta/gnome--glib.git", got, base.Scheme, base.Host)
 	}
@@ -521,17 +255,17 @@ func TestGiteaDownstreamFinish(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeGiteaDS(t)
-			f.addRepo("delta", "glib", "main", "GLib")
+			f := newGiteaDS(t)
+			addGiteaRepo(f, "delta", "glib", "main", "GLib")
 			d := newTestGiteaDS(t, f, nil)
 			if err := d.Finish(context.Background(), tc.repo); err != nil {
 				t.Fatalf("Finish: %v", err)
 			}
-			if got := f.recorded(); !reflect.DeepEqual(got, tc.wantChanges) {
+			if got := f.Changes(); !reflect.DeepEqual(got, tc.wantChanges) {
 				t.Errorf("calls that change something:\n got %q\nwant %q", got, tc.wantChanges)
 			}
-			if r := f.repoCopy("delta", "glib"); r.DefBranch != tc.wantBranch || r.Description != tc.wantDesc {
-				t.Errorf("repository has default branch %q, description %q; want %q, %q", r.DefBranch, r.Description, tc.wantBranch, tc.wantDesc)
+			if r, _ := f.Repo("delta", "glib"); r.DefaultBranch != tc.wantBranch || r.Description != tc.wantDesc {
+				t.Errorf("repository has default branch %q, description %q; want %q, %q", r.DefaultBranch, r.Description, tc.wantBranch, tc.wantDesc)
 			}
 		})
 	}
@@ -540,16 +274,16 @@ func TestGiteaDownstreamFinish(t *testing.T) {
 func TestGiteaDownstreamErrors(t *testing.T) {
 	tests := []struct {
 		name        string
-		setup       func(f *fakeGiteaDS)
+		setup       func(f *hoststest.Gitea)
 		path        string
 		wantErr     []string
 		wantChanges []string
 	}{
 		{
 			name: "repository creation forbidden",
-			setup: func(f *fakeGiteaDS) {
-				f.addOrg("delta")
-				f.forbidRepos = true
+			setup: func(f *hoststest.Gitea) {
+				f.AddOrg("delta")
+				f.SetCanCreateRepos(false)
 			},
 			path: "delta/glib",
 			wantErr: []string{"delta/glib", "create repository", "POST /api/v1/orgs/delta/repos", "403 Forbidden",
@@ -558,14 +292,14 @@ func TestGiteaDownstreamErrors(t *testing.T) {
 		},
 		{
 			name:        "first segment is a user",
-			setup:       func(f *fakeGiteaDS) { f.users = []string{"alice"} },
+			setup:       func(f *hoststest.Gitea) { f.AddUser("alice") },
 			path:        "alice/glib",
 			wantErr:     []string{"create organisation alice", "422 Unprocessable Entity", "user already exists [name: alice]"},
 			wantChanges: []string{`POST /api/v1/orgs {"username":"alice","visibility":"private"}`},
 		},
 		{
 			name:    "repository that differs in case",
-			setup:   func(f *fakeGiteaDS) { f.addRepo("Delta", "GLib", "main", "") },
+			setup:   func(f *hoststest.Gitea) { addGiteaRepo(f, "Delta", "GLib", "main", "") },
 			path:    "delta/glib",
 			wantErr: []string{"Delta/GLib", "differing in case"},
 		},
@@ -577,7 +311,7 @@ func TestGiteaDownstreamErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeGiteaDS(t)
+			f := newGiteaDS(t)
 			if tc.setup != nil {
 				tc.setup(f)
 			}
@@ -594,10 +328,10 @@ func TestGiteaDownstreamErrors(t *testing.T) {
 			if strings.Contains(err.Error(), fakeGTDSToken) {
 				t.Errorf("error %q shows the token", err)
 			}
-			if changes := f.recorded(); !reflect.DeepEqual(changes, tc.wantChanges) {
+			if changes := f.Changes(); !reflect.DeepEqual(changes, tc.wantChanges) {
 				t.Errorf("calls that change something:\n got %q\nwant %q", changes, tc.wantChanges)
 			}
-			f.checkTokenNotInURLs(t)
+			checkTokenNotInURLs(t, f.Requests(), fakeGTDSToken)
 		})
 	}
 }

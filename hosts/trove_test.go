@@ -2,45 +2,14 @@ package hosts
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"lorrycontroller/hosts/hoststest"
 )
-
-// fakeGitano is Gitano's gitano-command.cgi: GET with cmd=<command> runs
-// that command as the authenticated user and answers its output as
-// text/plain; a wrong or missing password for a protected instance is 401
-// with a Basic challenge.
-type fakeGitano struct {
-	out        string
-	user, pass string // required basic auth, if user is set
-	log        requestLog
-}
-
-func (f *fakeGitano) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.log.add(r)
-	if r.URL.Path != "/gitano-command.cgi" {
-		http.NotFound(w, r)
-		return
-	}
-	if f.user != "" {
-		if u, p, ok := r.BasicAuth(); !ok || u != f.user || p != f.pass {
-			w.Header().Set("WWW-Authenticate", `Basic realm="Gitano"`)
-			http.Error(w, "Authorization required", http.StatusUnauthorized)
-			return
-		}
-	}
-	if r.URL.Query().Get("cmd") != "ls" {
-		http.Error(w, "unknown command", http.StatusBadRequest)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain")
-	w.Write([]byte(f.out))
-}
 
 const gitanoLs = `RW baserock/baserock/definitions
 R  baserock/baserock/morph
@@ -68,12 +37,10 @@ func TestParseGitanoLs(t *testing.T) {
 }
 
 func TestTroveListHTTP(t *testing.T) {
-	f := &fakeGitano{out: gitanoLs, user: "lorry", pass: "pa55:word"}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	host := srv.Listener.Addr().String()
+	f := hoststest.NewGitano(t, gitanoLs, hoststest.GitanoOptions{User: "lorry", Password: "pa55:word"})
+	host := f.Host()
 	var logs syncBuffer
-	sec := map[string]any{"type": "trove", "host": host, "protocol": "http", "auth": map[string]any{"username": "lorry", "password": "pa55:word"}}
+	sec := f.Section(nil)
 	l, err := NewLister(upstreamHost(t, sec), ListerOptions{Logger: debugLogger(&logs)})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +59,7 @@ func TestTroveListHTTP(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v; want %+v", got, want)
 	}
-	reqs := f.log.all()
+	reqs := f.Requests()
 	if len(reqs) != 1 || reqs[0].URL != "/gitano-command.cgi?cmd=ls" {
 		t.Errorf("got requests %v; want one GET /gitano-command.cgi?cmd=ls", reqs)
 	}

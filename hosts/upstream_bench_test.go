@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"lorrycontroller/hosts/hoststest"
 )
 
 // BenchmarkListAndGenerate20k lists 20,000 projects from a fake GitLab, a
@@ -11,10 +13,9 @@ import (
 // ls-troves of a large host costs the WEBAPP, less the network.
 func BenchmarkListAndGenerate20k(b *testing.B) {
 	const n = 20_000
-	f := newFakeGitLab(b, fakeGitLabProjects(n, "big"))
-	f.token = "glpat-bench"
-	h := upstreamHost(b, map[string]any{"type": "gitlab", "host": f.host(), "protocol": "http", "private-token": "glpat-bench",
-		"prefixmap": map[string]any{"big": "mirrors/big", "bigish": "mirrors/other"}, "ignore": []any{"big/sub/p0000*"}})
+	f := newGitLab(b, "glpat-bench", hoststest.GitLabProjects(n, "big"))
+	h := upstreamHost(b, f.Section(map[string]any{"private-token": "glpat-bench",
+		"prefixmap": map[string]any{"big": "mirrors/big", "bigish": "mirrors/other"}, "ignore": []any{"big/sub/p0000*"}}))
 	l, err := NewLister(h, ListerOptions{})
 	if err != nil {
 		b.Fatal(err)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/hosts/hoststest"
 )
 
 // upstreamHost parses a host section the way the configuration reader
@@ -46,32 +45,9 @@ func sectionWith(base map[string]any, extra map[string]any) map[string]any {
 	return out
 }
 
-// seenRequest is what a fake host remembers of a request.
-type seenRequest struct {
-	URL    string // the request URI as sent, path and query
-	Header http.Header
-}
-
-type requestLog struct {
-	mu   sync.Mutex
-	reqs []seenRequest
-}
-
-func (l *requestLog) add(r *http.Request) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.reqs = append(l.reqs, seenRequest{URL: r.URL.RequestURI(), Header: r.Header.Clone()})
-}
-
-func (l *requestLog) all() []seenRequest {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]seenRequest(nil), l.reqs...)
-}
-
 // checkCredentialHeader checks that every request carried the credential
 // in header exactly as want, and none carried it in its URL.
-func checkCredentialHeader(t *testing.T, reqs []seenRequest, header, want, secret string) {
+func checkCredentialHeader(t *testing.T, reqs []hoststest.Request, header, want, secret string) {
 	t.Helper()
 	if len(reqs) == 0 {
 		t.Fatal("the host got no request")
@@ -86,6 +62,7 @@ func checkCredentialHeader(t *testing.T, reqs []seenRequest, header, want, secre
 	}
 }
 
+// answerJSON writes the answer of a server that is not one of the fakes.
 func answerJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -112,39 +89,6 @@ func (b *syncBuffer) String() string {
 
 func debugLogger(buf *syncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// fakeClock is the wall clock a rate-limited host and a Lister share in a
-// test: sleeping moves it on at once, so no test waits for real.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	slept []time.Duration
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.slept = append(c.slept, d)
-	c.now = c.now.Add(d)
-	return nil
-}
-
-func (c *fakeClock) Slept() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.slept...)
 }
 
 func listPaths(repos []Repo) []string {
@@ -248,32 +192,35 @@ func TestNewListerAccepts(t *testing.T) {
 	}
 }
 
-// tlsCase starts one type of fake host over TLS.
-type tlsCase struct {
-	name    string
-	handler func(t *testing.T) http.Handler
-	sec     map[string]any
-}
-
 func TestCheckCertificates(t *testing.T) {
-	cases := []tlsCase{
-		{name: "gitlab", handler: func(t *testing.T) http.Handler { return newFakeGitLab(t, fakeGitLabProjects(3, "g")) },
-			sec: map[string]any{"type": "gitlab"}},
-		{name: "gitea", handler: func(t *testing.T) http.Handler { return newFakeGitea(t, fakeGiteaRepos(3, "o")) },
-			sec: map[string]any{"type": "gitea"}},
-		{name: "github enterprise", handler: func(t *testing.T) http.Handler {
-			return newFakeGitHub(t, "/api/v3", map[string][]fakeGitHubRepo{"o": fakeGitHubRepos(3, "o")}, nil)
+	cases := []struct {
+		name  string
+		start func(t *testing.T) (host string)
+		sec   map[string]any
+	}{
+		{name: "gitlab", start: func(t *testing.T) string {
+			f := hoststest.NewGitLab(t, hoststest.GitLabOptions{TLS: true})
+			f.AddProjects(hoststest.GitLabProjects(3, "g"))
+			return f.Host()
+		}, sec: map[string]any{"type": "gitlab"}},
+		{name: "gitea", start: func(t *testing.T) string {
+			f := hoststest.NewGitea(t, hoststest.GiteaOptions{TLS: true})
+			f.AddUser("user1")
+			f.AddRepos(hoststest.GiteaRepos(3, "o"))
+			return f.Host()
+		}, sec: map[string]any{"type": "gitea"}},
+		{name: "github enterprise", start: func(t *testing.T) string {
+			f := hoststest.NewGitHub(t, hoststest.GitHubOptions{Prefix: "/api/v3", TLS: true})
+			f.AddOrg("o", hoststest.GitHubRepos(3, "o"))
+			return f.Host()
 		}, sec: map[string]any{"type": "github", "org": "o"}},
-		{name: "trove", handler: func(t *testing.T) http.Handler { return &fakeGitano{out: "RW a/b\nR c/d\n"} },
-			sec: map[string]any{"type": "trove"}},
+		{name: "trove", start: func(t *testing.T) string {
+			return hoststest.NewGitano(t, "RW a/b\nR c/d\n", hoststest.GitanoOptions{TLS: true}).Host()
+		}, sec: map[string]any{"type": "trove"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewUnstartedServer(tc.handler(t))
-			srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
-			srv.StartTLS()
-			defer srv.Close()
-			sec := sectionWith(tc.sec, map[string]any{"host": srv.Listener.Addr().String(), "protocol": "https"})
+			sec := sectionWith(tc.sec, map[string]any{"host": tc.start(t), "protocol": "https"})
 
 			// The default checks the certificate, which no CA vouches for.
 			l, err := NewLister(upstreamHost(t, sec), ListerOptions{})

@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/hoststest"
 	"lorrycontroller/statedb"
 )
 
@@ -221,6 +224,246 @@ func BenchmarkWebappMemory(b *testing.B) {
 		b.Logf("WEBAPP with 100,000 lorries: resident %d MiB, peak %d MiB (status answer %d MiB)",
 			rss/1024, hwm/1024, statusBytes>>20)
 	}
+}
+
+// benchHostLister lists a host with the hosts package and makes lorries
+// of its repositories, as the WEBAPP's own lister does.
+func benchHostLister(log *slog.Logger) HostLister {
+	return func(ctx context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
+		l, err := hosts.NewLister(h, hosts.ListerOptions{Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		repos, err := l.List(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		gen, skipped := hosts.Generate(h, repos)
+		lorries := make([]statedb.NewLorry, len(gen))
+		for i, g := range gen {
+			lorries[i] = statedb.NewLorry{
+				Path: g.Path, Text: g.Text, Kind: KindLorry, FromPath: g.FromPath,
+				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
+				Description: g.Description, DefaultBranch: g.DefaultBranch,
+			}
+		}
+		return lorries, skipped, nil
+	}
+}
+
+// listTimes hears the WEBAPP's "host listed" log lines, which say how
+// long the listing took and how long it took with its apply.
+type listTimes struct {
+	mu          sync.Mutex
+	list, total time.Duration
+}
+
+func (h *listTimes) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h *listTimes) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *listTimes) WithGroup(string) slog.Handler                { return h }
+
+func (h *listTimes) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "host listed" {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "list_ms":
+			h.list += time.Duration(a.Value.Int64()) * time.Millisecond
+		case "total_ms":
+			h.total += time.Duration(a.Value.Int64()) * time.Millisecond
+		}
+		return true
+	})
+	return nil
+}
+
+// BenchmarkListHost20k lists a fake GitLab of 20,000 projects (100 a
+// page) through POST /1.0/force-ls-troves over loopback HTTP, with
+// 100,000 other lorries in the queue and 8 minions asking for jobs and
+// finishing them the whole time. It reports how long the listing and its
+// apply took, first with every lorry new and then unchanged, and how
+// give-me-job answered meanwhile: how many calls, the slowest and p99.
+func BenchmarkListHost20k(b *testing.B) {
+	const (
+		projects = 20_000
+		queued   = 100_000
+		minions  = 8
+		token    = "glpat-bench"
+	)
+	ctx := context.Background()
+	db, err := statedb.Open(ctx, filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	fillQueue(b, db, queued)
+
+	gl := hoststest.NewGitLab(b, hoststest.GitLabOptions{Token: token})
+	gl.AddProjects(hoststest.GitLabProjects(projects, "big"))
+	sec, err := json.Marshal(gl.Section(map[string]any{"private-token": token,
+		"prefixmap": map[string]any{"big": "mirrors/big", "bigish": "mirrors/bigish"}}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := confgit.ParseHostSection(string(sec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = db.Update(ctx, func(tx *statedb.Tx) error {
+		_, err := tx.SetConfigHosts(ctx, []statedb.Host{{Name: h.Name, Type: h.Type, Protocol: h.Protocol,
+			LsInterval: int64(h.LsInterval.Seconds()), Interval: int64(h.Interval.Seconds()),
+			Timeout: int64(h.Timeout.Seconds()), Section: h.Section}})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	times := &listTimes{}
+	log := slog.New(times)
+	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: benchHostLister(log)}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions + 1}}
+	post := func(path string, form url.Values) (int, []byte, error) {
+		resp, err := client.Post(hs.URL+path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, body, err
+	}
+
+	// call is one give-me-job: when it was asked and how long it took.
+	type call struct {
+		at   time.Time
+		took time.Duration
+	}
+	var (
+		mu    sync.Mutex
+		calls []call
+	)
+	minion := func(stop <-chan struct{}, m int) {
+		name, pid := fmt.Sprintf("bench-%d", m), fmt.Sprint(m+1)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			t0 := time.Now()
+			code, body, err := post("/1.0/give-me-job", url.Values{"host": {"bench"}, "pid": {pid}, "minion": {name}})
+			took := time.Since(t0)
+			if err != nil || (code != http.StatusOK && code != http.StatusNoContent) {
+				b.Errorf("give-me-job = %d %s %v", code, body, err)
+				return
+			}
+			mu.Lock()
+			calls = append(calls, call{t0, took})
+			mu.Unlock()
+			if code == http.StatusNoContent {
+				continue
+			}
+			var job struct {
+				JobID int64 `json:"job_id"`
+			}
+			if err := json.Unmarshal(body, &job); err != nil {
+				b.Errorf("give-me-job answer %s: %v", body, err)
+				return
+			}
+			code, body, err = post("/1.0/job-update", url.Values{"job_id": {fmt.Sprint(job.JobID)}, "minion": {name},
+				"pid": {pid}, "exit": {"0"}, "stdout": {"Everything up-to-date\n"}, "disk_usage": {"4096"}})
+			if err != nil || code != http.StatusOK {
+				b.Errorf("job-update = %d %s %v", code, body, err)
+				return
+			}
+		}
+	}
+	// list forces a listing while the minions work, and returns how long
+	// it took and the give-me-job calls asked while it ran.
+	list := func(wantAdded int) (time.Duration, []time.Duration) {
+		mu.Lock()
+		calls = calls[:0]
+		mu.Unlock()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for m := range minions {
+			wg.Add(1)
+			go func() { defer wg.Done(); minion(stop, m) }()
+		}
+		// Let the minions get going, so the listing meets a busy queue.
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		code, body, err := post("/1.0/force-ls-troves", url.Values{})
+		elapsed := time.Since(start)
+		close(stop)
+		wg.Wait()
+		var res struct {
+			Hosts []lsResult `json:"hosts"`
+		}
+		if err != nil || code != http.StatusOK || json.Unmarshal(body, &res) != nil || len(res.Hosts) != 1 ||
+			!res.Hosts[0].OK || res.Hosts[0].Repos != projects || res.Hosts[0].Added != wantAdded {
+			b.Fatalf("force-ls-troves = %d %.300s %v; want %d repos, %d added", code, body, err, projects, wantAdded)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var during []time.Duration
+		for _, c := range calls {
+			if !c.at.Before(start) && c.at.Before(start.Add(elapsed)) {
+				during = append(during, c.took)
+			}
+		}
+		return elapsed, during
+	}
+
+	var first, again, listing, applying time.Duration
+	var during []time.Duration
+	n := 0
+	for b.Loop() {
+		times.mu.Lock()
+		times.list, times.total = 0, 0
+		times.mu.Unlock()
+		d, calls := list(projects)
+		first += d
+		during = append(during, calls...)
+		times.mu.Lock()
+		listing, applying = listing+times.list, applying+times.total-times.list
+		times.mu.Unlock()
+		d, _ = list(0)
+		again += d
+		n++
+		// Start the next round without the host's lorries.
+		if err := db.Update(ctx, func(tx *statedb.Tx) error {
+			_, _, err := tx.SetHostLorries(ctx, h.Name, nil)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(during) == 0 {
+		b.Fatal("no give-me-job call was answered during the listing")
+	}
+	slices.Sort(during)
+	p99 := during[int(0.99*float64(len(during)-1))]
+	worst := during[len(during)-1]
+	firstAvg, againAvg := first/time.Duration(n), again/time.Duration(n)
+	listAvg, applyAvg := listing/time.Duration(n), applying/time.Duration(n)
+	b.ReportMetric(firstAvg.Seconds(), "list+apply-s")
+	b.ReportMetric(listAvg.Seconds(), "list-s")
+	b.ReportMetric(applyAvg.Seconds(), "apply-s")
+	b.ReportMetric(againAvg.Seconds(), "unchanged-relist-s")
+	b.ReportMetric(float64(len(during))/float64(n), "give-me-job-during")
+	b.ReportMetric(float64(p99.Microseconds())/1000, "give-me-job-p99-ms")
+	b.ReportMetric(float64(worst.Microseconds())/1000, "give-me-job-max-ms")
+	b.Logf("force-ls-troves of %d projects beside %d queued lorries, %d minions working: list+apply %v "+
+		"(listing %v, apply %v; unchanged re-list %v); %d give-me-job calls answered during it, p99 %v, max %v",
+		projects, queued, minions, firstAvg.Round(time.Millisecond), listAvg.Round(time.Millisecond),
+		applyAvg.Round(time.Millisecond), againAvg.Round(time.Millisecond),
+		len(during)/n, p99.Round(time.Microsecond), worst.Round(time.Microsecond))
 }
 
 // procField reads a "Name:  N kB" line of /proc/PID/status, in KiB.

@@ -1,0 +1,685 @@
+package hoststest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Gitea answers the Gitea API v1 calls that the controller makes, both as
+// an Upstream Host that is listed and as a Downstream Host whose
+// organisations and repositories are created, the way the API reference
+// every instance serves at /api/swagger (https://docs.gitea.com/api/1.22/)
+// and the usage guide (https://docs.gitea.com/development/api-usage)
+// describe them:
+//
+//   - GET /api/v1/repos/search answers {"ok": true, "data": [...]};
+//     GET /api/v1/orgs/{org}/repos and GET /api/v1/users/{username}/repos
+//     answer a plain list;
+//   - repoGet, repoEdit, orgGet, orgCreate and createOrgRepo: GET and
+//     PATCH /api/v1/repos/{owner}/{repo}, GET /api/v1/orgs/{org},
+//     POST /api/v1/orgs and POST /api/v1/orgs/{org}/repos;
+//   - the token comes as "Authorization: token ..."; a wrong one is 401
+//     {"message":"invalid username, password or token","url":".../api/swagger"},
+//     a change without one 401 "token is required";
+//   - errors are {"message": ..., "url": ...}, with "errors" on a 404
+//     ("The target couldn't be found."); 403 when the user may not create
+//     repositories in the organisation, 409 when the repository exists,
+//     422 when the organisation's name is taken or a name is invalid;
+//   - page and limit: limit defaults to DEFAULT_PAGING_NUM (30) and is cut
+//     to MAX_RESPONSE_ITEMS (50); answers carry X-Total-Count and a Link
+//     header with next, last, first and prev as they apply, joined by ","
+//     and built on the instance's ROOT_URL, not on the request's host.
+//
+// Like Gitea, it finds names without regard to case. Users and
+// organisations share one sequence of ids, repositories have their own.
+//
+// With GiteaOptions.ServeGit, every repository is a real bare repository
+// served over smart HTTP at its clone_url (which needs RootURL left to
+// the fake's own), taking pushes authenticated with the token as the
+// password of any user name; setting default_branch moves its HEAD.
+type Gitea struct {
+	tb      testing.TB
+	srv     *httptest.Server
+	rootURL string // ROOT_URL, ending in "/"
+	sshHost string
+	sshPort int
+	mux     *http.ServeMux
+	git     *gitRepos
+	log     requestLog
+	chg     changeLog
+	opts    GiteaOptions
+
+	mu           sync.Mutex
+	token        string
+	fail         int
+	forbidRepos  bool
+	beforeCreate func()
+	lastOwnerID  int64
+	lastRepoID   int64
+	owners       map[string]*giteaOwner // by lower-case name
+	repos        []*giteaRepo           // in id order
+	reposByName  map[string]*giteaRepo  // by lower-case owner/name
+}
+
+// GiteaOptions configure a fake Gitea.
+type GiteaOptions struct {
+	// Token is the one valid token. "" accepts none: requests without a
+	// token are anonymous, any token is refused.
+	Token string
+	// RootURL is the instance's ROOT_URL, which Link headers and clone
+	// URLs are built on, such as "https://gitea.example.com/"; "" is the
+	// fake's own URL.
+	RootURL string
+	// MaxResponseItems is the instance's MAX_RESPONSE_ITEMS; 0 is 50.
+	MaxResponseItems int
+	// NoPageHeaders leaves out Link and X-Total-Count, as old instances do.
+	NoPageHeaders bool
+	// SSHHost and SSHPort make ssh_url: "" is the address the fake listens
+	// on, 0 is 22. Gitea writes git@host:owner/name.git for port 22 and
+	// ssh://git@host:port/owner/name.git for any other.
+	SSHHost string
+	SSHPort int
+	// TLS serves HTTPS, with a certificate that no authority vouches for.
+	TLS bool
+	// ServeGit makes every repository a bare repository served over smart
+	// HTTP at its clone_url, pushes included.
+	ServeGit bool
+}
+
+// GiteaRepo is a repository of a fake Gitea.
+type GiteaRepo struct {
+	// ID is the repository's id, set by the fake; AddRepo ignores it.
+	ID            int64
+	Owner, Name   string
+	Description   string
+	DefaultBranch string
+	Private       bool
+}
+
+// FullName is the repository's full_name.
+func (r GiteaRepo) FullName() string { return r.Owner + "/" + r.Name }
+
+type giteaOwner struct {
+	id         int64
+	name       string
+	org        bool
+	visibility string
+}
+
+type giteaRepo struct {
+	GiteaRepo
+	empty bool
+}
+
+// giteaValidName is Gitea's rule for repository names.
+var giteaValidName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// NewGitea starts a fake Gitea with no users, organisations or
+// repositories.
+func NewGitea(tb testing.TB, opts GiteaOptions) *Gitea {
+	tb.Helper()
+	f := &Gitea{tb: tb, opts: opts, token: opts.Token,
+		owners: map[string]*giteaOwner{}, reposByName: map[string]*giteaRepo{}}
+	if opts.MaxResponseItems == 0 {
+		f.opts.MaxResponseItems = 50
+	}
+	if opts.ServeGit {
+		f.git = newGitRepos(tb)
+	}
+	f.mux = http.NewServeMux()
+	f.mux.HandleFunc("GET /api/v1/repos/search", f.listRepos)
+	f.mux.HandleFunc("GET /api/v1/orgs/{org}/repos", f.listRepos)
+	f.mux.HandleFunc("GET /api/v1/users/{user}/repos", f.listRepos)
+	f.mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}", f.getRepo)
+	f.mux.HandleFunc("PATCH /api/v1/repos/{owner}/{repo}", f.editRepo)
+	f.mux.HandleFunc("GET /api/v1/orgs/{org}", f.getOrg)
+	f.mux.HandleFunc("POST /api/v1/orgs", f.createOrg)
+	f.mux.HandleFunc("POST /api/v1/orgs/{org}/repos", f.createRepo)
+	f.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { f.answer(w, http.StatusNotFound, notFound) })
+	f.srv = startServer(tb, f, opts.TLS)
+	f.rootURL = opts.RootURL
+	if f.rootURL == "" {
+		f.rootURL = f.srv.URL + "/"
+	}
+	f.sshHost, f.sshPort = opts.SSHHost, opts.SSHPort
+	if f.sshHost == "" {
+		f.sshHost = hostOnly(f.Host())
+	}
+	if f.sshPort == 0 {
+		f.sshPort = 22
+	}
+	return f
+}
+
+const notFound = "The target couldn't be found."
+
+// URL is the base URL of the fake, such as http://127.0.0.1:4321: the
+// --downstream-host of a gitea downstream.
+func (f *Gitea) URL() string { return f.srv.URL }
+
+// Host is the host and port of the fake: the "host" of a gitea section.
+func (f *Gitea) Host() string { return f.srv.Listener.Addr().String() }
+
+// APIURL is the base of the API, <URL>/api/v1: an "api-url".
+func (f *Gitea) APIURL() string { return f.srv.URL + "/api/v1" }
+
+// Client is an HTTP client that trusts the fake's certificate.
+func (f *Gitea) Client() *http.Client { return f.srv.Client() }
+
+// Section is a gitea host section for lorry-controller.conf that lists
+// this fake, with the keys of extra added.
+func (f *Gitea) Section(extra map[string]any) map[string]any {
+	scheme := strings.SplitN(f.srv.URL, ":", 2)[0]
+	return section(map[string]any{"type": "gitea", "host": f.Host(), "protocol": scheme}, extra)
+}
+
+// SetToken changes the valid token.
+func (f *Gitea) SetToken(tok string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token = tok
+}
+
+// SetFail makes every API call answer status with {"message": "internal
+// error", ...}; 0 answers normally.
+func (f *Gitea) SetFail(status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = status
+}
+
+// SetCanCreateRepos(false) answers repository creation with 403, as Gitea
+// does for a user who may not create repositories in the organisation.
+func (f *Gitea) SetCanCreateRepos(can bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forbidRepos = !can
+}
+
+// BeforeCreateRepo has fn run when a repository creation arrives, before
+// the fake looks at it, so that a test can make the repository appear
+// meanwhile. fn may call the fake's methods.
+func (f *Gitea) BeforeCreateRepo(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beforeCreate = fn
+}
+
+// Requests lists the API calls made so far, refused ones included; git's
+// requests are not among them.
+func (f *Gitea) Requests() []Request { return f.log.all() }
+
+// ResetRequests forgets the calls made so far.
+func (f *Gitea) ResetRequests() { f.log.reset() }
+
+// Changes lists the authenticated calls that would change something, as
+// "METHOD /escaped/path {body with sorted keys}", whatever their answer.
+func (f *Gitea) Changes() []string { return f.chg.all() }
+
+// AddUser adds a user, which owns repositories but is not an
+// organisation.
+func (f *Gitea) AddUser(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addOwner(name, false)
+}
+
+// AddOrg adds a public organisation.
+func (f *Gitea) AddOrg(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addOwner(name, true)
+}
+
+// AddRepo adds a repository; an owner not added before becomes an
+// organisation. It returns the repository's id.
+func (f *Gitea) AddRepo(r GiteaRepo) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addRepo(r)
+}
+
+// AddRepos adds many repositories at once.
+func (f *Gitea) AddRepos(rs []GiteaRepo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range rs {
+		f.addRepo(r)
+	}
+}
+
+// RemoveRepo deletes the repository, and its git repository; it reports
+// whether there was one.
+func (f *Gitea) RemoveRepo(owner, name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := strings.ToLower(owner + "/" + name)
+	r := f.reposByName[key]
+	if r == nil {
+		return false
+	}
+	delete(f.reposByName, key)
+	f.repos = slices.DeleteFunc(f.repos, func(q *giteaRepo) bool { return q == r })
+	if f.git != nil {
+		if err := f.git.remove(r.FullName()); err != nil {
+			f.tb.Errorf("remove repository %s: %v", r.FullName(), err)
+		}
+	}
+	return true
+}
+
+// Repo returns the repository (named in any case) as it stands.
+func (f *Gitea) Repo(owner, name string) (GiteaRepo, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.reposByName[strings.ToLower(owner+"/"+name)]
+	if r == nil {
+		return GiteaRepo{}, false
+	}
+	return r.GiteaRepo, true
+}
+
+// RepoDir is the bare repository of owner/name, with ServeGit.
+func (f *Gitea) RepoDir(fullName string) string {
+	if f.git == nil {
+		f.tb.Fatal(errNoGit)
+	}
+	return f.git.dir(fullName)
+}
+
+// GiteaRepos makes n repositories, three in four of the organisation org
+// and the others of "user1", which the caller adds with AddUser first;
+// every sixth is private.
+func GiteaRepos(n int, org string) []GiteaRepo {
+	out := make([]GiteaRepo, n)
+	for i := range out {
+		owner := org
+		if i%4 == 3 {
+			owner = "user1"
+		}
+		out[i] = GiteaRepo{Owner: owner, Name: fmt.Sprintf("r%04d", i), Description: "repo " + strconv.Itoa(i),
+			DefaultBranch: "main", Private: i%6 == 5}
+	}
+	return out
+}
+
+func (f *Gitea) addOwner(name string, org bool) *giteaOwner {
+	if o := f.owners[strings.ToLower(name)]; o != nil {
+		return o
+	}
+	f.lastOwnerID++
+	o := &giteaOwner{id: f.lastOwnerID, name: name, org: org, visibility: "public"}
+	f.owners[strings.ToLower(name)] = o
+	return o
+}
+
+func (f *Gitea) addRepo(r GiteaRepo) int64 {
+	if old := f.reposByName[strings.ToLower(r.FullName())]; old != nil {
+		f.tb.Errorf("hoststest: Gitea repository %s added twice", r.FullName())
+		return old.ID
+	}
+	o := f.addOwner(r.Owner, true)
+	r.Owner = o.name
+	f.lastRepoID++
+	r.ID = f.lastRepoID
+	if f.git != nil {
+		if err := f.git.create(r.FullName(), r.DefaultBranch); err != nil {
+			f.tb.Errorf("hoststest: Gitea repository %s: %v", r.FullName(), err)
+		}
+	}
+	gr := &giteaRepo{GiteaRepo: r, empty: r.DefaultBranch == ""}
+	f.repos = append(f.repos, gr)
+	f.reposByName[strings.ToLower(r.FullName())] = gr
+	return r.ID
+}
+
+// answer writes Gitea's error body, with "errors" on a 404 as Gitea's
+// NotFound gives it (null when there is no error to name).
+func (f *Gitea) answer(w http.ResponseWriter, status int, message string, errs ...string) {
+	body := map[string]any{"message": message, "url": f.rootURL + "api/swagger"}
+	if status == http.StatusNotFound {
+		if len(errs) > 0 {
+			body["errors"] = errs
+		} else {
+			body["errors"] = nil
+		}
+	}
+	answerJSON(w, status, body)
+}
+
+// ServeHTTP answers the API under /api/v1, and git under any other path
+// when the fake serves git.
+func (f *Gitea) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/api/") {
+		f.serveGit(w, r)
+		return
+	}
+	f.log.add(r)
+	f.mu.Lock()
+	fail, token := f.fail, f.token
+	f.mu.Unlock()
+	if fail != 0 {
+		f.answer(w, fail, "internal error")
+		return
+	}
+	authed := false
+	if h := r.Header.Get("Authorization"); h != "" {
+		if token == "" || h != "token "+token {
+			f.answer(w, http.StatusUnauthorized, "invalid username, password or token")
+			return
+		}
+		authed = true
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !authed {
+		f.answer(w, http.StatusUnauthorized, "token is required")
+		return
+	}
+	f.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, authed)))
+}
+
+func (f *Gitea) sshURL(full string) string {
+	if f.sshPort == 22 {
+		return "git@" + f.sshHost + ":" + full + ".git"
+	}
+	return "ssh://git@" + f.sshHost + ":" + strconv.Itoa(f.sshPort) + "/" + full + ".git"
+}
+
+func (f *Gitea) repoJSON(r *giteaRepo) map[string]any {
+	full := r.FullName()
+	o := f.owners[strings.ToLower(r.Owner)]
+	return map[string]any{
+		"id":             r.ID,
+		"owner":          map[string]any{"id": o.id, "login": o.name, "username": o.name},
+		"name":           r.Name,
+		"full_name":      full,
+		"description":    r.Description,
+		"empty":          r.empty,
+		"private":        r.Private,
+		"fork":           false,
+		"mirror":         false,
+		"html_url":       f.rootURL + full,
+		"ssh_url":        f.sshURL(full),
+		"clone_url":      f.rootURL + full + ".git",
+		"default_branch": r.DefaultBranch,
+		"archived":       false,
+	}
+}
+
+func (f *Gitea) orgJSON(o *giteaOwner) map[string]any {
+	return map[string]any{
+		"id": o.id, "name": o.name, "username": o.name, "full_name": "", "email": "",
+		"avatar_url": f.rootURL + "avatars/x", "description": "", "website": "", "location": "",
+		"visibility": o.visibility, "repo_admin_change_team_access": false,
+	}
+}
+
+func (f *Gitea) listRepos(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	var list []*giteaRepo
+	search := false
+	switch org, user := r.PathValue("org"), r.PathValue("user"); {
+	case org != "":
+		o := f.owners[strings.ToLower(org)]
+		if o == nil || !o.org {
+			f.mu.Unlock()
+			f.answer(w, http.StatusNotFound, notFound, fmt.Sprintf("org does not exist [id: 0, name: %s]", org))
+			return
+		}
+		list = f.reposOf(o)
+	case user != "":
+		o := f.owners[strings.ToLower(user)]
+		if o == nil {
+			f.mu.Unlock()
+			f.answer(w, http.StatusNotFound, notFound, fmt.Sprintf("user redirect does not exist [name: %s]", user))
+			return
+		}
+		list = f.reposOf(o)
+	default:
+		search = true
+		list = slices.Clone(f.repos)
+	}
+	if !isAuthed(r) {
+		list = slices.DeleteFunc(list, func(r *giteaRepo) bool { return r.Private })
+	}
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 {
+		limit = 30
+	}
+	limit = min(limit, f.opts.MaxResponseItems)
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	total := len(list)
+	pages := max((total+limit-1)/limit, 1)
+	lo := min((page-1)*limit, total)
+	items := list[lo:min(lo+limit, total)]
+	out := make([]map[string]any, len(items))
+	for i, repo := range items {
+		out[i] = f.repoJSON(repo)
+	}
+	f.mu.Unlock()
+
+	if !f.opts.NoPageHeaders {
+		link := func(n int, rel string) string {
+			nq := r.URL.Query()
+			nq.Set("page", strconv.Itoa(n))
+			return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, f.rootURL, strings.TrimPrefix(r.URL.Path, "/"), nq.Encode(), rel)
+		}
+		var links []string
+		if page < pages {
+			links = append(links, link(page+1, "next"), link(pages, "last"))
+		}
+		if page > 1 {
+			links = append(links, link(1, "first"), link(page-1, "prev"))
+		}
+		if len(links) > 0 {
+			w.Header().Set("Link", strings.Join(links, ","))
+		}
+		w.Header().Set("X-Total-Count", strconv.Itoa(total))
+		w.Header().Set("Access-Control-Expose-Headers", "X-Total-Count, Link")
+	}
+	if search {
+		answerJSON(w, http.StatusOK, map[string]any{"ok": true, "data": out})
+		return
+	}
+	answerJSON(w, http.StatusOK, out)
+}
+
+func (f *Gitea) reposOf(o *giteaOwner) []*giteaRepo {
+	var list []*giteaRepo
+	for _, r := range f.repos {
+		if strings.EqualFold(r.Owner, o.name) {
+			list = append(list, r)
+		}
+	}
+	return list
+}
+
+func (f *Gitea) getRepo(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo := f.reposByName[strings.ToLower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	if repo == nil || (repo.Private && !isAuthed(r)) {
+		f.answer(w, http.StatusNotFound, notFound)
+		return
+	}
+	answerJSON(w, http.StatusOK, f.repoJSON(repo))
+}
+
+func (f *Gitea) getOrg(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := f.owners[strings.ToLower(r.PathValue("org"))]
+	if o == nil || !o.org {
+		f.answer(w, http.StatusNotFound, notFound, fmt.Sprintf("org does not exist [id: 0, name: %s]", r.PathValue("org")))
+		return
+	}
+	answerJSON(w, http.StatusOK, f.orgJSON(o))
+}
+
+func (f *Gitea) createOrg(w http.ResponseWriter, r *http.Request) {
+	body, ok := f.chg.record(r)
+	if !ok {
+		f.answer(w, http.StatusUnprocessableEntity, "invalid JSON")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name, _ := body["username"].(string)
+	visibility, _ := body["visibility"].(string)
+	switch {
+	case name == "":
+		f.answer(w, http.StatusUnprocessableEntity, "[Username]: Required")
+		return
+	case visibility != "" && visibility != "public" && visibility != "limited" && visibility != "private":
+		f.answer(w, http.StatusUnprocessableEntity, "[Visibility]: In")
+		return
+	}
+	if f.owners[strings.ToLower(name)] != nil {
+		f.answer(w, http.StatusUnprocessableEntity, "user already exists [name: "+name+"]")
+		return
+	}
+	if visibility == "" {
+		visibility = "public"
+	}
+	o := f.addOwner(name, true)
+	o.visibility = visibility
+	answerJSON(w, http.StatusCreated, f.orgJSON(o))
+}
+
+func (f *Gitea) createRepo(w http.ResponseWriter, r *http.Request) {
+	body, ok := f.chg.record(r)
+	if !ok {
+		f.answer(w, http.StatusUnprocessableEntity, "invalid JSON")
+		return
+	}
+	f.mu.Lock()
+	hook := f.beforeCreate
+	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := f.owners[strings.ToLower(r.PathValue("org"))]
+	if o == nil || !o.org {
+		f.answer(w, http.StatusNotFound, notFound)
+		return
+	}
+	if f.forbidRepos {
+		f.answer(w, http.StatusForbidden, "Given user is not allowed to create repository in organization.")
+		return
+	}
+	name, _ := body["name"].(string)
+	if !giteaValidName.MatchString(name) {
+		f.answer(w, http.StatusUnprocessableEntity, "[Name]: AlphaDashDot")
+		return
+	}
+	if f.reposByName[strings.ToLower(o.name+"/"+name)] != nil {
+		f.answer(w, http.StatusConflict, "The repository with the same name already exists.")
+		return
+	}
+	description, _ := body["description"].(string)
+	private, _ := body["private"].(bool)
+	branch, _ := body["default_branch"].(string)
+	if branch == "" {
+		branch = "main"
+	}
+	f.lastRepoID++
+	repo := &giteaRepo{GiteaRepo: GiteaRepo{ID: f.lastRepoID, Owner: o.name, Name: name,
+		Description: description, DefaultBranch: branch, Private: private}, empty: true}
+	if f.git != nil {
+		if err := f.git.create(repo.FullName(), branch); err != nil {
+			f.answer(w, http.StatusInternalServerError, "internal error")
+			f.tb.Errorf("hoststest: create Gitea repository %s: %v", repo.FullName(), err)
+			return
+		}
+	}
+	f.repos = append(f.repos, repo)
+	f.reposByName[strings.ToLower(repo.FullName())] = repo
+	answerJSON(w, http.StatusCreated, f.repoJSON(repo))
+}
+
+func (f *Gitea) editRepo(w http.ResponseWriter, r *http.Request) {
+	body, ok := f.chg.record(r)
+	if !ok {
+		f.answer(w, http.StatusUnprocessableEntity, "invalid JSON")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	repo := f.reposByName[strings.ToLower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	if repo == nil {
+		f.answer(w, http.StatusNotFound, notFound)
+		return
+	}
+	if v, ok := body["default_branch"].(string); ok && v != repo.DefaultBranch {
+		// Gitea sets it for an empty repository or an existing branch,
+		// and otherwise leaves it as it was without saying so.
+		switch {
+		case f.git == nil:
+			repo.DefaultBranch = v
+		case repo.empty || f.git.hasBranch(repo.FullName(), v):
+			if err := f.git.setHead(repo.FullName(), v); err != nil {
+				f.tb.Errorf("hoststest: %v", err)
+			}
+			repo.DefaultBranch = v
+		}
+	}
+	if v, ok := body["description"].(string); ok {
+		repo.Description = v
+	}
+	answerJSON(w, http.StatusOK, f.repoJSON(repo))
+}
+
+// serveGit answers git under the repository's path: pushes need the token
+// as the password of any user name, fetches need it for a private
+// repository.
+func (f *Gitea) serveGit(w http.ResponseWriter, r *http.Request) {
+	path, push, ok := splitGitRequest(r)
+	if f.git == nil || !ok {
+		http.NotFound(w, r)
+		return
+	}
+	f.mu.Lock()
+	repo := f.reposByName[strings.ToLower(path)]
+	_, pass, hasAuth := r.BasicAuth()
+	authed := hasAuth && f.token != "" && pass == f.token
+	access := gitAllow
+	switch {
+	case hasAuth && !authed:
+		access = gitNeedAuth
+	case repo == nil && authed:
+		access = gitNotFound
+	case repo == nil || ((push || repo.Private) && !authed):
+		access = gitNeedAuth
+	}
+	var canonical string
+	if repo != nil {
+		canonical = repo.FullName()
+	}
+	f.mu.Unlock()
+	if access == gitAllow && canonical != path {
+		r = r.Clone(r.Context())
+		r.URL.Path = "/" + canonical + strings.TrimPrefix(r.URL.Path, "/"+path)
+	}
+	f.git.serveGit(w, r, access, "Gitea")
+	if access == gitAllow && push && r.Method == http.MethodPost {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if repo := f.reposByName[strings.ToLower(canonical)]; repo != nil {
+			repo.empty = f.git.empty(canonical)
+			if branch := pickDefaultBranch(f.git, canonical); branch != "" {
+				repo.DefaultBranch = branch
+			}
+		}
+	}
+}

@@ -132,11 +132,13 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 	type have struct {
 		text, fromHost, fromPath, description, defaultBranch string
 		interval, timeout                                    int64
-		generated                                            bool
 	}
+	// Only this host's lorries are read whole; of the others (a queue may
+	// hold 100,000) only the paths, to see clashes: this runs with the
+	// write lock held.
 	existing := make(map[string]have)
 	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
-		interval, lorry_timeout, generated FROM lorries`)
+		interval, lorry_timeout FROM lorries WHERE generated = 1 AND from_host = ?`, host)
 	if err != nil {
 		return ch, nil, fmt.Errorf("read lorries: %w", err)
 	}
@@ -144,11 +146,28 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		var p string
 		var h have
 		if err := rows.Scan(&p, &h.text, &h.fromHost, &h.fromPath, &h.description, &h.defaultBranch,
-			&h.interval, &h.timeout, &h.generated); err != nil {
+			&h.interval, &h.timeout); err != nil {
 			rows.Close()
 			return ch, nil, fmt.Errorf("read lorries: %w", err)
 		}
 		existing[p] = h
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return ch, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	others := make(map[string]bool)
+	rows, err = tx.query(ctx, `SELECT path FROM lorries WHERE NOT (generated = 1 AND from_host = ?)`, host)
+	if err != nil {
+		return ch, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return ch, nil, fmt.Errorf("read lorries: %w", err)
+		}
+		others[p] = true
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -167,6 +186,8 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		wanted[l.Path] = true
 		h, ok := existing[l.Path]
 		switch {
+		case others[l.Path]:
+			clashes = append(clashes, l.Path)
 		case !ok:
 			bottom++
 			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
@@ -177,8 +198,6 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 				return ch, nil, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
 			ch.Added++
-		case !h.generated || h.fromHost != host:
-			clashes = append(clashes, l.Path)
 		case h.text != l.Text || h.fromPath != l.FromPath || h.interval != l.Interval || h.timeout != l.Timeout ||
 			h.description != l.Description || h.defaultBranch != l.DefaultBranch:
 			_, err := tx.exec(ctx, `UPDATE lorries SET text = ?, kind = ?, from_path = ?, interval = ?,
@@ -194,8 +213,8 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 			ch.Unchanged++
 		}
 	}
-	for p, h := range existing {
-		if !h.generated || h.fromHost != host || wanted[p] {
+	for p := range existing {
+		if wanted[p] {
 			continue
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {

@@ -226,31 +226,6 @@ func BenchmarkWebappMemory(b *testing.B) {
 	}
 }
 
-// benchHostLister lists a host with the hosts package and makes lorries
-// of its repositories, as the WEBAPP's own lister does.
-func benchHostLister(log *slog.Logger) HostLister {
-	return func(ctx context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
-		l, err := hosts.NewLister(h, hosts.ListerOptions{Logger: log})
-		if err != nil {
-			return nil, nil, err
-		}
-		repos, err := l.List(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		gen, skipped := hosts.Generate(h, repos)
-		lorries := make([]statedb.NewLorry, len(gen))
-		for i, g := range gen {
-			lorries[i] = statedb.NewLorry{
-				Path: g.Path, Text: g.Text, Kind: KindLorry, FromPath: g.FromPath,
-				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
-				Description: g.Description, DefaultBranch: g.DefaultBranch,
-			}
-		}
-		return lorries, skipped, nil
-	}
-}
-
 // listTimes hears the WEBAPP's "host listed" log lines, which say how
 // long the listing took and how long it took with its apply.
 type listTimes struct {
@@ -324,7 +299,7 @@ func BenchmarkListHost20k(b *testing.B) {
 
 	times := &listTimes{}
 	log := slog.New(times)
-	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: benchHostLister(log)}
+	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: NewHostLister(hosts.ListerOptions{Logger: log})}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions + 1}}

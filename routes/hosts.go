@@ -2,10 +2,12 @@ package routes
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/hosts"
 	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
 )
@@ -13,6 +15,42 @@ import (
 // HostLister lists an Upstream Host and returns the lorries its
 // repositories make, and notes on repositories it skipped.
 type HostLister func(ctx context.Context, h confgit.Host) (lorries []statedb.NewLorry, skipped []string, err error)
+
+// NewHostLister lists Upstream Hosts with the hosts package and turns
+// their repositories into lorries of the section's interval and timeout.
+func NewHostLister(opts hosts.ListerOptions) HostLister {
+	return func(ctx context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
+		if len(h.Prefixmap) == 0 {
+			// Every repository would be skipped, each said so at length.
+			return nil, nil, errors.New(`the host section has no "prefixmap", so none of its repositories is mirrored`)
+		}
+		l, err := hosts.NewLister(h, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		repos, err := l.List(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		gen, skipped := hosts.Generate(h, repos)
+		lorries := make([]statedb.NewLorry, len(gen))
+		for i, g := range gen {
+			lorries[i] = statedb.NewLorry{
+				Path: g.Path, Text: g.Text, Kind: KindLorry, FromPath: g.FromPath,
+				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
+				Description: g.Description, DefaultBranch: g.DefaultBranch,
+			}
+		}
+		return lorries, skipped, nil
+	}
+}
+
+// CheckHostSection refuses a host section whose lister would refuse its
+// type's keys.
+func CheckHostSection(h confgit.Host) error {
+	_, err := hosts.NewLister(h, hosts.ListerOptions{})
+	return err
+}
 
 // lsResult is what listing one host did.
 type lsResult struct {

@@ -173,3 +173,11 @@ func TestReadConfigurationChecksHostSections(t *testing.T) {
 		t.Errorf("queue = %v; want it unchanged", q["queue"])
 	}
 }
+
+func TestNewHostListerNeedsPrefixmap(t *testing.T) {
+	list := NewHostLister(hosts.ListerOptions{})
+	_, _, err := list(context.Background(), confgit.Host{Name: "gl.example", Type: "gitlab", Protocol: "https", Section: `{}`})
+	if err == nil || !strings.Contains(err.Error(), "prefixmap") {
+		t.Errorf("listing a host without a prefixmap = %v; want an error saying so", err)
+	}
+}

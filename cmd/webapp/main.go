@@ -153,8 +153,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	srv := &routes.Server{
 		DB:           db,
 		Downstream:   downstream,
-		ListHost:     hostLister(log),
-		CheckHost:    checkHost,
+		ListHost:     routes.NewHostLister(hosts.ListerOptions{Logger: log}),
+		CheckHost:    routes.CheckHostSection,
 		Config:       &confgit.Source{Dir: cfg.ConfigDir, URL: cfg.ConfgitURL, Branch: cfg.ConfgitBranch},
 		Log:          log,
 		StatusHTML:   cfg.StatusHTML,

@@ -11,8 +11,9 @@ import (
 // (https://gerrit-review.googlesource.com/Documentation/cmd-create-project.html).
 // The ssh user needs the Create Project capability.
 type GerritDownstream struct {
-	ssh downstreamSSH
-	log *slog.Logger
+	ssh   downstreamSSH
+	log   *slog.Logger
+	known knownPaths
 }
 
 // Prepare creates the project of repo.Path, unless Gerrit says it exists
@@ -20,6 +21,9 @@ type GerritDownstream struct {
 func (g *GerritDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
 	if err := checkSSHPath(repo.Path); err != nil {
 		return "", err
+	}
+	if g.known.has(repo.Path) {
+		return g.ssh.pushURL(repo.Path), nil
 	}
 	_, err := g.ssh.run(ctx, "gerrit", "create-project", repo.Path)
 	switch {
@@ -29,6 +33,7 @@ func (g *GerritDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (st
 	default:
 		return "", fmt.Errorf("create Gerrit project %s: %w", repo.Path, err)
 	}
+	g.known.add(repo.Path)
 	return g.ssh.pushURL(repo.Path), nil
 }
 

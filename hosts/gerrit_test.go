@@ -97,6 +97,13 @@ func TestGerritDownstreamPrepare(t *testing.T) {
 			if calls := fakeDSSSHCalls(t, logPath); len(calls) != 1 {
 				t.Errorf("Finish ran ssh: %q", calls[1:])
 			}
+			// A repository made or found once is not asked for again.
+			if again, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/gnome/glib"}); err != nil || again != tc.wantURL {
+				t.Errorf("second Prepare = %q, %v; want %q", again, err, tc.wantURL)
+			}
+			if calls := fakeDSSSHCalls(t, logPath); len(calls) != 1 {
+				t.Errorf("second Prepare ran ssh again: %q", calls[1:])
+			}
 		})
 	}
 }

@@ -9,8 +9,9 @@ import (
 // GitanoDownstream keeps mirrors in repositories of a Gitano server (a
 // Trove), which it creates with Gitano's ssh command "create".
 type GitanoDownstream struct {
-	ssh downstreamSSH
-	log *slog.Logger
+	ssh   downstreamSSH
+	log   *slog.Logger
+	known knownPaths
 }
 
 // Prepare creates the repository of repo.Path, unless Gitano says it
@@ -18,6 +19,9 @@ type GitanoDownstream struct {
 func (g *GitanoDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
 	if err := checkSSHPath(repo.Path); err != nil {
 		return "", err
+	}
+	if g.known.has(repo.Path) {
+		return g.ssh.pushURL(repo.Path), nil
 	}
 	_, err := g.ssh.run(ctx, "create", repo.Path)
 	switch {
@@ -27,6 +31,7 @@ func (g *GitanoDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (st
 	default:
 		return "", fmt.Errorf("create Gitano repository %s: %w", repo.Path, err)
 	}
+	g.known.add(repo.Path)
 	return g.ssh.pushURL(repo.Path), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"lorrycontroller/proc"
@@ -153,3 +154,18 @@ func sshAlreadyExists(err error) bool {
 	}
 	return strings.Contains(strings.ToLower(e.stderr), "already exists")
 }
+
+// knownPaths remembers the repositories a downstream has made or found, so
+// that handing out every job does not cost an ssh round trip. A repository
+// deleted on the server meanwhile fails that job's push; a restart of the
+// WEBAPP forgets.
+type knownPaths struct {
+	m sync.Map
+}
+
+func (k *knownPaths) has(path string) bool {
+	_, ok := k.m.Load(path)
+	return ok
+}
+
+func (k *knownPaths) add(path string) { k.m.Store(path, true) }

@@ -23,7 +23,7 @@ UNITS    := $(notdir $(wildcard units/*.service units/*.socket units/*.timer uni
 CONFIGS  := webapp.conf minion.conf
 SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build run test bench check clean install uninstall
+.PHONY: all build run test bench screenshots check clean install uninstall
 
 all: build
 
@@ -45,6 +45,11 @@ test: check
 # Benchmarks print their figures; see docs/performance.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+# The screenshots of the pages in docs/screenshots, taken anew by the
+# browser tests (which need chromium).
+screenshots:
+	$(GO) test -count=1 -run 'TestRunningJobOutputGrowsAndStops' ./routes/browsertest -args -screenshots $(CURDIR)/docs/screenshots
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -73,10 +73,19 @@ func (s *Server) Handler() http.Handler {
 	})
 	// Monitoring: Prometheus scrapes this.
 	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+	// The pages' style sheet and script.
+	r.Get("/static/*", s.handle(s.staticFile))
 	r.Route("/1.0", func(r chi.Router) {
+		// No other site may have a browser change anything here.
+		r.Use(s.refuseCrossOrigin)
+
+		// The pages (-html) answer HTML. Their buttons post to routes named
+		// like the API's with -html, which do what the API route does and
+		// redirect (303) back to the page.
+
 		// State of the controller.
 		r.Get("/status", s.handle(s.status))
-		r.Get("/status-html", s.handle(s.statusHTML))
+		r.Get("/status-html", s.page(s.statusHTML))
 		r.Get("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
 
 		// The run queue.
@@ -88,6 +97,12 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/lorry/*", s.handle(s.lorry))
 		r.Get("/get-max-jobs", s.handle(s.getMaxJobs))
 		r.Post("/set-max-jobs", s.handle(s.setMaxJobs))
+		r.Get("/lorry-html/*", s.page(s.lorryHTML))
+		r.Post("/stop-queue-html", s.action(s.setQueue(false), saidQueue(false)))
+		r.Post("/start-queue-html", s.action(s.setQueue(true), saidQueue(true)))
+		r.Post("/move-to-top-html", s.action(s.move(true), saidMove(true)))
+		r.Post("/move-to-bottom-html", s.action(s.move(false), saidMove(false)))
+		r.Post("/set-max-jobs-html", s.action(s.setMaxJobs, saidMaxJobs))
 
 		// Jobs.
 		r.Get("/list-running-jobs", s.handle(s.listRunningJobs))
@@ -97,6 +112,13 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/remove-job", s.handle(s.removeJob))
 		r.Post("/remove-ghost-jobs", s.handle(s.removeGhostJobs))
 		r.Post("/remove-old-jobs", s.handle(s.reclaimAfter(s.removeOldJobs)))
+		r.Get("/list-jobs-html", s.page(s.listJobsHTML))
+		r.Get("/job-html/{id}", s.page(s.jobHTML))
+		// A running job's page follows its output with this.
+		r.Get("/job-output/{id}", s.handle(s.jobOutput))
+		r.Post("/stop-job-html", s.action(s.stopJob, saidStopJob))
+		r.Post("/remove-job-html", s.action(s.removeJob, saidRemoveJob))
+		r.Post("/remove-ghost-jobs-html", s.action(s.removeGhostJobs, saidRemoveGhostJobs))
 
 		// Configuration and Upstream Hosts. The hosts were called Troves
 		// once; both names stay.
@@ -105,11 +127,15 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/ls-hosts", s.handle(s.lsHosts(false)))
 		r.Post("/force-ls-troves", s.handle(s.lsHosts(true)))
 		r.Post("/force-ls-hosts", s.handle(s.lsHosts(true)))
+		r.Get("/hosts-html", s.page(s.hostsHTML))
+		r.Post("/read-configuration-html", s.action(s.readConfiguration, saidReadConfiguration))
+		r.Post("/force-ls-hosts-html", s.action(s.lsHosts(true), saidListHosts))
 
 		// Minions.
 		r.Get("/give-me-job", s.handle(s.giveMeJob))
 		r.Post("/give-me-job", s.handle(s.giveMeJob))
 		r.Post("/job-update", s.handle(s.jobUpdate))
+		r.Get("/minions-html", s.page(s.minionsHTML))
 
 		if s.FakeClock != nil {
 			r.Post("/pretend-time", s.handle(s.pretendTime))

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lorrycontroller/statedb"
-	"lorrycontroller/templates"
 )
 
 // lowDiskBytes is the free space under which status warns.
@@ -134,64 +132,6 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 		bw.WriteString("]}\n")
 		return bw.Flush()
 	})
-}
-
-// statusPageQueue is how many lorries of the queue the status page lists.
-const statusPageQueue = 1000
-
-// statusPage is what the status page template is given.
-type statusPage struct {
-	statusJSON
-	RunQueue []lorryJSON // the head of the queue
-}
-
-func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
-	page, err := s.RenderStatus(r.Context())
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, err = w.Write(page)
-	return err
-}
-
-// errEnough stops a walk of the queue early.
-var errEnough = errors.New("enough")
-
-// RenderStatus renders the status page and, if StatusHTML is set, replaces
-// the on-disk copy with it atomically.
-func (s *Server) RenderStatus(ctx context.Context) ([]byte, error) {
-	var page statusPage
-	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
-		var err error
-		if page.statusJSON, err = s.collectStatus(ctx, tx); err != nil {
-			return err
-		}
-		err = tx.EachLorry(ctx, func(l statedb.Lorry) error {
-			if len(page.RunQueue) == statusPageQueue {
-				return errEnough
-			}
-			page.RunQueue = append(page.RunQueue, lorryWire(l))
-			return nil
-		})
-		if errors.Is(err, errEnough) {
-			err = nil
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if err := templates.Pages.ExecuteTemplate(&buf, "status.html", page); err != nil {
-		return nil, fmt.Errorf("render status: %w", err)
-	}
-	if s.StatusHTML != "" {
-		if err := writeFileAtomic(s.StatusHTML, buf.Bytes()); err != nil {
-			return nil, err
-		}
-	}
-	return buf.Bytes(), nil
 }
 
 // writeFileAtomic replaces path with data so that readers see either the

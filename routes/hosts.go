@@ -88,7 +88,7 @@ func (s *Server) ListHosts(ctx context.Context, force bool) ([]lsResult, error) 
 	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
 		all, err := tx.Hosts(ctx)
 		for _, h := range all {
-			if force || h.LastLs == nil || tx.Now >= *h.LastLs+h.LsInterval {
+			if force || h.Relist || h.LastLs == nil || tx.Now >= *h.LastLs+h.LsInterval {
 				due = append(due, h)
 			}
 		}

@@ -20,12 +20,15 @@ type Host struct {
 	LastLs      *int64
 	LastLsError string
 	Repos       int64
+	// Relist says the section changed since the last listing, so the host
+	// is to be listed again without waiting for its ls-interval.
+	Relist bool
 }
 
 // Hosts lists the upstream hosts by name.
 func (tx *Tx) Hosts(ctx context.Context) ([]Host, error) {
 	rows, err := tx.query(ctx, `SELECT name, type, protocol, ls_interval, interval, lorry_timeout,
-		section, last_ls, last_ls_error, repos FROM hosts ORDER BY name`)
+		section, last_ls, last_ls_error, repos, relist FROM hosts ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
@@ -35,7 +38,7 @@ func (tx *Tx) Hosts(ctx context.Context) ([]Host, error) {
 		var h Host
 		var last sql.NullInt64
 		if err := rows.Scan(&h.Name, &h.Type, &h.Protocol, &h.LsInterval, &h.Interval, &h.Timeout,
-			&h.Section, &last, &h.LastLsError, &h.Repos); err != nil {
+			&h.Section, &last, &h.LastLsError, &h.Repos, &h.Relist); err != nil {
 			return nil, fmt.Errorf("list hosts: %w", err)
 		}
 		h.LastLs = nullInt(last)
@@ -45,8 +48,11 @@ func (tx *Tx) Hosts(ctx context.Context) ([]Host, error) {
 }
 
 // SetConfigHosts makes the stored hosts exactly want, keeping the listing
-// state of hosts that stay. A host that vanishes takes its generated
-// lorries with it; their running jobs are left to finish.
+// state of hosts that stay. A host whose section changed has its lorries'
+// interval and timeout changed at once, and is listed again at the next
+// ls-troves for the rest (prefixmap, ignore, credentials). A host that
+// vanishes takes its generated lorries with it; their running jobs are left
+// to finish.
 func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err error) {
 	keep := make(map[string]bool, len(want))
 	for _, h := range want {
@@ -58,10 +64,18 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 			VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET type = excluded.type, protocol = excluded.protocol,
 				ls_interval = excluded.ls_interval, interval = excluded.interval,
-				lorry_timeout = excluded.lorry_timeout, section = excluded.section`,
+				lorry_timeout = excluded.lorry_timeout, section = excluded.section,
+				relist = relist OR section != excluded.section`,
 			h.Name, h.Type, h.Protocol, h.LsInterval, h.Interval, h.Timeout, h.Section)
 		if err != nil {
 			return 0, fmt.Errorf("store host %q: %w", h.Name, err)
+		}
+		_, err = tx.exec(ctx, `UPDATE lorries SET interval = ?, lorry_timeout = ?,
+				next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
+			WHERE generated = 1 AND from_host = ? AND (interval != ? OR lorry_timeout != ?)`,
+			h.Interval, h.Timeout, h.Interval, h.Name, h.Interval, h.Timeout)
+		if err != nil {
+			return 0, fmt.Errorf("update lorries of host %q: %w", h.Name, err)
 		}
 	}
 	have, err := tx.Hosts(ctx)
@@ -109,9 +123,9 @@ func (tx *Tx) RecordListing(ctx context.Context, host string, l HostListing) err
 	var res sql.Result
 	var err error
 	if l.Error != "" {
-		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = ? WHERE name = ?`, tx.Now, l.Error, host)
+		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = ?, relist = 0 WHERE name = ?`, tx.Now, l.Error, host)
 	} else {
-		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = '', repos = ? WHERE name = ?`, tx.Now, l.Repos, host)
+		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = '', repos = ?, relist = 0 WHERE name = ?`, tx.Now, l.Repos, host)
 	}
 	if err != nil {
 		return fmt.Errorf("record listing of %q: %w", host, err)

@@ -668,6 +668,32 @@ func TestSetHostLorries(t *testing.T) {
 	if got := strings.Join(f.queue(t), " "); got != "conf/x m/a m/c" {
 		t.Errorf("queue after a failed listing = %q", got)
 	}
+	// A changed section reaches the lorries at once, and has the host
+	// listed again.
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.SetConfigHosts(ctx, []Host{{Name: "h1", Type: "gitlab", Protocol: "https", Interval: 77, Timeout: 7, Section: `{"changed":1}`},
+			{Name: "h2", Type: "gitea", Protocol: "https", Section: "{}"}})
+		return err
+	})
+	if l := f.lorry(t, "m/a"); l.Interval != 77 || l.Timeout != 7 {
+		t.Errorf("lorry after its host section changed = interval %d, timeout %d; want 77, 7", l.Interval, l.Timeout)
+	}
+	f.db.View(ctx, func(tx *Tx) error {
+		h1, _ := tx.Host(ctx, "h1")
+		h2, _ := tx.Host(ctx, "h2")
+		if !h1.Relist || h2.Relist {
+			t.Errorf("relist = %v, %v; want the changed host only", h1.Relist, h2.Relist)
+		}
+		return nil
+	})
+	f.update(t, func(tx *Tx) error { return tx.RecordListing(ctx, "h1", HostListing{Repos: 2}) })
+	f.db.View(ctx, func(tx *Tx) error {
+		if h1, _ := tx.Host(ctx, "h1"); h1.Relist {
+			t.Error("relist still set after a listing")
+		}
+		return nil
+	})
+
 	// A host removed from the configuration takes its lorries with it.
 	f.update(t, func(tx *Tx) error { _, err := tx.SetConfigHosts(ctx, nil); return err })
 	if got := strings.Join(f.queue(t), " "); got != "conf/x" {

@@ -33,9 +33,10 @@
 //		body. Fails on a status >= 400, or with "!" on one < 400.
 //	json [-re] FIELD WANT
 //		Check a field of the last body: a dotted path in which numbers
-//		index lists, and len(FIELD) is a length. A string compares as
-//		its text, anything else as compact JSON; with -re, WANT is a
-//		regular expression.
+//		index lists, [KEY=VALUE] picks the one item of a list whose KEY
+//		is VALUE (as in hosts[host=$UP_HOST].repos), and len(FIELD) is
+//		a length. A string compares as its text, anything else as
+//		compact JSON; with -re, WANT is a regular expression.
 //	wait-json [-re] PATH FIELD WANT
 //		GET PATH until FIELD is WANT, as json checks it.
 //	wait-job ID STATUS
@@ -67,6 +68,38 @@
 //		command was called, so that what follows cannot share a
 //		timestamp with what came before.
 //
+// Fake Upstream and Downstream Hosts, from lorrycontroller/hosts/hoststest,
+// run in the test process until the script ends:
+//
+//	fake-gitlab NAME [-token T] [-servegit]
+//	fake-gitea NAME [-token T] [-servegit]
+//	fake-github NAME [-token T]
+//		Start a fake GitLab, Gitea or GitHub API that only T opens
+//		(without -token, only anonymous calls are accepted). Sets
+//		$NAME_URL (the base URL: a --downstream-host), $NAME_HOST (its
+//		host:port: the "host" of a section), $NAME_API (the base of its
+//		API: an "api-url"). With -servegit, every repository is a real
+//		bare repository served over smart HTTP at <URL>/<path>.git, and
+//		$NAME_AUTHURL is the base URL carrying the token as git's
+//		password, for pushing commits into it.
+//	fake-repo [-private] NAME PATH [DESCRIPTION [BRANCH]]
+//		Add a repository (a GitLab project whose groups are made as
+//		needed; owner/name on Gitea and GitHub), public unless
+//		-private, with that description and default branch (main
+//		unless given; '' for an empty repository).
+//	fake-repos NAME GROUP N
+//		Add N public repositories GROUP/r0001 onwards, each described
+//		"repository N".
+//	fake-remove NAME PATH
+//		Delete a repository.
+//	fake-fail NAME STATUS|ok
+//		Answer every API call with STATUS, the host's error body for
+//		it; ok answers normally again.
+//	fake-changes [-wait N] NAME
+//		Print the calls that created or edited something on a GitLab or
+//		Gitea, one a line, as "METHOD /path {JSON body, keys sorted}".
+//		With -wait, first wait until there are at least N of them.
+//
 // Nothing waits a fixed time: every wait polls until a deadline.
 package yarns
 
@@ -96,6 +129,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"lorrycontroller/githttp"
+	"lorrycontroller/hosts/hoststest"
 )
 
 // waitLimit bounds every wait of a scenario.
@@ -162,10 +196,45 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
+// TestField checks the paths that json and wait-json take.
+func TestField(t *testing.T) {
+	body := []byte(`{"hosts": [{"host": "a.example:1", "repos": 2}, {"host": "b.example:1", "repos": 3}],
+		"queue": ["x", "y"], "n": {"m": [1, [4, 5]]}}`)
+	for _, tc := range []struct {
+		name, path, want, err string
+	}{
+		{name: "field", path: "queue", want: `["x","y"]`},
+		{name: "index", path: "queue.1", want: "y"},
+		{name: "nested index", path: "n.m.1.0", want: "4"},
+		{name: "length", path: "len(hosts)", want: "2"},
+		{name: "select", path: "hosts[host=b.example:1].repos", want: "3"},
+		{name: "select alone", path: "hosts.[host=a.example:1]", want: `{"host":"a.example:1","repos":2}`},
+		{name: "length of selected", path: "len(hosts[repos=2])", want: "2"},
+		{name: "select nothing", path: "hosts[host=c].repos", err: "0 items of a list of 2 match"},
+		{name: "select no list", path: "n[m=1]", err: "is not a list"},
+		{name: "no field", path: "hosts.0.nope", err: `no field "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := field(body, tc.path)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("field(%q) = %v, %v; want an error with %q", tc.path, show(v), err, tc.err)
+				}
+				return
+			}
+			if err != nil || show(v) != tc.want {
+				t.Fatalf("field(%q) = %v, %v; want %s", tc.path, show(v), err, tc.want)
+			}
+		})
+	}
+}
+
 type scenarioKey struct{}
 
 // scenario is the state of one running script.
 type scenario struct {
+	// t is the script's own test, which ends right after the script.
+	t    testscript.T
 	work string
 	// envNames are the variables handed on to the binaries, read afresh
 	// from the script's environment at each start.
@@ -177,6 +246,8 @@ type scenario struct {
 	minions    map[string]*process
 	// servers are the HTTP servers of git-serve and file-serve, by URL.
 	servers map[string]*httptest.Server
+	// fakes are the fake hosts, by the name the script gave them.
+	fakes map[string]fakeHost
 
 	lastBody []byte
 }
@@ -196,7 +267,8 @@ func setup(env *testscript.Env) error {
 		k, v, _ := strings.Cut(kv, "=")
 		env.Setenv(k, v)
 	}
-	s := &scenario{work: env.WorkDir, minions: map[string]*process{}, servers: map[string]*httptest.Server{}}
+	s := &scenario{t: env.T(), work: env.WorkDir, minions: map[string]*process{}, servers: map[string]*httptest.Server{},
+		fakes: map[string]fakeHost{}}
 	for _, kv := range env.Vars {
 		k, _, _ := strings.Cut(kv, "=")
 		s.envNames = append(s.envNames, k)
@@ -257,6 +329,14 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"serve-stop":     cmdServeStop,
 	"envsubst":       cmdEnvsubst,
 	"next-second":    cmdNextSecond,
+	"fake-gitlab":    cmdFakeHost("gitlab"),
+	"fake-gitea":     cmdFakeHost("gitea"),
+	"fake-github":    cmdFakeHost("github"),
+	"fake-repo":      cmdFakeRepo,
+	"fake-repos":     cmdFakeRepos,
+	"fake-remove":    cmdFakeRemove,
+	"fake-fail":      cmdFakeFail,
+	"fake-changes":   cmdFakeChanges,
 }
 
 // noNeg fails the script if a command that cannot be negated was.
@@ -570,7 +650,15 @@ func field(body []byte, path string) (any, error) {
 	if length {
 		path = path[len("len(") : len(path)-1]
 	}
-	for _, seg := range strings.Split(path, ".") {
+	for _, seg := range splitFieldPath(path) {
+		if sel, ok := strings.CutPrefix(seg, "["); ok {
+			item, err := selectItem(v, strings.TrimSuffix(sel, "]"))
+			if err != nil {
+				return nil, err
+			}
+			v = item
+			continue
+		}
 		switch x := v.(type) {
 		case map[string]any:
 			var ok bool
@@ -598,6 +686,65 @@ func field(body []byte, path string) (any, error) {
 		}
 	}
 	return v, nil
+}
+
+// splitFieldPath splits a field path at its dots, apart from those in a
+// selector, and makes "name[KEY=VALUE]" two segments, "name" and
+// "[KEY=VALUE]".
+func splitFieldPath(path string) []string {
+	var segs []string
+	start, depth := 0, 0
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '[':
+			if depth == 0 && i > start {
+				segs = append(segs, path[start:i])
+				start = i
+			}
+			depth++
+		case c == ']' && depth > 0:
+			depth--
+			if depth == 0 {
+				segs = append(segs, path[start:i+1])
+				if i+1 < len(path) && path[i+1] == '.' {
+					i++
+				}
+				start = i + 1
+			}
+		case c == '.' && depth == 0:
+			segs = append(segs, path[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(path) || len(segs) == 0 {
+		segs = append(segs, path[start:])
+	}
+	return segs
+}
+
+// selectItem picks the one object of a list whose field key shows as
+// want.
+func selectItem(v any, sel string) (any, error) {
+	key, want, ok := strings.Cut(sel, "=")
+	list, isList := v.([]any)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("selector [%s] is not [KEY=VALUE]", sel)
+	case !isList:
+		return nil, fmt.Errorf("[%s]: %s is not a list", sel, show(v))
+	}
+	var found []any
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok {
+			if got, ok := m[key]; ok && show(got) == want {
+				found = append(found, item)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return nil, fmt.Errorf("[%s]: %d items of a list of %d match, want 1", sel, len(found), len(list))
+	}
+	return found[0], nil
 }
 
 // show writes a JSON value the way scripts compare it: a string as itself,
@@ -956,4 +1103,335 @@ func cmdNextSecond(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// --- fake Upstream and Downstream Hosts ---
+
+// fakeHost is what the scripts do to a fake of hoststest, whichever API
+// it answers.
+type fakeHost interface {
+	add(path, description, branch string, private bool) error
+	addMany(group string, n int) error
+	remove(path string) error
+	fail(status int)
+	// changes lists the calls that created or edited something.
+	changes() ([]string, error)
+}
+
+var fakeNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// cmdFakeHost starts a fake of kind: gitlab, gitea or github.
+func cmdFakeHost(kind string) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		cmd := "fake-" + kind
+		noNeg(ts, neg, cmd)
+		usage := cmd + " NAME [-token T] [-servegit]"
+		if kind == "github" {
+			usage = cmd + " NAME [-token T]"
+		}
+		if len(args) < 1 || !fakeNamePattern.MatchString(args[0]) {
+			ts.Fatalf("usage: %s (NAME as in a variable name)", usage)
+		}
+		name := args[0]
+		var token string
+		var serveGit bool
+		for rest := args[1:]; len(rest) > 0; rest = rest[1:] {
+			switch {
+			case rest[0] == "-token" && len(rest) > 1:
+				token, rest = rest[1], rest[1:]
+			case rest[0] == "-servegit" && kind != "github":
+				serveGit = true
+			default:
+				ts.Fatalf("usage: %s", usage)
+			}
+		}
+		s := state(ts)
+		if s.fakes[name] != nil {
+			ts.Fatalf("%s: there is a fake named %s already", cmd, name)
+		}
+		// The fakes stop, and their repositories go, when the script's
+		// own test ends: right after the script.
+		tb, ok := s.t.(testing.TB)
+		if !ok {
+			ts.Fatalf("%s: the script runs outside a Go test", cmd)
+		}
+		var base, host, api string
+		switch kind {
+		case "gitlab":
+			f := hoststest.NewGitLab(tb, hoststest.GitLabOptions{Token: token, ServeGit: serveGit})
+			s.fakes[name] = fakeGitLab{f}
+			base, host, api = f.URL(), f.Host(), f.APIURL()
+		case "gitea":
+			f := hoststest.NewGitea(tb, hoststest.GiteaOptions{Token: token, ServeGit: serveGit})
+			s.fakes[name] = fakeGitea{f}
+			base, host, api = f.URL(), f.Host(), f.APIURL()
+		case "github":
+			f := hoststest.NewGitHub(tb, hoststest.GitHubOptions{Token: token})
+			s.fakes[name] = &fakeGitHub{f: f, repos: map[string][]hoststest.GitHubRepo{}}
+			base, host, api = f.URL(), f.Host(), f.URL()
+		}
+		ts.Setenv(name+"_URL", base)
+		ts.Setenv(name+"_HOST", host)
+		ts.Setenv(name+"_API", api)
+		if serveGit && token != "" {
+			u, err := url.Parse(base)
+			ts.Check(err)
+			// GitLab and Gitea take the token as the password of any
+			// user name.
+			u.User = url.UserPassword("oauth2", token)
+			ts.Setenv(name+"_AUTHURL", u.String())
+		}
+	}
+}
+
+func (s *scenario) fake(ts *testscript.TestScript, name string) fakeHost {
+	f := s.fakes[name]
+	if f == nil {
+		ts.Fatalf("no fake host named %q was started", name)
+	}
+	return f
+}
+
+func cmdFakeRepo(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fake-repo")
+	private := len(args) > 0 && args[0] == "-private"
+	if private {
+		args = args[1:]
+	}
+	if len(args) < 2 || len(args) > 4 {
+		ts.Fatalf("usage: fake-repo [-private] NAME PATH [DESCRIPTION [BRANCH]]")
+	}
+	var description string
+	branch := "main"
+	if len(args) > 2 {
+		description = args[2]
+	}
+	if len(args) > 3 {
+		branch = args[3]
+	}
+	ts.Check(state(ts).fake(ts, args[0]).add(args[1], description, branch, private))
+}
+
+func cmdFakeRepos(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fake-repos")
+	if len(args) != 3 {
+		ts.Fatalf("usage: fake-repos NAME GROUP N")
+	}
+	n, err := strconv.Atoi(args[2])
+	if err != nil || n < 1 {
+		ts.Fatalf("fake-repos: %q is not a positive number", args[2])
+	}
+	ts.Check(state(ts).fake(ts, args[0]).addMany(args[1], n))
+}
+
+func cmdFakeRemove(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fake-remove")
+	if len(args) != 2 {
+		ts.Fatalf("usage: fake-remove NAME PATH")
+	}
+	ts.Check(state(ts).fake(ts, args[0]).remove(args[1]))
+}
+
+func cmdFakeFail(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fake-fail")
+	if len(args) != 2 {
+		ts.Fatalf("usage: fake-fail NAME STATUS|ok")
+	}
+	status := 0
+	if args[1] != "ok" {
+		var err error
+		status, err = strconv.Atoi(args[1])
+		if err != nil || status < 400 || status > 599 {
+			ts.Fatalf("fake-fail: %q is neither ok nor an error status", args[1])
+		}
+	}
+	state(ts).fake(ts, args[0]).fail(status)
+}
+
+func cmdFakeChanges(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fake-changes")
+	want := 0
+	if len(args) == 3 && args[0] == "-wait" {
+		var err error
+		if want, err = strconv.Atoi(args[1]); err != nil {
+			ts.Fatalf("fake-changes: -wait %q is not a number", args[1])
+		}
+		args = args[2:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: fake-changes [-wait N] NAME")
+	}
+	f := state(ts).fake(ts, args[0])
+	// Asked for even when nothing is printed, so that stdout is this
+	// command's and not the last one's.
+	out := ts.Stdout()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		changes, err := f.changes()
+		ts.Check(err)
+		if len(changes) >= want {
+			for _, c := range changes {
+				fmt.Fprintln(out, c)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("fake-changes: %d changes after %v, want %d:\n%s", len(changes), waitLimit, want, strings.Join(changes, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// splitRepoPath splits PATH into its group (or owner) and its name; an
+// owner has one segment unless nested groups are allowed.
+func splitRepoPath(path string, nested bool) (group, name string, err error) {
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 || i == len(path)-1 || (!nested && strings.Contains(path[:i], "/")) {
+		if nested {
+			return "", "", fmt.Errorf("repository path %q: want GROUP[/SUBGROUP...]/NAME", path)
+		}
+		return "", "", fmt.Errorf("repository path %q: want OWNER/NAME", path)
+	}
+	return path[:i], path[i+1:], nil
+}
+
+type fakeGitLab struct{ f *hoststest.GitLab }
+
+func (g fakeGitLab) add(path, description, branch string, private bool) error {
+	ns, name, err := splitRepoPath(path, true)
+	if err != nil {
+		return err
+	}
+	if _, ok := g.f.Project(path); ok {
+		return fmt.Errorf("GitLab project %s exists already", path)
+	}
+	vis := "public"
+	if private {
+		vis = "private"
+	}
+	g.f.AddProject(hoststest.GitLabProject{Namespace: ns, Path: name, Description: description, DefaultBranch: branch, Visibility: vis})
+	return nil
+}
+
+func (g fakeGitLab) addMany(group string, n int) error {
+	ps := make([]hoststest.GitLabProject, n)
+	for i := range ps {
+		ps[i] = hoststest.GitLabProject{Namespace: group, Path: fmt.Sprintf("r%04d", i+1),
+			Description: fmt.Sprintf("repository %d", i+1), DefaultBranch: "main", Visibility: "public"}
+		if _, ok := g.f.Project(ps[i].FullPath()); ok {
+			return fmt.Errorf("GitLab project %s exists already", ps[i].FullPath())
+		}
+	}
+	g.f.AddProjects(ps)
+	return nil
+}
+
+func (g fakeGitLab) remove(path string) error {
+	if !g.f.RemoveProject(path) {
+		return fmt.Errorf("there is no GitLab project %s", path)
+	}
+	return nil
+}
+
+func (g fakeGitLab) fail(status int)            { g.f.SetFail(status) }
+func (g fakeGitLab) changes() ([]string, error) { return g.f.Changes(), nil }
+
+type fakeGitea struct{ f *hoststest.Gitea }
+
+func (g fakeGitea) add(path, description, branch string, private bool) error {
+	owner, name, err := splitRepoPath(path, false)
+	if err != nil {
+		return err
+	}
+	if _, ok := g.f.Repo(owner, name); ok {
+		return fmt.Errorf("Gitea repository %s exists already", path)
+	}
+	g.f.AddRepo(hoststest.GiteaRepo{Owner: owner, Name: name, Description: description, DefaultBranch: branch, Private: private})
+	return nil
+}
+
+func (g fakeGitea) addMany(owner string, n int) error {
+	rs := make([]hoststest.GiteaRepo, n)
+	for i := range rs {
+		rs[i] = hoststest.GiteaRepo{Owner: owner, Name: fmt.Sprintf("r%04d", i+1),
+			Description: fmt.Sprintf("repository %d", i+1), DefaultBranch: "main"}
+		if _, ok := g.f.Repo(owner, rs[i].Name); ok {
+			return fmt.Errorf("Gitea repository %s exists already", rs[i].FullName())
+		}
+	}
+	g.f.AddRepos(rs)
+	return nil
+}
+
+func (g fakeGitea) remove(path string) error {
+	owner, name, err := splitRepoPath(path, false)
+	if err != nil {
+		return err
+	}
+	if !g.f.RemoveRepo(owner, name) {
+		return fmt.Errorf("there is no Gitea repository %s", path)
+	}
+	return nil
+}
+
+func (g fakeGitea) fail(status int)            { g.f.SetFail(status) }
+func (g fakeGitea) changes() ([]string, error) { return g.f.Changes(), nil }
+
+// fakeGitHub keeps the repositories of each organisation, since the fake
+// GitHub takes an organisation's whole list at once.
+type fakeGitHub struct {
+	f     *hoststest.GitHub
+	repos map[string][]hoststest.GitHubRepo
+}
+
+func (g *fakeGitHub) set(owner string, repos []hoststest.GitHubRepo) {
+	g.repos[owner] = repos
+	g.f.AddOrg(owner, repos)
+}
+
+func (g *fakeGitHub) add(path, description, branch string, private bool) error {
+	owner, name, err := splitRepoPath(path, false)
+	if err != nil {
+		return err
+	}
+	if private {
+		return errors.New("the fake GitHub has public repositories only")
+	}
+	if slices.ContainsFunc(g.repos[owner], func(r hoststest.GitHubRepo) bool { return r.Name == name }) {
+		return fmt.Errorf("GitHub repository %s exists already", path)
+	}
+	g.set(owner, append(slices.Clone(g.repos[owner]), hoststest.GitHubRepo{Name: name, Description: description, DefaultBranch: branch}))
+	return nil
+}
+
+func (g *fakeGitHub) addMany(owner string, n int) error {
+	repos := slices.Clone(g.repos[owner])
+	for i := range n {
+		name := fmt.Sprintf("r%04d", i+1)
+		if slices.ContainsFunc(repos, func(r hoststest.GitHubRepo) bool { return r.Name == name }) {
+			return fmt.Errorf("GitHub repository %s/%s exists already", owner, name)
+		}
+		repos = append(repos, hoststest.GitHubRepo{Name: name, Description: fmt.Sprintf("repository %d", i+1), DefaultBranch: "main"})
+	}
+	g.set(owner, repos)
+	return nil
+}
+
+func (g *fakeGitHub) remove(path string) error {
+	owner, name, err := splitRepoPath(path, false)
+	if err != nil {
+		return err
+	}
+	repos := slices.DeleteFunc(slices.Clone(g.repos[owner]), func(r hoststest.GitHubRepo) bool { return r.Name == name })
+	if len(repos) == len(g.repos[owner]) {
+		return fmt.Errorf("there is no GitHub repository %s", path)
+	}
+	g.set(owner, repos)
+	return nil
+}
+
+func (g *fakeGitHub) fail(status int) { g.f.SetFail(status) }
+
+func (g *fakeGitHub) changes() ([]string, error) {
+	return nil, errors.New("the fake GitHub is an Upstream Host only: nothing is created on it")
 }

@@ -83,13 +83,16 @@ type hostJSON struct {
 	LastLs      *int64 `json:"last_ls"`
 	LastLsError string `json:"last_ls_error"`
 	Repos       int64  `json:"repos"`
+	// Relist says the section changed since the last listing: the host is
+	// listed at the next ls-troves, whatever its ls-interval says.
+	Relist bool `json:"relist"`
 }
 
 func hostWire(h statedb.Host) hostJSON {
 	return hostJSON{
 		Host: h.Name, Type: h.Type, Protocol: h.Protocol, LsInterval: h.LsInterval,
 		Interval: h.Interval, Timeout: h.Timeout, LastLs: h.LastLs, LastLsError: h.LastLsError,
-		Repos: h.Repos,
+		Repos: h.Repos, Relist: h.Relist,
 	}
 }
 

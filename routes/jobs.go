@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -54,36 +55,32 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 	return ok(w, jobWire(j, out))
 }
 
+// onJob makes a handler that does change to the job named by the job_id
+// parameter and answers {"job_id": id, key: true}.
+func (s *Server) onJob(what, key string, change func(*statedb.Tx, context.Context, int64) error) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		p, err := readParams(r)
+		if err != nil {
+			return err
+		}
+		id, err := p.jobID()
+		if err != nil {
+			return err
+		}
+		if err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return change(tx, r.Context(), id) }); err != nil {
+			return err
+		}
+		s.Log.Info(what, "job_id", id)
+		return ok(w, map[string]any{"job_id": id, key: true})
+	}
+}
+
 func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	id, err := p.jobID()
-	if err != nil {
-		return err
-	}
-	if err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.StopJob(r.Context(), id) }); err != nil {
-		return err
-	}
-	s.Log.Info("stop job", "job_id", id)
-	return ok(w, map[string]any{"job_id": id, "kill": true})
+	return s.onJob("stop job", "kill", (*statedb.Tx).StopJob)(w, r)
 }
 
 func (s *Server) removeJob(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
-	if err != nil {
-		return err
-	}
-	id, err := p.jobID()
-	if err != nil {
-		return err
-	}
-	if err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.RemoveJob(r.Context(), id) }); err != nil {
-		return err
-	}
-	s.Log.Info("remove job", "job_id", id)
-	return ok(w, map[string]any{"job_id": id, "removed": true})
+	return s.onJob("remove job", "removed", (*statedb.Tx).RemoveJob)(w, r)
 }
 
 func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {

@@ -53,31 +53,16 @@ func newGiteaLister(h confgit.Host, sec hostSection, opts ListerOptions) (Lister
 	if org != "" && user != "" {
 		return nil, sec.fail("user", errors.New(`cannot be given with "org"; give one, or neither to list every repository`))
 	}
-	tok, tokKey, err := sec.token("private-token", "token")
+	api, cloneTok, err := newForgeAPI(h, sec, opts, forgeAPIScheme(h.Protocol)+"://"+h.Name+"/api/v1",
+		"Authorization", "token ", "private-token", "token")
 	if err != nil {
 		return nil, err
 	}
-	cloneTok, err := sec.cloneToken(h.Protocol, tok, tokKey)
-	if err != nil {
-		return nil, err
-	}
-	base, err := sec.apiURL(forgeAPIScheme(h.Protocol) + "://" + h.Name + "/api/v1")
-	if err != nil {
-		return nil, err
-	}
-	api, err := newUpstreamAPI(h, sec, opts, base)
-	if err != nil {
-		return nil, err
-	}
-	api.authKey = tokKey
 	switch {
 	case org != "":
 		api.nameKey = "org"
 	case user != "":
 		api.nameKey = "user"
-	}
-	if tok != "" {
-		api.setSecret("Authorization", "token "+tok, tok)
 	}
 	return &giteaLister{api: api, org: org, user: user, ssh: h.Protocol == "ssh", cloneTok: cloneTok}, nil
 }

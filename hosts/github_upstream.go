@@ -64,36 +64,20 @@ func newGitHubLister(h confgit.Host, sec hostSection, opts ListerOptions) (Liste
 	if dotCom && h.Protocol == "http" {
 		return nil, sec.fail("protocol", errors.New(`"http" is not a protocol for github.com (want ssh or https)`))
 	}
-	tok, tokKey, err := sec.token("private-token", "token")
-	if err != nil {
-		return nil, err
-	}
-	cloneTok, err := sec.cloneToken(h.Protocol, tok, tokKey)
-	if err != nil {
-		return nil, err
-	}
 	def := forgeAPIScheme(h.Protocol) + "://" + h.Name + "/api/v3"
 	if dotCom {
 		def = "https://api.github.com"
 	}
-	base, err := sec.apiURL(def)
+	api, cloneTok, err := newForgeAPI(h, sec, opts, def, "Authorization", "Bearer ", "private-token", "token")
 	if err != nil {
 		return nil, err
 	}
-	api, err := newUpstreamAPI(h, sec, opts, base)
-	if err != nil {
-		return nil, err
-	}
-	api.authKey = tokKey
 	api.nameKey = "org"
 	if user != "" {
 		api.nameKey = "user"
 	}
 	api.header.Set("Accept", "application/vnd.github+json")
 	api.header.Set("X-GitHub-Api-Version", "2022-11-28")
-	if tok != "" {
-		api.setSecret("Authorization", "Bearer "+tok, tok)
-	}
 	return &githubLister{api: api, path: path, ssh: h.Protocol == "ssh", cloneTok: cloneTok}, nil
 }
 

@@ -40,28 +40,13 @@ func newGitLabLister(h confgit.Host, sec hostSection, opts ListerOptions) (Liste
 	if err != nil {
 		return nil, err
 	}
-	tok, tokKey, err := sec.token("private-token")
+	api, cloneTok, err := newForgeAPI(h, sec, opts, forgeAPIScheme(h.Protocol)+"://"+h.Name+"/api/v4",
+		"PRIVATE-TOKEN", "", "private-token")
 	if err != nil {
 		return nil, err
 	}
-	cloneTok, err := sec.cloneToken(h.Protocol, tok, tokKey)
-	if err != nil {
-		return nil, err
-	}
-	base, err := sec.apiURL(forgeAPIScheme(h.Protocol) + "://" + h.Name + "/api/v4")
-	if err != nil {
-		return nil, err
-	}
-	api, err := newUpstreamAPI(h, sec, opts, base)
-	if err != nil {
-		return nil, err
-	}
-	api.authKey = tokKey
 	if group != "" {
 		api.nameKey = "group"
-	}
-	if tok != "" {
-		api.setSecret("PRIVATE-TOKEN", tok)
 	}
 	return &gitlabLister{api: api, group: group, ssh: h.Protocol == "ssh", cloneTok: cloneTok}, nil
 }

@@ -704,6 +704,35 @@ func linkHeaderRel(h http.Header, rel string) string {
 	return ""
 }
 
+// newForgeAPI makes the API client that the listers of GitLab, Gitea and
+// GitHub share: the section's token (under the first of tokenKeys given)
+// goes in authHeader after authPrefix, and is hidden in every message. It
+// also returns the token to put in clone URLs, if the section asks for it.
+func newForgeAPI(h confgit.Host, sec hostSection, opts ListerOptions, defaultBase, authHeader, authPrefix string,
+	tokenKeys ...string) (*upstreamAPI, string, error) {
+	tok, tokKey, err := sec.token(tokenKeys...)
+	if err != nil {
+		return nil, "", err
+	}
+	cloneTok, err := sec.cloneToken(h.Protocol, tok, tokKey)
+	if err != nil {
+		return nil, "", err
+	}
+	base, err := sec.apiURL(defaultBase)
+	if err != nil {
+		return nil, "", err
+	}
+	api, err := newUpstreamAPI(h, sec, opts, base)
+	if err != nil {
+		return nil, "", err
+	}
+	api.authKey = tokKey
+	if tok != "" {
+		api.setSecret(authHeader, authPrefix+tok, tok)
+	}
+	return api, cloneTok, nil
+}
+
 // listedRepo is what the APIs of GitLab, Gitea and GitHub say of a
 // repository.
 type listedRepo struct {

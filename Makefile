@@ -23,7 +23,7 @@ UNITS    := $(notdir $(wildcard units/*.service units/*.socket units/*.timer uni
 CONFIGS  := webapp.conf minion.conf
 SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build run test bench screenshots check clean install uninstall
+.PHONY: all build run deps test bench screenshots check clean install uninstall
 
 all: build
 
@@ -37,9 +37,15 @@ build:
 run: build
 	./scripts/demo-run
 
+# What the tests need beyond Go and git (converters, Chromium, curl,
+# systemd-analyze): as root on Debian it installs what is missing, otherwise
+# it names the apt-get line and stops.
+deps:
+	./scripts/deps
+
 # Every test, with the race detector; the scenario tests in yarns/ start
 # the real binaries.
-test: check
+test: deps check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 # Benchmarks print their figures; see docs/performance.md.

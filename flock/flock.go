@@ -33,18 +33,62 @@ func open(path string) (*os.File, error) {
 // TryExclusive takes the exclusive lock on path, creating the file if
 // needed, or fails at once with ErrLocked.
 func TryExclusive(path string) (*Lock, error) {
-	f, err := open(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
+	return try(path, unix.LOCK_EX)
+}
+
+// TryShared takes a shared lock on path, creating the file if needed, or
+// fails at once with ErrLocked if another process holds the exclusive lock.
+// Any number of shared locks are held at once; none while an exclusive one
+// is.
+func TryShared(path string) (*Lock, error) {
+	return try(path, unix.LOCK_SH)
+}
+
+// try locks path in mode how without blocking.
+//
+// The holder of an exclusive lock may remove the lock file, for example
+// with the directory it guards. A process that opened the file just before
+// would then lock a file that no longer has a name while the next one
+// creates and locks a new file: two holders. So once locked, try checks
+// that path still names the file it locked, and starts again if not.
+func try(path string, how int) (*Lock, error) {
+	for {
+		f, err := open(path)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		if err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
+			}
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		same, err := named(f, path)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if same {
+			return &Lock{f: f}, nil
+		}
+		f.Close()
 	}
-	return &Lock{f: f}, nil
+}
+
+// named reports whether path still names the open file f.
+func named(f *os.File, path string) (bool, error) {
+	var held, now unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &held); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(path, &now); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		return false, err
+	}
+	return held.Dev == now.Dev && held.Ino == now.Ino, nil
 }
 
 // pollInterval is how often Exclusive tries again. flock(2) has no timeout,
@@ -55,9 +99,19 @@ const pollInterval = 50 * time.Millisecond
 // while ctx lasts). It fails with ErrLocked, saying how long it waited, if
 // the lock stays taken.
 func Exclusive(ctx context.Context, path string, wait time.Duration) (*Lock, error) {
+	return poll(ctx, path, wait, TryExclusive)
+}
+
+// Shared waits until it has a shared lock on path, up to wait (and while ctx
+// lasts), like Exclusive.
+func Shared(ctx context.Context, path string, wait time.Duration) (*Lock, error) {
+	return poll(ctx, path, wait, TryShared)
+}
+
+func poll(ctx context.Context, path string, wait time.Duration, try func(string) (*Lock, error)) (*Lock, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		l, err := TryExclusive(path)
+		l, err := try(path)
 		if !errors.Is(err, ErrLocked) {
 			return l, err
 		}
@@ -72,8 +126,20 @@ func Exclusive(ctx context.Context, path string, wait time.Duration) (*Lock, err
 	}
 }
 
-// Unlock releases the lock.
+// File is the open lock file. A child process given it (exec.Cmd's
+// ExtraFiles) shares the lock: it stays held while any process has the file
+// open, so a job that outlives its starter still holds it.
+func (l *Lock) File() *os.File { return l.f }
+
+// Unlock releases the lock, also for any child that was given File.
 func (l *Lock) Unlock() error {
 	err := unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 	return errors.Join(err, l.f.Close())
+}
+
+// Close closes this process's copy of the lock file. The lock is released
+// once no other process has the file open either: unlike Unlock, Close
+// leaves the lock to a child that was given File and still runs.
+func (l *Lock) Close() error {
+	return l.f.Close()
 }

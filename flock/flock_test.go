@@ -69,3 +69,89 @@ func TestLockDiesWithHolder(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+func TestShared(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	s1, err := TryShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Shared(context.Background(), path, time.Second)
+	if err != nil {
+		t.Fatalf("second shared lock = %v; want it granted beside the first", err)
+	}
+	if _, err := TryExclusive(path); !errors.Is(err, ErrLocked) {
+		t.Errorf("TryExclusive under two shared locks = %v; want ErrLocked", err)
+	}
+	s1.Unlock()
+	if _, err := TryExclusive(path); !errors.Is(err, ErrLocked) {
+		t.Errorf("TryExclusive under one shared lock = %v; want ErrLocked", err)
+	}
+	s2.Unlock()
+	x, err := TryExclusive(path)
+	if err != nil {
+		t.Fatalf("TryExclusive with no shared lock left = %v", err)
+	}
+	if _, err := TryShared(path); !errors.Is(err, ErrLocked) {
+		t.Errorf("TryShared under the exclusive lock = %v; want ErrLocked", err)
+	}
+	x.Unlock()
+}
+
+// A lock file removed by the holder of its lock is not the lock any more:
+// a file opened before the removal must not count as holding it.
+func TestRemovedLockFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	old, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if same, err := named(old, path); err != nil || !same {
+		t.Fatalf("named(open file) = %v, %v; want true", same, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if same, err := named(old, path); err != nil || same {
+		t.Errorf("named(removed file) = %v, %v; want false", same, err)
+	}
+	l, err := TryExclusive(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	if same, err := named(old, path); err != nil || same {
+		t.Errorf("named(removed file) once the name is a new file = %v, %v; want false", same, err)
+	}
+}
+
+// Close leaves the lock to a child given the file, for as long as the child
+// lives.
+func TestCloseLeavesLockToChild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	l, err := TryShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("sleep", "600")
+	child.ExtraFiles = []*os.File{l.File()}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	defer child.Process.Kill()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryExclusive(path); !errors.Is(err, ErrLocked) {
+		t.Errorf("TryExclusive while the child holds the lock = %v; want ErrLocked", err)
+	}
+	child.Process.Kill()
+	child.Wait()
+	x, err := TryExclusive(path)
+	if err != nil {
+		t.Fatalf("TryExclusive after the child died = %v", err)
+	}
+	x.Unlock()
+}

@@ -17,7 +17,7 @@ import (
 // have removed but found in use.
 type Removal struct {
 	Path   string // absolute
-	Reason string // why it was to go
+	Reason string // why it was to go, if it was for a reason of its own
 }
 
 // GCResult is what GC did.

@@ -426,7 +426,7 @@ func TestLockWorkDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Removed) != 1 || res.Removed[0].Path != other.Path || len(res.InUse) != 1 || res.InUse[0].Path != w.Path {
+	if len(res.Removed) != 1 || res.Removed[0].Path != other.Path || len(res.InUse) != 1 || res.InUse[0].Path != w.Path || res.InUse[0].Reason != "" {
 		t.Errorf("GCWorkDirs = %+v; want %s removed and %s in use", res, other.Path, w.Path)
 	}
 	w.Close()

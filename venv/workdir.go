@@ -88,7 +88,7 @@ func GCWorkDirs(workingArea string) (GCResult, error) {
 		r := Removal{Path: dir, Reason: "no minion holds it"}
 		l, err := flock.TryExclusive(lockPath)
 		if errors.Is(err, flock.ErrLocked) {
-			res.InUse = append(res.InUse, r)
+			res.InUse = append(res.InUse, Removal{Path: dir})
 			continue
 		}
 		if err != nil {

@@ -37,6 +37,9 @@ type Config struct {
 	LorryCmd       string
 	WorkingArea    string
 	Once           bool
+	RuntimeCache   string
+	PipArgs        []string
+	KeepUnused     time.Duration
 
 	Logger *slog.Logger
 }
@@ -47,6 +50,9 @@ type Config struct {
 const httpTimeout = 30 * time.Second
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "gc" {
+		os.Exit(gcMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := parseArgs(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -118,8 +124,11 @@ func parseArgs(args []string, out io.Writer) (Config, error) {
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: lorry-controller-minion [flags]
+       lorry-controller-minion gc [flags]
 
 Asks the Lorry Controller WEBAPP for jobs and runs them one at a time.
+With gc, removes the scrapers' runtimes and working directories that no
+job uses (--runtime-cache, --keep-unused, --working-area) and exits.
 Durations are written like 10s, 1m30s.
 
 Flags:
@@ -135,6 +144,9 @@ Flags:
 	fs.StringVar(&cfg.WorkingArea, "working-area", "/var/lib/lorry-controller/work", "`directory` for lorry's working state, created if missing")
 	fs.String("config", "", "read settings from `file`: key = value lines, keys named like the flags")
 	fs.BoolVar(&cfg.Once, "once", false, "ask for one job, run it if there is one, then exit")
+	fs.StringVar(&cfg.RuntimeCache, "runtime-cache", "", "`directory` of the scrapers' runtimes (default: runtimes in --working-area)")
+	fs.Var((*stringList)(&cfg.PipArgs), "pip-arg", "pass `arg` to pip install when building a runtime; repeat for more")
+	fs.DurationVar(&cfg.KeepUnused, "keep-unused", 72*time.Hour, "gc removes even the newest runtime of a scraper when unused this long")
 	var old oldWebapp
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
 	for _, w := range warnings {
@@ -145,6 +157,9 @@ Flags:
 	}
 	if err := old.apply(fs, &cfg.WebappURL); err != nil {
 		return cfg, err
+	}
+	if cfg.RuntimeCache == "" {
+		cfg.RuntimeCache = filepath.Join(cfg.WorkingArea, "runtimes")
 	}
 	return cfg, validate(cfg)
 }
@@ -171,6 +186,9 @@ func validate(cfg Config) error {
 	}
 	if cfg.KillGrace < 0 {
 		return fmt.Errorf("--kill-grace %v: want a duration of zero or more", cfg.KillGrace)
+	}
+	if cfg.KeepUnused < 0 {
+		return fmt.Errorf("--keep-unused %v: want a duration of zero or more", cfg.KeepUnused)
 	}
 	return nil
 }

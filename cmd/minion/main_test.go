@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,8 @@ func TestParseArgs(t *testing.T) {
 		KillGrace:      10 * time.Second,
 		LorryCmd:       defaultLorryCmd(),
 		WorkingArea:    "/var/lib/lorry-controller/work",
+		RuntimeCache:   "/var/lib/lorry-controller/work/runtimes",
+		KeepUnused:     72 * time.Hour,
 	}
 	with := func(change func(*Config)) Config {
 		c := defaults
@@ -67,7 +70,8 @@ func TestParseArgs(t *testing.T) {
 			args: []string{"--webapp-url", "http://webapp:8080", "--name", "box-1", "--sleep", "1m", "--update-interval", "500ms",
 				"--kill-grace", "0s", "--lorry-cmd", "/opt/lorry", "--working-area", "/srv/work", "--once"},
 			want: Config{WebappURL: "http://webapp:8080", Name: "box-1", Sleep: time.Minute, UpdateInterval: 500 * time.Millisecond,
-				KillGrace: 0, LorryCmd: "/opt/lorry", WorkingArea: "/srv/work", Once: true},
+				KillGrace: 0, LorryCmd: "/opt/lorry", WorkingArea: "/srv/work", Once: true,
+				RuntimeCache: "/srv/work/runtimes", KeepUnused: 72 * time.Hour},
 		},
 		{
 			name: "config file",
@@ -84,8 +88,18 @@ working-area = /srv/lorry work
 once = true
 `,
 			want: Config{WebappURL: "http://webapp:1234", Name: "box-2", Sleep: 2 * time.Second, UpdateInterval: 3 * time.Second,
-				KillGrace: 4 * time.Second, LorryCmd: "/usr/local/bin/lorry", WorkingArea: "/srv/lorry work", Once: true},
+				KillGrace: 4 * time.Second, LorryCmd: "/usr/local/bin/lorry", WorkingArea: "/srv/lorry work", Once: true,
+				RuntimeCache: "/srv/lorry work/runtimes", KeepUnused: 72 * time.Hour},
 		},
+		{
+			name:   "runtimes",
+			args:   []string{"--pip-arg", "--index-url", "--pip-arg", "https://pypi.internal/simple"},
+			config: "runtime-cache = /srv/runtimes\nkeep-unused = 24h\npip-arg = --no-index\n",
+			want: with(func(c *Config) {
+				c.RuntimeCache, c.KeepUnused, c.PipArgs = "/srv/runtimes", 24*time.Hour, []string{"--index-url", "https://pypi.internal/simple"}
+			}),
+		},
+		{name: "negative keep-unused", args: []string{"--keep-unused", "-1h"}, wantErr: "--keep-unused"},
 		{
 			name:   "command line wins",
 			args:   []string{"--name", "from-flag", "--sleep", "7s"},
@@ -139,7 +153,7 @@ sleep = 30
 			if err != nil {
 				t.Fatalf("parseArgs(%q): got error %v, want none", args, err)
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("parseArgs(%q):\ngot  %+v\nwant %+v", args, got, tt.want)
 			}
 		})
@@ -152,7 +166,8 @@ func TestParseArgsHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("got error %v, want %v", err, flag.ErrHelp)
 	}
-	for _, f := range []string{"-webapp-url", "-name", "-sleep", "-update-interval", "-kill-grace", "-lorry-cmd", "-working-area", "-config", "-once"} {
+	for _, f := range []string{"-webapp-url", "-name", "-sleep", "-update-interval", "-kill-grace", "-lorry-cmd", "-working-area", "-config", "-once",
+		"-runtime-cache", "-pip-arg", "-keep-unused", "lorry-controller-minion gc"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("help: got %q, want it to list %s", out.String(), f)
 		}

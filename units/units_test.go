@@ -48,6 +48,8 @@ var installed = map[string]fs.FileMode{
 	"/usr/lib/systemd/system/lorry-controller-remove-ghost-jobs.timer":    0o644,
 	"/usr/lib/systemd/system/lorry-controller-remove-old-jobs.service":    0o644,
 	"/usr/lib/systemd/system/lorry-controller-remove-old-jobs.timer":      0o644,
+	"/usr/lib/systemd/system/lorry-controller-minion-gc.service":          0o644,
+	"/usr/lib/systemd/system/lorry-controller-minion-gc.timer":            0o644,
 }
 
 const unitDir = "/usr/lib/systemd/system"

@@ -159,14 +159,14 @@ const helperEnv = "VENV_TEST_HELPER"
 // the cache in dir with the fake python. It says "acquired built=BOOL" on
 // its stdout; with hold, it then runs sleep with the usage lock and says
 // "held PID". It waits for its stdin to close before it releases.
-func helper(t testing.TB, dir string, rt Runtime, hold bool) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
+func helper(t testing.TB, dir string, rt Runtime, hold bool, pipArgs ...string) (*exec.Cmd, *bufio.Reader, io.WriteCloser) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 	mode := "acquire"
 	if hold {
 		mode = "hold"
 	}
-	cmd.Env = append(os.Environ(), helperEnv+"="+strings.Join([]string{mode, dir, rt.Name, rt.ID, rt.Python}, "\x1f"))
+	cmd.Env = append(os.Environ(), helperEnv+"="+strings.Join(append([]string{mode, dir, rt.Name, rt.ID, rt.Python}, pipArgs...), "\x1f"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -194,7 +194,7 @@ func TestHelperProcess(t *testing.T) {
 	parts := strings.Split(arg, "\x1f")
 	mode, dir := parts[0], parts[1]
 	rt := Runtime{Name: parts[2], ID: parts[3], Python: parts[4]}
-	c, err := New(Config{Dir: dir, Logger: quiet})
+	c, err := New(Config{Dir: dir, PipArgs: parts[5:], Logger: quiet})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)

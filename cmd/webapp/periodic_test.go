@@ -135,9 +135,16 @@ func span(t *testing.T, s string) time.Duration {
 // units doing the same work at the same intervals.
 func TestTimerUnitsMatchPeriodicTasks(t *testing.T) {
 	units := filepath.Join("..", "..", "units")
-	timers, err := filepath.Glob(filepath.Join(units, "lorry-controller-*.timer"))
+	all, err := filepath.Glob(filepath.Join(units, "lorry-controller-*.timer"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The minions' timers do the minions' work, which is no WEBAPP's.
+	var timers []string
+	for _, tm := range all {
+		if !strings.HasPrefix(filepath.Base(tm), "lorry-controller-minion") {
+			timers = append(timers, tm)
+		}
 	}
 	if len(timers) != len(periodicTasks) {
 		t.Errorf("%d timer units, %d periodic tasks; want one of each per task", len(timers), len(periodicTasks))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 
@@ -124,9 +125,11 @@ func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) error {
 // handed after CONFGIT moved on. The content of an id never changes, so
 // it may be cached for good.
 func (s *Server) runtimeTar(w http.ResponseWriter, r *http.Request) error {
-	name, id := chi.URLParam(r, "name"), chi.URLParam(r, "id")
+	// chi gives the name as it was escaped in the URL.
+	name, err := url.PathUnescape(chi.URLParam(r, "name"))
+	id := chi.URLParam(r, "id")
 	notFound := errorf(http.StatusNotFound, "no runtime %q with id %q", name, id)
-	if confgit.ValidateName(name) != nil {
+	if err != nil || confgit.ValidateName(name) != nil {
 		return notFound
 	}
 	hist, ok := s.history()

@@ -66,10 +66,12 @@ func (e *ConfError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrBadConf) true for any *ConfError.
 func (e *ConfError) Is(target error) bool { return target == ErrBadConf }
 
-// lorriesSection is a "lorries" section, kept only until its globs have
-// been matched against the tree.
+// lorriesSection is a "lorries" or a "scrapers" section, kept only until
+// its globs have been matched against the tree. Both kinds select files
+// the same way; kind says how their specs are read.
 type lorriesSection struct {
 	index    int
+	kind     string // KindLorry or KindScraper
 	prefix   string
 	globs    [][]string
 	interval time.Duration
@@ -77,8 +79,9 @@ type lorriesSection struct {
 }
 
 type parsedConf struct {
-	lorries []lorriesSection
-	hosts   []Host
+	lorries  []lorriesSection
+	hosts    []Host
+	runtimes []runtimeSection
 }
 
 // parseConf parses the contents of lorry-controller.conf. Every problem
@@ -94,6 +97,7 @@ func parseConf(data []byte) (*parsedConf, error) {
 	}
 	pc := &parsedConf{}
 	seen := map[string]int{}
+	runtimes := map[string]int{}
 	for i, item := range list {
 		sec, ok := item.(map[string]any)
 		if !ok {
@@ -108,12 +112,23 @@ func parseConf(data []byte) (*parsedConf, error) {
 			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("must be a string, not %s", lorryspec.KindOf(tv))}
 		}
 		switch {
-		case typ == "lorries":
-			ls, err := parseLorriesSection(i, sec)
+		case typ == "lorries" || typ == "scrapers":
+			ls, err := parseLorriesSection(i, typ, sec)
 			if err != nil {
 				return nil, err
 			}
 			pc.lorries = append(pc.lorries, ls)
+		case typ == "runtime":
+			rs, err := parseRuntimeSection(i, sec)
+			if err != nil {
+				return nil, err
+			}
+			if j, dup := runtimes[rs.Name]; dup {
+				return nil, &ConfError{Section: i, Type: typ, Key: "name",
+					Err: fmt.Errorf("runtime %q is already configured by section [%d]", rs.Name, j)}
+			}
+			runtimes[rs.Name] = i
+			pc.runtimes = append(pc.runtimes, rs)
 		case hostTypes[typ] != "":
 			h, err := parseHostSection(i, typ, sec)
 			if err != nil {
@@ -127,7 +142,7 @@ func parseConf(data []byte) (*parsedConf, error) {
 			seen[key] = i
 			pc.hosts = append(pc.hosts, h)
 		default:
-			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("unknown type %q (want lorries, trove, gitlab, gitea or github)", typ)}
+			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("unknown type %q (want lorries, scrapers, runtime, trove, gitlab, gitea or github)", typ)}
 		}
 	}
 	return pc, nil
@@ -152,11 +167,14 @@ func ParseHostSection(section string) (Host, error) {
 	return parseHostSection(-1, typ, sec)
 }
 
-func parseLorriesSection(i int, sec map[string]any) (lorriesSection, error) {
+func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection, error) {
 	fail := func(key string, err error) (lorriesSection, error) {
-		return lorriesSection{}, &ConfError{Section: i, Type: "lorries", Key: key, Err: err}
+		return lorriesSection{}, &ConfError{Section: i, Type: typ, Key: key, Err: err}
 	}
-	ls := lorriesSection{index: i}
+	ls := lorriesSection{index: i, kind: KindLorry}
+	if typ == "scrapers" {
+		ls.kind = KindScraper
+	}
 	prefix, err := requireString(sec, "prefix")
 	if err != nil {
 		return fail("prefix", err)

@@ -1,6 +1,7 @@
 // Package confgit reads the controller's configuration from the committed
 // tree of a branch of the CONFGIT repository: lorry-controller.conf at the
-// root, and the .lorry files its "lorries" sections select.
+// root, the .lorry files its "lorries" sections select, the .scraper files
+// its "scrapers" sections select, and the directories of its runtimes.
 //
 // Only committed content counts, so what the controller runs is always what
 // an admin pushed, and Config.Commit names it.
@@ -31,6 +32,8 @@ type Config struct {
 	// typo should not drop mirrors and their history, so the lorries these
 	// defined before are to be kept as they were until the files are fixed.
 	Kept Kept
+	// Runtimes are the "runtime" sections, in file order; names are unique.
+	Runtimes []Runtime
 }
 
 // Kept names the .lorry files and lorry paths whose previous lorries stay.
@@ -45,16 +48,20 @@ type FileError struct {
 	Error string `json:"error"`
 }
 
-// Lorry is one run-queue entry defined by a .lorry file.
+// Lorry is one run-queue entry defined by a .lorry or a .scraper file.
 type Lorry struct {
 	Path string // section prefix + "/" + spec name
 	// Text is {Path: spec} as compact JSON with sorted keys, so the same
 	// spec always gives the same Text and a changed spec is seen as changed.
 	Text     string
-	Type     string // the spec's "type"
-	File     string // the .lorry file that defines it
+	Kind     string // KindLorry or KindScraper
+	Type     string // the spec's "type"; KindScraper for a scraper
+	File     string // the .lorry or .scraper file that defines it
 	Interval time.Duration
 	Timeout  time.Duration // "lorry-timeout" of the section
+	// Runtime is the runtime a scraper runs in, as of this commit; zero
+	// for a lorry.
+	Runtime Runtime
 }
 
 // Host is an Upstream Host section. Its repositories become lorries when
@@ -87,6 +94,9 @@ type tree interface {
 	// files lists the regular files, with slash-separated paths.
 	files() ([]string, error)
 	read(name string) ([]byte, error)
+	// dir finds a directory: its git tree id, and whether it holds
+	// requirements.txt. fs.ErrNotExist when there is no such directory.
+	dir(path string) (id string, hasRequirements bool, err error)
 }
 
 // Parse builds a Config from fsys the way Read builds it from a commit:
@@ -147,7 +157,7 @@ func (t fsTree) read(name string) ([]byte, error) {
 // build parses lorry-controller.conf first, so a broken one is reported
 // without reading any .lorry file, then reads the files its globs select.
 func build(ctx context.Context, t tree) (*Config, error) {
-	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Errors: []FileError{}}
+	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}}
 	data, ok, err := t.conf()
 	if err != nil {
 		return nil, err
@@ -160,6 +170,9 @@ func build(ctx context.Context, t tree) (*Config, error) {
 		return nil, err
 	}
 	cfg.Hosts = append(cfg.Hosts, pc.hosts...)
+	if cfg.Runtimes, err = resolveRuntimes(t, pc.runtimes); err != nil {
+		return nil, err
+	}
 	if len(pc.lorries) == 0 {
 		return cfg, nil
 	}
@@ -169,7 +182,14 @@ func build(ctx context.Context, t tree) (*Config, error) {
 	}
 	sort.Strings(names)
 
-	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{}}
+	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{},
+		runtimes: map[string]Runtime{}, files: map[string]bool{}}
+	for _, r := range cfg.Runtimes {
+		b.runtimes[r.Name] = r
+	}
+	for _, name := range names {
+		b.files[name] = true
+	}
 	var matched []*lorriesSection
 	for i, name := range names {
 		if i%512 == 0 {
@@ -210,6 +230,8 @@ type builder struct {
 	cfg      *Config
 	from     map[string]string // lorry path -> file that defined it
 	reported map[FileError]bool
+	runtimes map[string]Runtime // by name
+	files    map[string]bool    // regular files of the tree, for "config"
 }
 
 func (b *builder) report(file, msg string) {
@@ -220,9 +242,9 @@ func (b *builder) report(file, msg string) {
 	}
 }
 
-// addFile adds the specs of one .lorry file under every section that
-// selected it. Keys are taken in sorted order so that which of two
-// clashing specs wins does not depend on map order.
+// addFile adds the specs of one .lorry or .scraper file under every
+// section that selected it. Keys are taken in sorted order so that which of
+// two clashing specs wins does not depend on map order.
 func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) {
 	specs, err := lorryspec.ParseFile(data)
 	if err != nil {
@@ -232,21 +254,24 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 	}
 	for _, key := range slices.Sorted(maps.Keys(specs)) {
 		s := specs[key]
-		typ, err := "", s.Err
-		if err == nil {
-			typ, err = lorryspec.Check(s.Value)
-		}
-		if err != nil {
-			b.report(name, fmt.Sprintf("spec %q: %v", key, err))
-			for _, ls := range sections {
-				if p := ls.prefix + "/" + key; ValidatePath(p) == nil {
-					b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)
+		// A file selected by both kinds of section is read as each.
+		checked := map[string]checkedSpec{}
+		for _, ls := range sections {
+			c, ok := checked[ls.kind]
+			if !ok {
+				c = b.check(ls.kind, s)
+				checked[ls.kind] = c
+				if c.err != nil {
+					b.report(name, fmt.Sprintf("spec %q: %v", key, c.err))
 				}
 			}
-			continue
-		}
-		for _, ls := range sections {
 			p := ls.prefix + "/" + key
+			if c.err != nil {
+				if ValidatePath(p) == nil {
+					b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)
+				}
+				continue
+			}
 			if err := ValidatePath(p); err != nil {
 				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
 				continue
@@ -264,13 +289,46 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 			b.cfg.Lorries = append(b.cfg.Lorries, Lorry{
 				Path:     p,
 				Text:     string(text),
-				Type:     typ,
+				Kind:     ls.kind,
+				Type:     c.typ,
 				File:     name,
 				Interval: ls.interval,
 				Timeout:  ls.timeout,
+				Runtime:  c.runtime,
 			})
 		}
 	}
+}
+
+// checkedSpec is a spec as a section of one kind reads it.
+type checkedSpec struct {
+	typ     string
+	runtime Runtime
+	err     error
+}
+
+func (b *builder) check(kind string, e lorryspec.Entry) checkedSpec {
+	if e.Err != nil {
+		return checkedSpec{err: e.Err}
+	}
+	if kind == KindLorry {
+		typ, err := lorryspec.Check(e.Value)
+		return checkedSpec{typ: typ, err: err}
+	}
+	sc, err := ParseScraper(e.Value)
+	if err != nil {
+		return checkedSpec{err: err}
+	}
+	r, ok := b.runtimes[sc.Runtime]
+	if !ok {
+		return checkedSpec{err: fmt.Errorf("unknown runtime %q", sc.Runtime)}
+	}
+	for _, c := range sc.Config {
+		if !b.files[c] {
+			return checkedSpec{err: fmt.Errorf("config file %q is not in the repository", c)}
+		}
+	}
+	return checkedSpec{typ: KindScraper, runtime: r}
 }
 
 // clone copies c so that a cached Config cannot be changed through a copy
@@ -278,6 +336,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 func (c *Config) clone() *Config {
 	out := *c
 	out.Lorries = slices.Clone(c.Lorries)
+	out.Runtimes = slices.Clone(c.Runtimes)
 	out.Errors = slices.Clone(c.Errors)
 	out.Kept = Kept{Files: slices.Clone(c.Kept.Files), Paths: slices.Clone(c.Kept.Paths)}
 	out.Hosts = make([]Host, len(c.Hosts))

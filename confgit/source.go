@@ -67,6 +67,10 @@ type Source struct {
 	mu     sync.Mutex
 	commit plumbing.Hash
 	cached *Config
+	// packs is held for reading while files of the history are read
+	// (ReadFiles, RuntimeArchive), and for writing while the clone is
+	// repacked, which deletes the packs a reader may be using.
+	packs sync.RWMutex
 }
 
 // Read brings Dir up to date with URL, cloning it (bare) when Dir holds no
@@ -132,8 +136,11 @@ func (s *Source) sync(ctx context.Context) (*git.Repository, error) {
 	if err != nil {
 		return nil, &FetchError{URL: redactURL(s.URL), Err: err}
 	}
-	if updated {
+	// A repack waits for a fetch when readers are busy, rather than have
+	// a fetch wait for a slow download of a runtime.
+	if updated && s.packs.TryLock() {
 		repacked, err := compact(repo)
+		s.packs.Unlock()
 		if err != nil {
 			return nil, fmt.Errorf("repack CONFGIT in %s: %w", s.Dir, err)
 		}

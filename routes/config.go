@@ -55,6 +55,18 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 			Path: l.Path, Text: l.Text, Kind: KindLorry, FromPath: l.File,
 			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
 		}
+		// A scraper records the commit it was read from, whose files its
+		// next job is handed with the runtime of that same commit.
+		if l.Kind == KindScraper {
+			lorries[i].Kind, lorries[i].CommitID = KindScraper, cfg.Commit
+			lorries[i].Runtime = statedb.Runtime{Name: l.Runtime.Name, Version: l.Runtime.Version,
+				ID: l.Runtime.ID, Python: l.Runtime.Python}
+		}
+	}
+	runtimes := make([]statedb.RuntimeSection, len(cfg.Runtimes))
+	for i, rt := range cfg.Runtimes {
+		runtimes[i] = statedb.RuntimeSection{Name: rt.Name, Version: rt.Version, ID: rt.ID, Python: rt.Python,
+			Path: rt.Path, Commit: cfg.Commit}
 	}
 	hosts := make([]statedb.Host, len(cfg.Hosts))
 	for i, h := range cfg.Hosts {
@@ -80,7 +92,7 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 		}
 		return tx.SetConfigState(ctx, statedb.ConfigState{
 			Commit: cfg.Commit, ReadAt: tx.Now, Lorries: len(lorries), Hosts: len(hosts),
-			Errors: fileErrors, Changes: changes,
+			Errors: fileErrors, Changes: changes, Runtimes: runtimes,
 		})
 	})
 	if err != nil {

@@ -18,6 +18,8 @@ type jobOffer struct {
 	Text    string `json:"text"`
 	Timeout int64  `json:"timeout"`
 	PushURL string `json:"push_url"`
+	// Scraper is set for a scraper, which pushes nowhere.
+	Scraper *scraperOffer `json:"scraper,omitempty"`
 }
 
 func minionParams(p params) (statedb.MinionID, error) {
@@ -47,8 +49,9 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	if m.Name == "" {
 		m.Name = m.Host + "-" + strconv.FormatInt(m.PID, 10)
 	}
-	// A job whose downstream cannot be prepared fails at once, and the next
-	// due lorry is tried, so one bad downstream never blocks the queue.
+	// A job whose downstream cannot be prepared, or a scraper whose files
+	// cannot be read, fails at once, and the next due lorry is tried, so
+	// one bad downstream never blocks the queue.
 	for range maxPrepareTries {
 		var a statedb.Assignment
 		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
@@ -62,10 +65,22 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		if a.Idle != "" {
 			break
 		}
-		pushURL, err := s.downstream().Prepare(r.Context(), downstreamRepo(a.Lorry))
-		if err != nil {
-			why := "prepare the downstream repository: " + redact.URLs(err.Error())
-			s.Log.Error("downstream", "job_id", a.Job.ID, "path", a.Job.Path, "err", why)
+		offer := jobOffer{JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout}
+		var why string
+		if a.Job.Kind == KindScraper {
+			if offer.Scraper, err = s.scraperFor(r.Context(), a.Job, a.Lorry.Text); err != nil {
+				why = "read the scraper's files from CONFGIT: " + redact.URLs(err.Error())
+			} else if a.Job.Text != "" {
+				offer.Text = a.Job.Text
+			}
+		} else if offer.PushURL, err = s.downstream().Prepare(r.Context(), downstreamRepo(a.Lorry)); err != nil {
+			why = "prepare the downstream repository: " + redact.URLs(err.Error())
+		}
+		if why != "" {
+			if err := r.Context().Err(); err != nil {
+				return err // the minion is gone; the job is left to the ghost timeout
+			}
+			s.Log.Error("prepare job", "job_id", a.Job.ID, "path", a.Job.Path, "err", why)
 			err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.FailJob(r.Context(), a.Job.ID, why) })
 			if err != nil {
 				return err
@@ -77,10 +92,7 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			s.Log.Info("job given", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)
 		}
-		return ok(w, jobOffer{
-			JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
-			PushURL: pushURL,
-		})
+		return ok(w, offer)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -121,6 +133,9 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 		u.Exit = &n
 	}
 	if u.DiskUsage, err = p.optionalInt("disk_usage"); err != nil {
+		return err
+	}
+	if err := runtimeParams(p, &u); err != nil {
 		return err
 	}
 	var kill bool

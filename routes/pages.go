@@ -150,6 +150,7 @@ type statusView struct {
 	Filter       statedb.LorryFilter
 	Filtered     bool
 	States       []option
+	Kinds        []option
 	QueueMatches int64
 	Queue        []lorryView
 	Page         int
@@ -274,6 +275,7 @@ func readQueue(ctx context.Context, tx *statedb.Tx, v *statusView, f statedb.Lor
 	v.Filter, v.Filtered = f, f != (statedb.LorryFilter{})
 	v.States = options(f.State, "", "All", statedb.LorryDue, "Due", statedb.LorryFailing, "Failing",
 		statedb.LorryRunning, "Running", statedb.LorryNever, "Never run")
+	v.Kinds = options(f.Kind, "", "All", KindLorry, "Lorries", KindScraper, "Scrapers")
 	v.QueueMatches = v.St.Lorries.Total
 	if v.Filtered {
 		var err error
@@ -299,6 +301,9 @@ func readQueue(ctx context.Context, tx *statedb.Tx, v *statusView, f statedb.Lor
 		}
 		if f.State != "" {
 			q.Set("state", f.State)
+		}
+		if f.Kind != "" {
+			q.Set("kind", f.Kind)
 		}
 		if page > 1 {
 			q.Set("page", strconv.Itoa(page))
@@ -326,9 +331,12 @@ func numberedPager(n, pages int, link func(int) string) pager {
 
 func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := statedb.LorryFilter{Path: strings.TrimSpace(q.Get("path")), State: q.Get("state")}
+	f := statedb.LorryFilter{Path: strings.TrimSpace(q.Get("path")), State: q.Get("state"), Kind: q.Get("kind")}
 	if err := f.Valid(); err != nil {
 		return errorf(http.StatusBadRequest, "state %q is none of due, failing, running and never", f.State)
+	}
+	if f.Kind != "" && f.Kind != KindLorry && f.Kind != KindScraper {
+		return errorf(http.StatusBadRequest, "kind %q is neither %s nor %s", f.Kind, KindLorry, KindScraper)
 	}
 	v, disk, err := s.readStatusViews(r.Context(), f, pageNumber(q.Get("page")))
 	if err != nil {
@@ -417,10 +425,13 @@ type jobView struct {
 	State, Class string
 	ExitText     string
 	Took         int64 // seconds from start to end, or to now while it runs
+	// RuntimeText says how a scraper's runtime was got ready.
+	RuntimeText string
 }
 
 func jobRow(j statedb.Job, now int64) jobView {
 	v := jobView{jobJSON: jobWire(j, ""), State: j.Status, Class: "s-" + j.Status, ExitText: exitText(j.Exit)}
+	v.RuntimeText = runtimeText(v.Runtime)
 	v.Took = now - j.Started
 	if j.Ended != nil {
 		v.Took = *j.Ended - j.Started
@@ -434,6 +445,22 @@ func jobRow(j statedb.Job, now int64) jobView {
 		v.ExitText = "none: the minion never reported the end"
 	}
 	return v
+}
+
+// runtimeText says whether the minion built a scraper's runtime for the
+// job, and how long that took, or found it built.
+func runtimeText(rt *jobRuntimeJSON) string {
+	switch {
+	case rt == nil:
+		return ""
+	case rt.Built == nil:
+		return "not reported yet"
+	case !*rt.Built:
+		return "reused: it was built already"
+	case rt.BuildSeconds == nil:
+		return "built for this job"
+	}
+	return "built for this job in " + templates.Duration(int64(math.Round(*rt.BuildSeconds)))
 }
 
 // exitText says what an exit code means, as a shell would have it: a
@@ -684,6 +711,8 @@ type lorryPageView struct {
 	Total  int64
 	Spec   string
 	Recent jobTable
+	// LastBuild says how the newest job got a scraper's runtime ready.
+	LastBuild string
 }
 
 // lorryPath is the lorry path of a lorry-html URL. It is read from the
@@ -741,6 +770,10 @@ func (s *Server) lorryHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.pageBase = livePage(w, r, v.Lorry.Path, "status", v.Now)
 	v.Spec = readableSpec(v.Lorry.Text)
+	v.LastBuild = "no job yet"
+	if len(v.Recent.Jobs) > 0 && v.Recent.Jobs[0].Runtime != nil {
+		v.LastBuild = v.Recent.Jobs[0].RuntimeText
+	}
 	return writePage(w, http.StatusOK, "lorry.html", v)
 }
 

@@ -18,7 +18,9 @@ import (
 	"lorrycontroller/statedb"
 )
 
-// ConfigReader reads the configuration from CONFGIT.
+// ConfigReader reads the configuration from CONFGIT. One that is also a
+// ConfigHistory, as *confgit.Source is, can hand out scrapers and serve
+// their runtimes.
 type ConfigReader interface {
 	Read(ctx context.Context) (*confgit.Config, error)
 }
@@ -130,6 +132,10 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/hosts-html", s.page(s.hostsHTML))
 		r.Post("/read-configuration-html", s.action(s.readConfiguration, saidReadConfiguration))
 		r.Post("/force-ls-hosts-html", s.action(s.lsHosts(true), saidListHosts))
+
+		// Scraper runtimes, which minions download to build.
+		r.Get("/runtimes", s.handle(s.runtimes))
+		r.Get("/runtime/{name}/{id}.tar", s.handle(s.runtimeTar))
 
 		// Minions.
 		r.Get("/give-me-job", s.handle(s.giveMeJob))

@@ -1,8 +1,10 @@
 package routes
 
 import (
+	"encoding/json"
 	"strings"
 
+	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
 
 	"lorrycontroller/statedb"
@@ -27,18 +29,68 @@ type lorryJSON struct {
 	Description  string `json:"description"`
 	// DefaultBranch is the upstream's, for the downstream repository.
 	DefaultBranch string `json:"default_branch"`
+	// Commit and Runtime are a scraper's: the CONFGIT commit it was read
+	// from and its runtime there. Empty and null for a lorry.
+	Commit  string            `json:"commit"`
+	Runtime *lorryRuntimeJSON `json:"runtime"`
+}
+
+type lorryRuntimeJSON struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	ID      string `json:"id"`
+	Python  string `json:"python"`
 }
 
 // lorryWire shows a lorry. Its spec may hold a clone URL with credentials,
-// which only the minion is given in full.
+// or a scraper's secrets in its env, which only the minion is given in
+// full.
 func lorryWire(l statedb.Lorry) lorryJSON {
+	var rt *lorryRuntimeJSON
+	if l.Runtime.ID != "" {
+		rt = &lorryRuntimeJSON{Name: l.Runtime.Name, Version: l.Runtime.Version, ID: l.Runtime.ID, Python: l.Runtime.Python}
+	}
 	return lorryJSON{
-		Path: l.Path, Text: redact.URLs(l.Text), Kind: l.Kind, FromHost: l.FromHost, FromPath: l.FromPath,
+		Commit: l.CommitID, Runtime: rt,
+		Path: l.Path, Text: redactText(l.Kind, l.Text), Kind: l.Kind, FromHost: l.FromHost, FromPath: l.FromPath,
 		Generated: l.Generated, RunningJob: l.RunningJob, LastRun: l.LastRun, NextDue: l.NextDue,
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch,
 	}
+}
+
+// hidden stands for a secret value.
+const hidden = "***"
+
+// redactText hides what a spec may hold of secrets: the credentials of
+// URLs, and for a scraper the values of its env, whose names stay.
+func redactText(kind, text string) string {
+	if kind != KindScraper {
+		return redact.URLs(text)
+	}
+	v, err := lorryspec.DecodeJSON([]byte(text))
+	if err != nil {
+		return hidden
+	}
+	if m, ok := v.(map[string]any); ok {
+		for _, spec := range m {
+			sm, ok := spec.(map[string]any)
+			if !ok {
+				continue
+			}
+			if env, ok := sm["env"].(map[string]any); ok {
+				for k := range env {
+					env[k] = hidden
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return hidden
+	}
+	return redact.URLs(string(b))
 }
 
 // jobJSON is a job as the API shows it.
@@ -60,11 +112,30 @@ type jobJSON struct {
 	OutputBytes int64  `json:"output_bytes"`
 	CutBytes    int64  `json:"cut_bytes"`
 	Output      string `json:"output"`
+	// Runtime is a scraper's runtime and whether the minion built it for
+	// this job; null for a lorry.
+	Runtime *jobRuntimeJSON `json:"runtime"`
+}
+
+// jobRuntimeJSON is the runtime of a scraper's job. Built and
+// BuildSeconds are null until the minion reports them.
+type jobRuntimeJSON struct {
+	Name         string   `json:"name"`
+	Version      string   `json:"version"`
+	ID           string   `json:"id"`
+	Built        *bool    `json:"built"`
+	BuildSeconds *float64 `json:"build_seconds"`
 }
 
 func jobWire(j statedb.Job, output string) jobJSON {
+	var rt *jobRuntimeJSON
+	if j.Runtime.ID != "" {
+		rt = &jobRuntimeJSON{Name: j.Runtime.Name, Version: j.Runtime.Version, ID: j.Runtime.ID,
+			Built: j.RuntimeBuilt, BuildSeconds: j.RuntimeBuildSeconds}
+	}
 	return jobJSON{
-		JobID: j.ID, Path: j.Path, Kind: j.Kind, Minion: j.Minion, Host: j.Host, PID: j.PID,
+		Runtime: rt,
+		JobID:   j.ID, Path: j.Path, Kind: j.Kind, Minion: j.Minion, Host: j.Host, PID: j.PID,
 		Started: j.Started, Ended: j.Ended, Updated: j.Updated, Status: j.Status, Exit: j.Exit,
 		Kill: j.Kill, Timeout: j.Timeout, DiskUsage: j.DiskUsage, OutputBytes: j.OutputBytes,
 		CutBytes: j.CutBytes, Output: strings.ToValidUTF8(output, "\uFFFD"),

@@ -16,6 +16,18 @@ type ConfigState struct {
 	Failure string       `json:"failure"` // why the last read failed, "" if it did not
 	FailAt  int64        `json:"fail_at"` // when it failed
 	Changes LorryChanges `json:"changes"` // what the last good read changed
+	// Runtimes are the runtime sections of the commit in use.
+	Runtimes []RuntimeSection `json:"runtimes"`
+}
+
+// RuntimeSection is a runtime section of the configuration in use.
+type RuntimeSection struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	ID      string `json:"id"`
+	Python  string `json:"python"`
+	Path    string `json:"path"`
+	Commit  string `json:"commit"`
 }
 
 // FileError says why a file of the configuration, or part of it, was

@@ -36,21 +36,42 @@ type Job struct {
 	DiskUsage   *int64
 	OutputBytes int64 // bytes received, including any cut
 	CutBytes    int64 // bytes dropped from the middle to keep under the cap
+	// Text, CommitID and Runtime are the scraper's as it was handed out:
+	// a job keeps them however its lorry changes meanwhile.
+	Text     string
+	CommitID string
+	Runtime  Runtime
+	// RuntimeBuilt says whether the minion built the runtime for this job
+	// (true) or found it built (false), and RuntimeBuildSeconds how long
+	// the build took; nil until the minion reports them.
+	RuntimeBuilt        *bool
+	RuntimeBuildSeconds *float64
 
 	headBytes, tailBytes, nextChunk int64
 }
 
 const jobColumns = `id, path, kind, minion, host, pid, started, updated, ended, status,
 	exit, kill, kill_reason, timeout, disk_usage, output_bytes, cut_bytes,
-	head_bytes, tail_bytes, next_chunk`
+	head_bytes, tail_bytes, next_chunk, text, commit_id, runtime_name, runtime_version,
+	runtime_id, runtime_python, runtime_built, runtime_build_seconds`
 
 func scanJob(row scanner) (Job, error) {
 	var j Job
 	var ended, exit, du sql.NullInt64
+	var built sql.NullBool
+	var buildSecs sql.NullFloat64
 	err := row.Scan(&j.ID, &j.Path, &j.Kind, &j.Minion, &j.Host, &j.PID, &j.Started,
 		&j.Updated, &ended, &j.Status, &exit, &j.Kill, &j.KillReason, &j.Timeout, &du,
-		&j.OutputBytes, &j.CutBytes, &j.headBytes, &j.tailBytes, &j.nextChunk)
+		&j.OutputBytes, &j.CutBytes, &j.headBytes, &j.tailBytes, &j.nextChunk,
+		&j.Text, &j.CommitID, &j.Runtime.Name, &j.Runtime.Version, &j.Runtime.ID, &j.Runtime.Python,
+		&built, &buildSecs)
 	j.Ended, j.Exit, j.DiskUsage = nullInt(ended), nullInt(exit), nullInt(du)
+	if built.Valid {
+		j.RuntimeBuilt = &built.Bool
+	}
+	if buildSecs.Valid {
+		j.RuntimeBuildSeconds = &buildSecs.Float64
+	}
 	return j, err
 }
 
@@ -227,9 +248,17 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		return a, fmt.Errorf("find due lorry: %w", err)
 	}
 
-	res, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
-		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout)
+	// A scraper's job keeps its spec, commit and runtime, so that it is
+	// handed them again if the minion asks again after CONFGIT moved on.
+	var text string
+	if l.CommitID != "" {
+		text = l.Text
+	}
+	res, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
+			text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)`,
+		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
+		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python)
 	if err != nil {
 		return a, fmt.Errorf("create job for %q: %w", l.Path, err)
 	}
@@ -248,7 +277,8 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	}
 	l.RunningJob = &id
 	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,
-		Started: tx.Now, Updated: tx.Now, Status: StatusRunning, Timeout: l.Timeout}
+		Started: tx.Now, Updated: tx.Now, Status: StatusRunning, Timeout: l.Timeout,
+		Text: text, CommitID: l.CommitID, Runtime: l.Runtime}
 	return Assignment{Job: j, Lorry: l}, nil
 }
 
@@ -261,6 +291,10 @@ type JobUpdate struct {
 	Stdout    []byte
 	Stderr    []byte
 	DiskUsage *int64
+	// RuntimeBuilt and RuntimeBuildSeconds, when set, say how a scraper's
+	// runtime was got ready for the job.
+	RuntimeBuilt        *bool
+	RuntimeBuildSeconds *float64
 }
 
 // UpdateJob records a minion's report: it appends output, keeps the job
@@ -289,6 +323,14 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 	}
 	if u.DiskUsage != nil {
 		j.DiskUsage = u.DiskUsage
+	}
+	if u.RuntimeBuilt != nil || u.RuntimeBuildSeconds != nil {
+		_, err := tx.exec(ctx, `UPDATE jobs SET runtime_built = COALESCE(?, runtime_built),
+			runtime_build_seconds = COALESCE(?, runtime_build_seconds) WHERE id = ?`,
+			u.RuntimeBuilt, u.RuntimeBuildSeconds, j.ID)
+		if err != nil {
+			return false, fmt.Errorf("update job %d: %w", j.ID, err)
+		}
 	}
 
 	if u.Exit != nil {

@@ -28,11 +28,25 @@ type Lorry struct {
 	// downstream repository; empty when unknown.
 	Description   string
 	DefaultBranch string
+	// CommitID is the CONFGIT commit a scraper was read from, and Runtime
+	// its runtime there; both empty for a lorry.
+	CommitID string
+	Runtime  Runtime
+}
+
+// Runtime is the runtime a scraper runs in, as a commit of CONFGIT
+// defines it.
+type Runtime struct {
+	Name    string
+	Version string
+	ID      string // git tree id of the runtime directory
+	Python  string
 }
 
 const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
 	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
-	last_run_error, disk_usage, description, default_branch`
+	last_run_error, disk_usage, description, default_branch,
+	commit_id, runtime_name, runtime_version, runtime_id, runtime_python`
 
 type scanner interface{ Scan(...any) error }
 
@@ -41,7 +55,8 @@ func scanLorry(row scanner) (Lorry, error) {
 	var running, lastRun, exit, du sql.NullInt64
 	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
 		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
-		&l.LastRunError, &du, &l.Description, &l.DefaultBranch)
+		&l.LastRunError, &du, &l.Description, &l.DefaultBranch,
+		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python)
 	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
 	return l, err
 }
@@ -165,6 +180,8 @@ type NewLorry struct {
 	Timeout       int64
 	Description   string
 	DefaultBranch string
+	CommitID      string  // for a scraper: the CONFGIT commit it was read from
+	Runtime       Runtime // for a scraper: its runtime at CommitID
 }
 
 // LorryChanges counts what applying a configuration did to the run queue.
@@ -186,6 +203,8 @@ type Kept struct {
 // exactly want: new ones are added at the end of the queue, vanished ones
 // removed unless kept, changed ones updated in place (keeping their place
 // and history).
+// A scraper whose spec and runtime are the same at a new commit is
+// unchanged, but records the new commit, whose files its next job gets.
 // A running job of a removed lorry is left to finish; it just has no lorry
 // to report to. Lorries generated from upstream hosts are not touched,
 // unless the configuration names the same path, which then takes it over.
@@ -196,16 +215,20 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		interval, timeout    int64
 		generated            bool
 		lastRun              sql.NullInt64
+		commit               string
+		runtime              Runtime
 	}
 	existing := make(map[string]have)
-	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, last_run FROM lorries`)
+	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, last_run,
+		commit_id, runtime_name, runtime_version, runtime_id, runtime_python FROM lorries`)
 	if err != nil {
 		return ch, fmt.Errorf("read lorries: %w", err)
 	}
 	for rows.Next() {
 		var p string
 		var h have
-		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated, &h.lastRun); err != nil {
+		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated, &h.lastRun,
+			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python); err != nil {
 			rows.Close()
 			return ch, fmt.Errorf("read lorries: %w", err)
 		}
@@ -221,15 +244,22 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		return ch, fmt.Errorf("read queue: %w", err)
 	}
 	insert, err := tx.s.stmt(ctx, `INSERT INTO lorries
-		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due)
-		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0)`)
+		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due,
+		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python)
+		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0,
+		 ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return ch, err
 	}
 	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
 		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
-		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
+		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END,
+		commit_id = ?, runtime_name = ?, runtime_version = ?, runtime_id = ?, runtime_python = ?
 		WHERE path = ?`)
+	if err != nil {
+		return ch, err
+	}
+	recommit, err := tx.s.stmt(ctx, `UPDATE lorries SET commit_id = ? WHERE path = ?`)
 	if err != nil {
 		return ch, err
 	}
@@ -244,16 +274,23 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		switch {
 		case !ok:
 			bottom++
-			if _, err := insert.ExecContext(ctx, l.Path, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, bottom, l.Path); err != nil {
+			if _, err := insert.ExecContext(ctx, l.Path, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, bottom, l.Path,
+				l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python); err != nil {
 				return ch, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
 			ch.Added++
 		case h.generated || h.text != l.Text || h.kind != l.Kind || h.fromPath != l.FromPath ||
-			h.interval != l.Interval || h.timeout != l.Timeout:
-			if _, err := update.ExecContext(ctx, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Interval, l.Path); err != nil {
+			h.interval != l.Interval || h.timeout != l.Timeout || h.runtime != l.Runtime:
+			if _, err := update.ExecContext(ctx, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Interval,
+				l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Path); err != nil {
 				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 			ch.Changed++
+		case h.commit != l.CommitID:
+			if _, err := recommit.ExecContext(ctx, l.CommitID, l.Path); err != nil {
+				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
+			ch.Unchanged++
 		default:
 			ch.Unchanged++
 		}

@@ -30,6 +30,8 @@ type LorryFilter struct {
 	// State, if set, is one of LorryDue, LorryFailing, LorryRunning and
 	// LorryNever.
 	State string
+	// Kind, if set, is the entry's kind, such as "lorry" or "scraper".
+	Kind string
 }
 
 // Valid says whether f's State is one the queries know.
@@ -49,10 +51,11 @@ const lorryFilterWhere = `(?1 = '' OR path LIKE ?2 ESCAPE '\')
 		OR (?3 = 'due' AND running_job IS NULL AND next_due <= ?4)
 		OR (?3 = 'failing' AND (last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != ''))
 		OR (?3 = 'running' AND running_job IS NOT NULL)
-		OR (?3 = 'never' AND last_run IS NULL))`
+		OR (?3 = 'never' AND last_run IS NULL))
+	AND (?5 = '' OR kind = ?5)`
 
 func (f LorryFilter) args(now int64) []any {
-	return []any{f.Path, likePattern(f.Path), f.State, now}
+	return []any{f.Path, likePattern(f.Path), f.State, now, f.Kind}
 }
 
 // likePattern makes s a LIKE pattern matching any text that contains s.
@@ -74,10 +77,10 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 	// the page. A filtered one is read whole and its matches sorted: the
 	// index would fetch each of 100,000 rows in turn to test it.
 	query := `SELECT ` + lorryColumns + ` FROM lorries INDEXED BY lorries_queue
-		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT ?5 OFFSET ?6`
+		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT ?6 OFFSET ?7`
 	if f != (LorryFilter{}) {
 		query = `SELECT ` + lorryColumns + ` FROM lorries NOT INDEXED
-		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT ?5 OFFSET ?6`
+		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT ?6 OFFSET ?7`
 	}
 	rows, err := tx.query(ctx, query, append(f.args(tx.Now), limit, offset)...)
 	if err != nil {

@@ -97,7 +97,7 @@ type Runtime struct {
 
 // shortID is how much of the ID the default Version keeps, as git
 // abbreviates.
-const shortID = 7
+const shortID = 12
 
 var hexID = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 

@@ -27,6 +27,9 @@ type lorryJSON struct {
 	Description  string `json:"description"`
 	// DefaultBranch is the upstream's, for the downstream repository.
 	DefaultBranch string `json:"default_branch"`
+	// UpstreamHead is the branch the upstream's HEAD named at the last
+	// successful job, which the downstream's default branch follows.
+	UpstreamHead string `json:"upstream_head"`
 }
 
 // lorryWire shows a lorry. Its spec may hold a clone URL with credentials,
@@ -37,7 +40,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		Generated: l.Generated, RunningJob: l.RunningJob, LastRun: l.LastRun, NextDue: l.NextDue,
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
-		Description: l.Description, DefaultBranch: l.DefaultBranch,
+		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
 	}
 }
 

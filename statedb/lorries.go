@@ -28,11 +28,14 @@ type Lorry struct {
 	// downstream repository; empty when unknown.
 	Description   string
 	DefaultBranch string
+	// UpstreamHead is the branch that the upstream's HEAD named, as the
+	// last successful job that knew it reported; empty when unknown.
+	UpstreamHead string
 }
 
 const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
 	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
-	last_run_error, disk_usage, description, default_branch`
+	last_run_error, disk_usage, description, default_branch, upstream_head`
 
 type scanner interface{ Scan(...any) error }
 
@@ -41,7 +44,7 @@ func scanLorry(row scanner) (Lorry, error) {
 	var running, lastRun, exit, du sql.NullInt64
 	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
 		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
-		&l.LastRunError, &du, &l.Description, &l.DefaultBranch)
+		&l.LastRunError, &du, &l.Description, &l.DefaultBranch, &l.UpstreamHead)
 	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
 	return l, err
 }
@@ -228,6 +231,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	}
 	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
 		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
+		upstream_head = '',
 		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
 		WHERE path = ?`)
 	if err != nil {

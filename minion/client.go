@@ -22,6 +22,10 @@ type job struct {
 	Text    string  `json:"text"`
 	Timeout float64 `json:"timeout"` // seconds; enforced by the WEBAPP
 	PushURL string  `json:"push_url"`
+
+	// head is the branch the upstream's HEAD named, as lorry found it,
+	// sent with the final update of a job that succeeded.
+	head string
 }
 
 // updateRunning is the exit value of a job-update for a job still running.
@@ -99,6 +103,9 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 	}
 	if diskUsage != nil {
 		form.Set("disk_usage", strconv.FormatInt(*diskUsage, 10))
+	}
+	if exit == 0 && j.head != "" {
+		form.Set("head", j.head)
 	}
 	_, body, err := m.post(ctx, "job-update", form)
 	if err != nil {

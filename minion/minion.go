@@ -157,7 +157,9 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	}
 	defer os.Remove(spec)
 
-	args := []string{"--working-area", m.cfg.WorkingArea}
+	result := m.newLorryResult(j)
+	defer result.remove()
+	args := []string{"--working-area", m.cfg.WorkingArea, "--result-file", result.path}
 	if j.PushURL != "" {
 		args = append(args, "--push-url", j.PushURL)
 	}
@@ -179,6 +181,7 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		log.Warn("job output may be incomplete", "err", err)
 	}
 	out.add(p.NewOutput())
+	j.head = result.head(log, j, exit)
 	m.finish(ctx, log, j, exit, out)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"lorrycontroller/lorryspec"
@@ -37,6 +38,8 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 			return push, g.Prune, j.cloneGit(ctx, args, g.URL)
 		}
 	}
+	// -c options apply to asking for the upstream's HEAD too.
+	config := slices.Clip(args)
 	// --atomic: a fetch that fails half-way leaves every ref as it was.
 	args = append(args, "fetch", "--atomic", "--no-tags", "--no-write-fetch-head", "--progress")
 	if g.Prune {
@@ -57,7 +60,72 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if !anyMatches(refs, push) {
 		return nil, false, fmt.Errorf("no ref upstream matches the refspecs %s", strings.Join(fetch, " "))
 	}
+	j.followUpstreamHead(ctx, config, g.URL, fetch, refs)
 	return push, g.Prune, nil
+}
+
+// followUpstreamHead points the mirror's HEAD at the branch the upstream's
+// HEAD names, as it was mirrored, so that the downstream's default branch
+// can follow it. A clone does that by itself; a fetch records no HEAD, so
+// the upstream is asked. The fetch has succeeded by then, so a failure to
+// ask leaves HEAD as it was rather than failing the run.
+func (j *job) followUpstreamHead(ctx context.Context, args []string, url string, fetch []string, refs map[string]string) {
+	args = append(args, "ls-remote", "--symref", "--", url, "HEAD")
+	out, err := j.gitIn(ctx, "", args...)
+	if err != nil {
+		fmt.Fprintf(j.out, "cannot tell the upstream's HEAD; the mirror's stays as it was: %v\n", err)
+		return
+	}
+	upstream := symrefHead(out)
+	if upstream == "" {
+		return // a detached HEAD, or a server that does not say
+	}
+	head, ok := mappedRef(fetch, upstream)
+	if !ok || !strings.HasPrefix(head, "refs/heads/") || refs[head] == "" {
+		return // the upstream's default branch is not mirrored as a branch
+	}
+	if cur, err := j.git(ctx, "symbolic-ref", "--quiet", "HEAD"); err == nil && strings.TrimSpace(cur) == head {
+		return
+	}
+	if _, err := j.git(ctx, "symbolic-ref", "HEAD", head); err != nil {
+		fmt.Fprintf(j.out, "cannot point the mirror's HEAD at %s: %v\n", head, err)
+	}
+}
+
+// symrefHead reads the ref that HEAD names from the output of git
+// ls-remote --symref, "" if it names none.
+func symrefHead(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		target, name, ok := strings.Cut(line, "\t")
+		if ref, isSym := strings.CutPrefix(target, "ref: "); ok && isSym && name == "HEAD" {
+			return ref
+		}
+	}
+	return ""
+}
+
+// mappedRef is the name under which the fetch refspecs put the upstream
+// ref, which is a full name; a source without "refs/" is a branch, as
+// lorry's refspecs are written.
+func mappedRef(fetch []string, ref string) (string, bool) {
+	for _, f := range fetch {
+		src, dst, _ := strings.Cut(strings.TrimPrefix(f, "+"), ":")
+		if !strings.HasPrefix(src, "refs/") {
+			src = "refs/heads/" + src
+		}
+		prefix, suffix, wild := strings.Cut(src, "*")
+		if !wild {
+			if src == ref {
+				return dst, true
+			}
+			continue
+		}
+		if refMatches(src, ref) {
+			middle := ref[len(prefix) : len(ref)-len(suffix)]
+			return strings.Replace(dst, "*", middle, 1), true
+		}
+	}
+	return "", false
 }
 
 func (j *job) cloneGit(ctx context.Context, args []string, url string) error {

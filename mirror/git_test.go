@@ -328,3 +328,66 @@ func TestPushTargets(t *testing.T) {
 		t.Errorf("--mirror-base-url-push: downstream refs = %v", refs)
 	}
 }
+
+// The mirror's HEAD, and so the result's Head and a local downstream's
+// HEAD, follow the upstream's HEAD from the first clone through later
+// fetches, as the refspecs name it in the mirror.
+func TestGitHeadFollowsUpstream(t *testing.T) {
+	up := newUpstream(t, false)
+	up.git("branch", "-m", "main", "trunk")
+	up.git("branch", "side")
+	down := downstream(t)
+	area := t.TempDir()
+	spec := gitSpec("p", map[string]any{"url": up.url})
+	for _, want := range []string{"trunk", "side", "trunk"} {
+		up.git("symbolic-ref", "HEAD", "refs/heads/"+want)
+		res := runSpec(t, spec, Options{WorkingArea: area, PushURL: down})
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		if res.Head != want {
+			t.Errorf("with upstream HEAD %s: Head = %q; want %q", want, res.Head, want)
+		}
+		if got := gittest.Git(t, down, nil, "symbolic-ref", "HEAD"); got != "refs/heads/"+want {
+			t.Errorf("with upstream HEAD %s: downstream HEAD = %s; want refs/heads/%s", want, got, want)
+		}
+	}
+
+	tests := []struct {
+		name     string
+		refspecs []any
+		want     string
+	}{
+		{name: "all branches", refspecs: []any{"+refs/heads/*:refs/heads/*"}, want: "trunk"},
+		{name: "short name", refspecs: []any{"trunk", "side"}, want: "trunk"},
+		{name: "renamed", refspecs: []any{"refs/heads/trunk:refs/heads/main"}, want: "main"},
+		{name: "renamed by pattern", refspecs: []any{"refs/heads/*:refs/heads/up/*"}, want: "up/trunk"},
+		{name: "default branch not mirrored", refspecs: []any{"side"}, want: ""},
+	}
+	up.git("symbolic-ref", "HEAD", "refs/heads/trunk")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runSpec(t, gitSpec("p", map[string]any{"url": up.url, "refspecs": tc.refspecs}),
+				Options{WorkingArea: t.TempDir(), PullOnly: true})
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if res.Head != tc.want {
+				t.Errorf("Head = %q; want %q", res.Head, tc.want)
+			}
+		})
+	}
+}
+
+func TestSymrefHead(t *testing.T) {
+	tests := []struct{ name, out, want string }{
+		{name: "branch", out: "ref: refs/heads/trunk\tHEAD\n1234abcd\tHEAD\n", want: "refs/heads/trunk"},
+		{name: "detached", out: "1234abcd\tHEAD\n", want: ""},
+		{name: "nothing", out: "", want: ""},
+	}
+	for _, tc := range tests {
+		if got := symrefHead(tc.out); got != tc.want {
+			t.Errorf("%s: symrefHead(%q) = %q; want %q", tc.name, tc.out, got, tc.want)
+		}
+	}
+}

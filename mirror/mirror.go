@@ -51,7 +51,12 @@ type Options struct {
 type Result struct {
 	Name    string
 	Changes Changes
-	Err     error
+	// Head is the branch that the mirror's HEAD names, without
+	// refs/heads/, or "" when HEAD names no branch of the mirror: the
+	// upstream's default branch for git specs, the imported branch for
+	// archives, master for converted repositories.
+	Head string
+	Err  error
 }
 
 // Changes lists refs by what happened to them in the mirror.
@@ -171,6 +176,7 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 		res.Err = errors.New("the mirror has no refs: nothing upstream matched the spec")
 		return res
 	}
+	res.Head = j.headBranch(ctx, after)
 	if url := j.pushURL(); url != "" {
 		res.Err = j.push(ctx, url, refspecs, prune)
 	}
@@ -328,6 +334,21 @@ func (j *job) setHead(ctx context.Context, dir string) error {
 		return fmt.Errorf("set the default branch of %s: %w", dir, err)
 	}
 	return nil
+}
+
+// headBranch is the branch the mirror's HEAD names, without refs/heads/,
+// or "" if refs has no such branch.
+func (j *job) headBranch(ctx context.Context, refs map[string]string) string {
+	out, err := j.git(ctx, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		return "" // a detached HEAD
+	}
+	ref := strings.TrimSpace(out)
+	branch, ok := strings.CutPrefix(ref, "refs/heads/")
+	if !ok || refs[ref] == "" {
+		return ""
+	}
+	return branch
 }
 
 // git runs git on the mirror.

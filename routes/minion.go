@@ -138,6 +138,12 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if err := runtimeParams(p, &u); err != nil {
 		return err
 	}
+	if u.Head, err = p.branch("head"); err != nil {
+		return err
+	}
+	if u.Head != "" && u.Exit == nil {
+		return errorf(http.StatusBadRequest, "head is reported with the final update only, with exit")
+	}
 	var kill bool
 	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
 		var err error
@@ -182,8 +188,17 @@ func (s *Server) finishDownstream(ctx context.Context, id int64) {
 	}
 }
 
+// downstreamRepo is what the Downstream Host is told of l. The branch
+// that the upstream's HEAD named at the last run wins over the default
+// branch an Upstream Host listed, as it is what the mirror has; without
+// it, a Gitea or GitLab downstream keeps the branch that the first push
+// happened to make the default.
 func downstreamRepo(l statedb.Lorry) hosts.DownstreamRepo {
-	return hosts.DownstreamRepo{Path: l.Path, Description: l.Description, DefaultBranch: l.DefaultBranch}
+	branch := l.UpstreamHead
+	if branch == "" {
+		branch = l.DefaultBranch
+	}
+	return hosts.DownstreamRepo{Path: l.Path, Description: l.Description, DefaultBranch: branch}
 }
 
 func (s *Server) pretendTime(w http.ResponseWriter, r *http.Request) error {

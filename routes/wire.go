@@ -33,6 +33,9 @@ type lorryJSON struct {
 	// from and its runtime there. Empty and null for a lorry.
 	Commit  string            `json:"commit"`
 	Runtime *lorryRuntimeJSON `json:"runtime"`
+	// UpstreamHead is the branch the upstream's HEAD named at the last
+	// successful job, which the downstream's default branch follows.
+	UpstreamHead string `json:"upstream_head"`
 }
 
 type lorryRuntimeJSON struct {
@@ -56,7 +59,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		Generated: l.Generated, RunningJob: l.RunningJob, LastRun: l.LastRun, NextDue: l.NextDue,
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
-		Description: l.Description, DefaultBranch: l.DefaultBranch,
+		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
 	}
 }
 

@@ -295,6 +295,9 @@ type JobUpdate struct {
 	// runtime was got ready for the job.
 	RuntimeBuilt        *bool
 	RuntimeBuildSeconds *float64
+	// Head is the branch the upstream's HEAD names, reported with a
+	// successful end; "" when not reported. It is kept on the lorry.
+	Head string
 }
 
 // UpdateJob records a minion's report: it appends output, keeps the job
@@ -342,6 +345,12 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 			status = StatusTimedOut
 		case j.KillReason == StatusKilled:
 			status = StatusKilled
+		}
+		if status == StatusSucceeded && u.Head != "" {
+			_, err := tx.exec(ctx, `UPDATE lorries SET upstream_head = ? WHERE path = ? AND running_job = ?`, u.Head, j.Path, j.ID)
+			if err != nil {
+				return false, fmt.Errorf("record upstream head of job %d on lorry %q: %w", j.ID, j.Path, err)
+			}
 		}
 		return false, tx.endJob(ctx, j, status, u.Exit, "", true)
 	}

@@ -32,6 +32,9 @@ type Lorry struct {
 	// its runtime there; both empty for a lorry.
 	CommitID string
 	Runtime  Runtime
+	// UpstreamHead is the branch that the upstream's HEAD named, as the
+	// last successful job that knew it reported; empty when unknown.
+	UpstreamHead string
 }
 
 // Runtime is the runtime a scraper runs in, as a commit of CONFGIT
@@ -46,7 +49,7 @@ type Runtime struct {
 const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
 	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
 	last_run_error, disk_usage, description, default_branch,
-	commit_id, runtime_name, runtime_version, runtime_id, runtime_python`
+	commit_id, runtime_name, runtime_version, runtime_id, runtime_python, upstream_head`
 
 type scanner interface{ Scan(...any) error }
 
@@ -56,7 +59,7 @@ func scanLorry(row scanner) (Lorry, error) {
 	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
 		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
 		&l.LastRunError, &du, &l.Description, &l.DefaultBranch,
-		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python)
+		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python, &l.UpstreamHead)
 	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
 	return l, err
 }
@@ -253,6 +256,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	}
 	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
 		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
+		upstream_head = '',
 		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END,
 		commit_id = ?, runtime_name = ?, runtime_version = ?, runtime_id = ?, runtime_python = ?
 		WHERE path = ?`)

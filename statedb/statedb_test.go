@@ -422,6 +422,46 @@ func TestUpdateJobLifecycle(t *testing.T) {
 	}
 }
 
+// The head a successful job reports is kept on its lorry until another
+// successful job reports one, or the lorry's definition changes; a failed
+// job's is ignored.
+func TestUpstreamHead(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a")
+	run := func(exitCode int64, head string) {
+		t.Helper()
+		f.clock.Set(f.clock.Now().Unix() + 1000)
+		a := f.mustGive(t, m1)
+		if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(exitCode), Head: head}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		name string
+		exit int64
+		head string
+		want string
+	}{
+		{name: "success", exit: 0, head: "trunk", want: "trunk"},
+		{name: "failure", exit: 1, head: "side", want: "trunk"},
+		{name: "success without a head", exit: 0, want: "trunk"},
+		{name: "success with another head", exit: 0, head: "main", want: "main"},
+	} {
+		run(step.exit, step.head)
+		if got := f.lorry(t, "a").UpstreamHead; got != step.want {
+			t.Errorf("after %s: upstream head = %q; want %q", step.name, got, step.want)
+		}
+	}
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.SetConfigLorries(ctx, []NewLorry{{Path: "a", Text: `{"a":{"type":"git","url":"elsewhere"}}`, Kind: "lorry", Interval: 100}}, Kept{})
+		return err
+	})
+	if got := f.lorry(t, "a").UpstreamHead; got != "" {
+		t.Errorf("after the lorry changed: upstream head = %q; want none", got)
+	}
+}
+
 func TestUpdateJobErrors(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()

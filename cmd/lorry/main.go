@@ -22,6 +22,8 @@ import (
 type Config struct {
 	Specs   []string // spec files
 	Options mirror.Options
+	// ResultFile, if set, receives what each spec's run found, as JSON.
+	ResultFile string
 }
 
 func parseArgs(args []string, stderr io.Writer) (Config, error) {
@@ -40,6 +42,7 @@ func parseArgs(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Options.MirrorBaseURLPush, "mirror-base-url-push", "", "push each spec to `base`/NAME.git")
 	fs.BoolVar(&c.Options.PullOnly, "pull-only", false, "update the mirrors, push nothing")
 	fs.BoolVar(&c.Options.Verbose, "verbose", false, "say more about what is done")
+	fs.StringVar(&c.ResultFile, "result-file", "", "after the run, write what it found for each spec (such as the upstream's default branch) to `file` as JSON")
 	fs.DurationVar(&c.Options.LockWait, "lock-wait", 10*time.Minute, "wait this long for another lorry working on the same mirror")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -92,14 +95,21 @@ func run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return fmt.Errorf("--push-url names one repository, but there are %d specs", len(specs))
 	}
 	failed := 0
+	results := newResultFile()
 	for _, s := range specs {
 		res := mirror.Run(ctx, s, cfg.Options)
 		fmt.Fprintln(stdout, res)
+		results.add(res)
 		if res.Err != nil {
 			failed++
 		}
 		if ctx.Err() != nil {
 			break
+		}
+	}
+	if cfg.ResultFile != "" {
+		if err := results.write(cfg.ResultFile); err != nil {
+			return err
 		}
 	}
 	if failed > 0 {

@@ -44,7 +44,9 @@ import (
 // With GiteaOptions.ServeGit, every repository is a real bare repository
 // served over smart HTTP at its clone_url (which needs RootURL left to
 // the fake's own), taking pushes authenticated with the token as the
-// password of any user name; setting default_branch moves its HEAD.
+// password of any user name; setting default_branch moves its HEAD, and
+// the first push into an empty repository picks its default branch as
+// Gitea does (see firstPush).
 type Gitea struct {
 	tb      testing.TB
 	srv     *httptest.Server
@@ -591,7 +593,7 @@ func (f *Gitea) createRepo(w http.ResponseWriter, r *http.Request) {
 	private, _ := body["private"].(bool)
 	branch, _ := body["default_branch"].(string)
 	if branch == "" {
-		branch = "main"
+		branch = giteaDefaultBranch
 	}
 	f.lastRepoID++
 	repo := &giteaRepo{GiteaRepo: GiteaRepo{ID: f.lastRepoID, Owner: o.name, Name: name,
@@ -671,15 +673,83 @@ func (f *Gitea) serveGit(w http.ResponseWriter, r *http.Request) {
 		r = r.Clone(r.Context())
 		r.URL.Path = "/" + canonical + strings.TrimPrefix(r.URL.Path, "/"+path)
 	}
+	receive := access == gitAllow && push && r.Method == http.MethodPost
+	var cmds []pushCommand
+	if receive {
+		var err error
+		if cmds, err = readPushCommands(r); err != nil {
+			f.tb.Logf("hoststest: Gitea cannot read the ref updates of a push to %s: %v", canonical, err)
+		}
+	}
 	f.git.serveGit(w, r, access, "Gitea")
-	if access == gitAllow && push && r.Method == http.MethodPost {
+	if receive {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if repo := f.reposByName[strings.ToLower(canonical)]; repo != nil {
-			repo.empty = f.git.empty(canonical)
-			if branch := pickDefaultBranch(f.git, canonical); branch != "" {
-				repo.DefaultBranch = branch
+		if repo := f.reposByName[strings.ToLower(canonical)]; repo != nil && repo.empty {
+			f.firstPush(repo, cmds)
+		}
+	}
+}
+
+// giteaDefaultBranch is the instance's [repository] DEFAULT_BRANCH, the
+// branch of a repository created without one.
+const giteaDefaultBranch = "main"
+
+// giteaHookBatch is how many ref updates Gitea's post-receive hook hands
+// over at a time.
+const giteaHookBatch = 30
+
+// firstPush sets what Gitea sets when a push lands in an empty
+// repository, from the ref updates in the order git sent them (for a
+// refspec with "*", git sends refs sorted by name). Gitea's post-receive
+// hook hands them over in batches of 30; in each batch, branch and tag
+// updates are kept in order, except that master or main is moved to the
+// front as it is met. The first branch created in that order becomes the
+// default branch, whatever the repository was created with, and the
+// repository is no longer empty. HEAD is moved to it only when it is not
+// the instance's default branch, which Gitea takes HEAD to name already:
+// a repository created with another default branch keeps that HEAD. A
+// master branch among the first batch wins in the end. Once the
+// repository is not empty, pushes leave the default branch alone.
+func (f *Gitea) firstPush(repo *giteaRepo, cmds []pushCommand) {
+	full := repo.FullName()
+	pick := ""
+	for start := 0; start < len(cmds) && pick == ""; start += giteaHookBatch {
+		var updates []pushCommand
+		for _, c := range cmds[start:min(start+giteaHookBatch, len(cmds))] {
+			if !strings.HasPrefix(c.ref, "refs/heads/") && !strings.HasPrefix(c.ref, "refs/tags/") {
+				continue
 			}
+			updates = append(updates, c)
+			if c.ref == "refs/heads/master" || c.ref == "refs/heads/main" {
+				copy(updates[1:], updates)
+				updates[0] = c
+			}
+		}
+		for _, c := range updates {
+			branch, ok := strings.CutPrefix(c.ref, "refs/heads/")
+			if ok && zeroID(c.old) && !zeroID(c.new) && f.git.hasBranch(full, branch) {
+				pick = branch
+				break
+			}
+		}
+	}
+	moveHead := pick != giteaDefaultBranch
+	// The hook itself then makes master the default, HEAD included, if
+	// the first batch pushed it.
+	for _, c := range cmds[:min(giteaHookBatch, len(cmds))] {
+		if c.ref == "refs/heads/master" && !zeroID(c.new) && f.git.hasBranch(full, "master") {
+			pick, moveHead = "master", true
+		}
+	}
+	if pick == "" {
+		return
+	}
+	repo.DefaultBranch = pick
+	repo.empty = false
+	if moveHead {
+		if err := f.git.setHead(full, pick); err != nil {
+			f.tb.Errorf("hoststest: %v", err)
 		}
 	}
 }

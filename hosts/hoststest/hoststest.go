@@ -9,6 +9,8 @@
 package hoststest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -260,3 +263,59 @@ func (g *gitRepos) serveGit(w http.ResponseWriter, r *http.Request, access gitAc
 // errNoGit is returned by the repository methods of a fake that serves
 // no git.
 var errNoGit = errors.New("the fake serves no git repositories (ServeGit is off)")
+
+// pushCommand is one ref update of a push, as git sent it.
+type pushCommand struct {
+	old, new, ref string
+}
+
+// zeroID tells whether an object id is all zeros: the old id of a ref
+// created, the new id of a ref deleted.
+func zeroID(id string) bool { return strings.Trim(id, "0") == "" }
+
+// readPushCommands reads the ref updates that start the body of a
+// receive-pack request, in the order git sent them, and leaves the body
+// to be read again whole by the handler.
+func readPushCommands(r *http.Request) ([]pushCommand, error) {
+	body := r.Body
+	var seen bytes.Buffer
+	defer func() {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(&seen, body), body}
+	}()
+	var in io.Reader = io.TeeReader(body, &seen)
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			return nil, err
+		}
+		in = zr
+	}
+	// pkt-lines: four hex digits of length, then the line; a flush
+	// ("0000") ends the commands. The first carries capabilities after
+	// a NUL.
+	var cmds []pushCommand
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(in, size[:]); err != nil {
+			return cmds, err
+		}
+		n, err := strconv.ParseUint(string(size[:]), 16, 16)
+		if err != nil || (n != 0 && n < 4) {
+			return cmds, fmt.Errorf("bad pkt-line length %q", size[:])
+		}
+		if n == 0 {
+			return cmds, nil
+		}
+		line := make([]byte, n-4)
+		if _, err := io.ReadFull(in, line); err != nil {
+			return cmds, err
+		}
+		text, _, _ := strings.Cut(strings.TrimSuffix(string(line), "\n"), "\x00")
+		if f := strings.Fields(text); len(f) == 3 {
+			cmds = append(cmds, pushCommand{old: f[0], new: f[1], ref: f[2]})
+		}
+	}
+}

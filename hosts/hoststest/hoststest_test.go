@@ -3,6 +3,7 @@ package hoststest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -66,15 +67,17 @@ func TestDownstreamPushTarget(t *testing.T) {
 		path  string
 		repo  string // path of the repository on the fake
 		// wantBefore is the default branch once pushed, before Finish:
-		// GitLab creates an empty project on its own default branch,
-		// Gitea on the one it is given.
+		// GitLab creates an empty project on its own default branch and
+		// then takes main, which HEAD names; Gitea takes the first
+		// branch pushed, with main put first, whatever it was created
+		// with.
 		wantBefore string
 	}{
 		{name: "gitlab", path: "delta/gnome/glib", repo: "delta/gnome/glib", wantBefore: "main", start: func(t *testing.T) (pushTarget, string, func() string) {
 			f := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: tok, ServeGit: true})
 			return f, hosts.DownstreamGitLab, func() string { p, _ := f.Project("delta/gnome/glib"); return p.DefaultBranch }
 		}},
-		{name: "gitea", path: "delta/gnome/glib", repo: "delta/gnome--glib", wantBefore: "trunk", start: func(t *testing.T) (pushTarget, string, func() string) {
+		{name: "gitea", path: "delta/gnome/glib", repo: "delta/gnome--glib", wantBefore: "main", start: func(t *testing.T) (pushTarget, string, func() string) {
 			f := hoststest.NewGitea(t, hoststest.GiteaOptions{Token: tok, ServeGit: true})
 			return f, hosts.DownstreamGitea, func() string { r, _ := f.Repo("delta", "gnome--glib"); return r.DefaultBranch }
 		}},
@@ -180,4 +183,68 @@ func TestUpstreamServesGit(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || got.EmptyRepo || got.DefaultBranch != "main" {
 		t.Errorf("project = %+v, %v; want not empty, default branch main", got, err)
 	}
+}
+
+// The first push into an empty repository sets its default branch the
+// way each host does: Gitea takes the first branch created in the order
+// git sent the updates, with master or main moved to the front of each
+// batch of 30; GitLab takes HEAD's branch, else main, else master, else
+// the first by name. Later pushes leave it alone.
+func TestFirstPushDefaultBranch(t *testing.T) {
+	const tok = "s3cr3t-token"
+	tests := []struct {
+		name     string
+		branches []string
+		refspecs []string // pushed first; the second push is all branches
+		gitea    string
+		gitlab   string
+	}{
+		{name: "sorted by name", branches: []string{"trunk", "side"}, refspecs: []string{"refs/heads/*:refs/heads/*"}, gitea: "side", gitlab: "side"},
+		{name: "in the order pushed", branches: []string{"trunk", "side"}, refspecs: []string{"trunk", "side"}, gitea: "trunk", gitlab: "side"},
+		{name: "main first", branches: []string{"alpha", "main"}, refspecs: []string{"refs/heads/*:refs/heads/*"}, gitea: "main", gitlab: "main"},
+		{name: "master over main", branches: []string{"alpha", "main", "master"}, refspecs: []string{"refs/heads/*:refs/heads/*"}, gitea: "master", gitlab: "main"},
+		{name: "master pushed before main", branches: []string{"alpha", "main", "master"}, refspecs: []string{"master", "main", "alpha"}, gitea: "master", gitlab: "main"},
+		{name: "main beyond the first batch", branches: append(manyBranches(35), "main"), refspecs: []string{"refs/heads/*:refs/heads/*"}, gitea: "b00", gitlab: "main"},
+		{name: "tags first", branches: []string{"trunk"}, refspecs: []string{"refs/tags/*:refs/tags/*"}, gitea: "trunk", gitlab: "trunk"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := t.TempDir()
+			gittest.Git(t, src, nil, "init", "--quiet", "-b", tc.branches[0])
+			gittest.Git(t, src, nil, "commit", "--quiet", "--allow-empty", "-m", "first")
+			gittest.Git(t, src, nil, "tag", "v1")
+			for _, b := range tc.branches[1:] {
+				gittest.Git(t, src, nil, "branch", b)
+			}
+			gitea := hoststest.NewGitea(t, hoststest.GiteaOptions{Token: tok, ServeGit: true})
+			gitea.AddRepo(hoststest.GiteaRepo{Owner: "delta", Name: "p"})
+			gitlab := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: tok, ServeGit: true})
+			gitlab.AddProject(hoststest.GitLabProject{Namespace: "delta", Path: "p"})
+			for _, host := range []struct {
+				name, url, want string
+				api             func() string
+			}{
+				{"gitea", gitea.URL(), tc.gitea, func() string { r, _ := gitea.Repo("delta", "p"); return r.DefaultBranch }},
+				{"gitlab", gitlab.URL(), tc.gitlab, func() string { p, _ := gitlab.Project("delta/p"); return p.DefaultBranch }},
+			} {
+				u := strings.Replace(host.url, "://", "://oauth2:"+tok+"@", 1) + "/delta/p.git"
+				gittest.Git(t, src, nil, append([]string{"push", "--quiet", u}, tc.refspecs...)...)
+				gittest.Git(t, src, nil, "push", "--quiet", u, "refs/heads/*:refs/heads/*")
+				if got := host.api(); got != host.want {
+					t.Errorf("%s: default branch = %q; want %q", host.name, got, host.want)
+				}
+				if got := gittest.Git(t, src, nil, "ls-remote", "--symref", u, "HEAD"); !strings.HasPrefix(got, "ref: refs/heads/"+host.want+"\t") {
+					t.Errorf("%s: ls-remote --symref HEAD = %q; want HEAD to name %s", host.name, got, host.want)
+				}
+			}
+		})
+	}
+}
+
+func manyBranches(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("b%02d", i)
+	}
+	return out
 }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"lorrycontroller/gittest"
+)
+
+// upstreamOnTrunk makes a repository whose HEAD is trunk, with a branch
+// side that sorts before it.
+func upstreamOnTrunk(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "up")
+	gittest.Git(t, "", nil, "init", "-q", "-b", "trunk", dir)
+	gittest.Git(t, dir, nil, "commit", "-q", "--allow-empty", "-m", "first")
+	gittest.Git(t, dir, nil, "branch", "side")
+	return dir
+}
+
+func writeSpecFile(t *testing.T, specs map[string]any) string {
+	t.Helper()
+	data, err := json.Marshal(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "*.lorry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
+}
+
+// --result-file names the upstream's default branch of every spec that
+// succeeded, from every spec file, and leaves nothing else behind.
+func TestResultFile(t *testing.T) {
+	trunk := upstreamOnTrunk(t)
+	other := filepath.Join(t.TempDir(), "other")
+	gittest.Git(t, "", nil, "init", "-q", "-b", "main", other)
+	gittest.Git(t, other, nil, "commit", "-q", "--allow-empty", "-m", "first")
+	files := []string{
+		writeSpecFile(t, map[string]any{
+			"delta/trunk": map[string]any{"type": "git", "url": trunk},
+			"delta/other": map[string]any{"type": "git", "url": other},
+		}),
+		writeSpecFile(t, map[string]any{
+			"delta/missing": map[string]any{"type": "git", "url": trunk + "-missing"},
+		}),
+	}
+	out := t.TempDir()
+	resultPath := filepath.Join(out, "result.json")
+	cfg, err := parseArgs(append([]string{"--working-area", t.TempDir(), "--pull-only", "--result-file", resultPath}, files...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Options.Out = io.Discard
+	if err := run(context.Background(), cfg, io.Discard); err == nil {
+		t.Fatal("run with a missing upstream succeeded")
+	}
+
+	data, err := os.ReadFile(resultPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("result file is not JSON: %v\n%s", err, data)
+	}
+	want := map[string]any{"lorries": map[string]any{
+		"delta/trunk":   map[string]any{"ok": true, "head": "trunk"},
+		"delta/other":   map[string]any{"ok": true, "head": "main"},
+		"delta/missing": map[string]any{"ok": false},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("result file = %s; want %v", data, want)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 1 {
+		t.Errorf("result directory holds %v; want only the result file", entries)
+	}
+}
+
+// A run replaces the result file of the run before, whole.
+func TestResultFileReplaced(t *testing.T) {
+	trunk := upstreamOnTrunk(t)
+	spec := writeSpecFile(t, map[string]any{"p": map[string]any{"type": "git", "url": trunk}})
+	out := t.TempDir()
+	resultPath := filepath.Join(out, "result.json")
+	if err := os.WriteFile(resultPath, []byte(`{"lorries": {"old": {"ok": true, "head": "x"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseArgs([]string{"--working-area", t.TempDir(), "--pull-only", "--result-file", resultPath, spec}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), cfg, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var got resultFile
+	data, err := os.ReadFile(resultPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]specResult{"p": {OK: true, Head: "trunk"}}; !reflect.DeepEqual(got.Lorries, want) {
+		t.Errorf("result file = %s; want lorries %v", data, want)
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"lorrycontroller/mirror"
+)
+
+// resultFile is what --result-file holds after a run: an entry per spec
+// that was run, by spec name. It is an object so that fields can be added
+// without breaking its readers.
+type resultFile struct {
+	Lorries map[string]specResult `json:"lorries"`
+}
+
+// specResult is what a run did to one spec.
+type specResult struct {
+	OK bool `json:"ok"`
+	// Head is the default branch of the mirror, without refs/heads/,
+	// when the run succeeded and the mirror has one.
+	Head string `json:"head,omitempty"`
+}
+
+func newResultFile() *resultFile {
+	return &resultFile{Lorries: map[string]specResult{}}
+}
+
+func (f *resultFile) add(res mirror.Result) {
+	r := specResult{OK: res.Err == nil}
+	if r.OK {
+		r.Head = res.Head
+	}
+	f.Lorries[res.Name] = r
+}
+
+// write saves f at path atomically: a reader finds the whole file from
+// this run, or the file as it was, never a part.
+func (f *resultFile) write(path string) error {
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write result file: %w", err)
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write result file %s: %w", path, err)
+	}
+	return nil
+}

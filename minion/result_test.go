@@ -1,0 +1,71 @@
+package minion
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// The final update carries the head that lorry wrote to its result file,
+// only when the job succeeded and the file names one for the job's spec;
+// the file is gone after the job.
+func TestFinalUpdateHead(t *testing.T) {
+	tests := []struct {
+		name   string
+		result string // written to --result-file; "" writes nothing
+		exit   int
+		want   string
+	}{
+		{name: "head", result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
+		{name: "spec named otherwise", result: `{"lorries": {"foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
+		{name: "several specs", result: `{"lorries": {"delta/bar": {"ok": true, "head": "side"}, "delta/foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
+		{name: "failed job", result: `{"lorries": {"delta/foo": {"ok": false}}}`, exit: 1, want: ""},
+		{name: "failed spec", result: `{"lorries": {"delta/foo": {"ok": false, "head": "trunk"}}}`, want: ""},
+		{name: "no head", result: `{"lorries": {"delta/foo": {"ok": true}}}`, want: ""},
+		{name: "no file", want: ""},
+		{name: "not JSON", result: `{"lorries": `, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeWebapp(t)
+			content := filepath.Join(t.TempDir(), "result")
+			if err := os.WriteFile(content, []byte(tt.result), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			write := ""
+			if tt.result != "" {
+				write = `cp ` + sh(content) + ` "$result"`
+			}
+			lorry := writeLorry(t, `
+while [ $# -gt 0 ]; do
+	case "$1" in --result-file) result=$2; shift ;; esac
+	shift
+done
+`+write+`
+exit `+strconv.Itoa(tt.exit))
+			m, cfg := newTestMinion(t, f, lorry)
+			f.giveMeJob = oneJob(jobAnswer(5, "delta/foo", "lorry", `{"delta/foo": {"type": "git"}}`, ""))
+			if ran, err := runOnce(t, t.Context(), m); !ran || err != nil {
+				t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
+			}
+			updates := f.delivered()
+			final := updates[len(updates)-1]
+			if got := final.Form.Get("exit"); got != strconv.Itoa(tt.exit) {
+				t.Errorf("exit: got %q, want %d", got, tt.exit)
+			}
+			if got, sent := final.Form.Get("head"), final.Form.Has("head"); got != tt.want || sent != (tt.want != "") {
+				t.Errorf("head: got %q (sent %v), want %q", got, sent, tt.want)
+			}
+			for i, q := range updates[:len(updates)-1] {
+				if q.Form.Has("head") {
+					t.Errorf("update %d of a running job has head %q", i, q.Form.Get("head"))
+				}
+			}
+			if _, err := os.Stat(filepath.Join(cfg.WorkingArea, ".job-5-result.json")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("result file after the job: got %v, want it removed", err)
+			}
+		})
+	}
+}

@@ -24,11 +24,6 @@ var crossZones = []string{
 	"America/St_Johns", "UTC",
 }
 
-func offsetAt(loc *time.Location, u int64) int64 {
-	_, o := time.Unix(u, 0).In(loc).Zone()
-	return int64(o)
-}
-
 func labelMatches(it *Item, l int64) bool {
 	tm := time.Unix(l, 0).UTC()
 	y, mo, d := tm.Date()

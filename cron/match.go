@@ -64,12 +64,11 @@ func (it *Item) firstMatch(t int64, steps *int) (int64, bool) {
 		hasNext := !endT.IsZero()
 		var nextOff int64
 		if hasNext {
-			end = endT.Unix()
-			_, n := endT.In(it.loc).Zone()
-			nextOff = int64(n)
+			end = it.stretchEnd(cur, o, endT.Unix(), steps)
+			nextOff = offsetAt(it.loc, end)
 		}
 		lo := cur + o
-		if !startT.IsZero() && it.repeat == RepeatEarly {
+		if !startT.IsZero() && startT.Unix() <= cur && it.repeat == RepeatEarly {
 			start := startT.Unix()
 			_, p := time.Unix(start-1, 0).In(it.loc).Zone()
 			if prevOff := int64(p); prevOff > o {
@@ -104,6 +103,38 @@ func (it *Item) firstMatch(t int64, steps *int) (int64, bool) {
 		cur = max(end, cur+1)
 	}
 	return 0, false
+}
+
+// stretchEnd checks the end of the stretch of offset o holding cur that
+// ZoneBounds gave. Beyond the zone file's last transition, where the zone's
+// rule takes over, the time package cuts stretches at the new year, and on
+// the last day of a leap year it puts that cut a day early, before cur. A
+// wrong end is replaced by the first instant within a day of cur whose
+// offset differs from o, or by the day's end, which the next stretch
+// starts from.
+func (it *Item) stretchEnd(cur, o, end int64, steps *int) int64 {
+	if end <= cur {
+		end = cur + 86400
+	}
+	if offsetAt(it.loc, end-1) == o {
+		return end
+	}
+	lo, hi := cur, end // offset o at lo, not at hi-1
+	for hi-lo > 1 {
+		*steps++
+		mid := lo + (hi-lo)/2
+		if offsetAt(it.loc, mid) == o {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+func offsetAt(loc *time.Location, u int64) int64 {
+	_, o := time.Unix(u, 0).In(loc).Zone()
+	return int64(o)
 }
 
 // lastMatch finds the last event at or before t from firstMatch alone, so

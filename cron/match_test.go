@@ -293,3 +293,38 @@ func TestLatest(t *testing.T) {
 		t.Errorf("Latest of no items: got one")
 	}
 }
+
+// TestLeapYearEndBeyondZoneFile: past the zone file's last transition the
+// time package cuts stretches at each new year, and on 31 December of a
+// leap year it ends the stretch a day early, before the instant asked
+// about. The walk must neither step through that day second by second
+// nor lose an event in it.
+func TestLeapYearEndBeyondZoneFile(t *testing.T) {
+	london, err := time.LoadLocation("Europe/London")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, cron string
+		from, want time.Time
+	}{
+		{"new year", "0 0 1 1 *", time.Date(2040, 6, 1, 0, 0, 0, 0, london), time.Date(2041, 1, 1, 0, 0, 0, 0, london)},
+		{"on the day", "0 12 31 12 *", time.Date(2040, 12, 31, 0, 30, 0, 0, london), time.Date(2040, 12, 31, 12, 0, 0, 0, london)},
+		{"hourly through it", "0 * * * *", time.Date(2040, 12, 31, 5, 1, 0, 0, london), time.Date(2040, 12, 31, 6, 0, 0, 0, london)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			it, err := Parse([]byte(`{"cron": "`+c.cron+`", "dst_fixes": ["skip", "repeat_use_both"], "max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`), london)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps int
+			got, ok := it.firstMatch(c.from.Unix(), &steps)
+			if !ok || got != c.want.Unix() {
+				t.Errorf("got %v %v, want %v", time.Unix(got, 0).In(london), ok, c.want)
+			}
+			if steps > 100 {
+				t.Errorf("took %d steps, want a few dozen at most", steps)
+			}
+		})
+	}
+}

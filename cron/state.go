@@ -168,17 +168,21 @@ func (it *Item) Advance(prev State, now Reading) (fire bool, next State, r Repor
 		return false, next, r
 	}
 	next.Handled = now.Wall
-	last, ok := it.lastMatch(now.Wall, &r.Steps)
-	if !ok || last <= h {
+	e, ok := it.firstMatch(h+1, &r.Steps)
+	if !ok || e > now.Wall {
+		// Most ticks: nothing due yet.
 		return false, next, r
+	}
+	last := e
+	if e2, ok := it.firstMatch(e+1, &r.Steps); ok && e2 <= now.Wall {
+		last, _ = it.lastMatch(now.Wall, &r.Steps)
 	}
 	cut := now.Wall - it.maxShift // events before cut are too late
 	if last >= cut {
 		fire = true
 		r.Event = last
 	}
-	e, ok := it.firstMatch(h+1, &r.Steps)
-	if !ok || e >= cut {
+	if e >= cut {
 		return fire, next, r
 	}
 	r.FirstSkipped = e

@@ -25,6 +25,7 @@ import (
 	"lorrycontroller/flagconf"
 	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
+	"lorrycontroller/secretfile"
 )
 
 // Config is the minion's configuration, from flags and the --config file.
@@ -37,6 +38,7 @@ type Config struct {
 	LorryCmd       string
 	WorkingArea    string
 	Once           bool
+	TokenFile      string
 
 	Logger *slog.Logger
 }
@@ -77,6 +79,16 @@ func run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("host name: %w", err)
 	}
 	log := cfg.Logger
+	var token string
+	if cfg.TokenFile != "" {
+		var warning string
+		if token, warning, err = secretfile.Read(cfg.TokenFile); err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		if warning != "" {
+			log.Warn("secret file open to others", "warning", warning)
+		}
+	}
 	if _, err := exec.LookPath(cfg.LorryCmd); err != nil {
 		// Not fatal: it may be installed later, and each job reports it.
 		log.Warn("lorry command not found; jobs will fail until it is installed", "lorry_cmd", cfg.LorryCmd, "err", err)
@@ -92,6 +104,7 @@ func run(ctx context.Context, cfg Config) error {
 		Sleep:          cfg.Sleep,
 		UpdateInterval: cfg.UpdateInterval,
 		KillGrace:      cfg.KillGrace,
+		Token:          token,
 	}, &http.Client{Timeout: httpTimeout}, log)
 
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea)
@@ -135,6 +148,7 @@ Flags:
 	fs.StringVar(&cfg.WorkingArea, "working-area", "/var/lib/lorry-controller/work", "`directory` for lorry's working state, created if missing")
 	fs.String("config", "", "read settings from `file`: key = value lines, keys named like the flags")
 	fs.BoolVar(&cfg.Once, "once", false, "ask for one job, run it if there is one, then exit")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "`file` of the minion token to send the WEBAPP (lorry-controller-webapp token create --role minion); its name must be --name, or the start of it before a \"-\"")
 	var old oldWebapp
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
 	for _, w := range warnings {

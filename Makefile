@@ -80,11 +80,16 @@ install: build
 	$(INSTALL) -m 0644 units/lorry-controller.tmpfiles $(DESTDIR)$(TMPFILESDIR)/lorry-controller.conf
 	$(INSTALL) -m 0755 hooks/post-update $(DESTDIR)$(HOOKDIR)/post-update
 	$(INSTALL) -m 0644 docs/operations.md $(DESTDIR)$(DOCDIR)/operations.md
+	$(INSTALL) -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/security.md
 	for c in $(CONFIGS); do \
 		dst=$(DESTDIR)$(SYSCONFDIR)/lorry-controller/$$c; \
 		if [ -e $$dst ]; then dst=$$dst.new; echo "keeping $(DESTDIR)$(SYSCONFDIR)/lorry-controller/$$c; the new one is $$dst"; fi; \
 		$(SUBST) etc/$$c >$$dst && chmod 0644 $$dst || exit 1; \
 	done
+	@echo "Then make the tokens, as the service user (docs/security.md):"
+	@echo "  runuser -u lorry-controller -- lorry-controller-webapp token create --role admin --name admin --config $(SYSCONFDIR)/lorry-controller/webapp.conf >$(SYSCONFDIR)/lorry-controller/admin.token"
+	@echo "  runuser -u lorry-controller -- lorry-controller-webapp token create --role minion --name \$$(hostname) --config $(SYSCONFDIR)/lorry-controller/webapp.conf >$(SYSCONFDIR)/lorry-controller/minion.token"
+	@echo "  chown lorry-controller: $(SYSCONFDIR)/lorry-controller/*.token; chmod 0600 $(SYSCONFDIR)/lorry-controller/*.token"
 
 # Removes what install put in place but the configuration in
 # $(SYSCONFDIR)/lorry-controller and the state in /var/lib/lorry-controller.
@@ -92,6 +97,6 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(PROGRAMS))
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMDDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/lorry-controller.conf $(DESTDIR)$(TMPFILESDIR)/lorry-controller.conf
-	rm -f $(DESTDIR)$(HOOKDIR)/post-update $(DESTDIR)$(DOCDIR)/operations.md
+	rm -f $(DESTDIR)$(HOOKDIR)/post-update $(DESTDIR)$(DOCDIR)/operations.md $(DESTDIR)$(DOCDIR)/security.md
 	rmdir $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(DATADIR)/lorry-controller $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/lorry-controller (configuration) and /var/lib/lorry-controller (state)"

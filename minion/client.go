@@ -134,6 +134,9 @@ func (m *Minion) post(ctx context.Context, route string, form url.Values) (int, 
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	if m.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+m.cfg.Token)
+	}
 	resp, err := m.client.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", route, err)

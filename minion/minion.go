@@ -34,6 +34,7 @@ type Config struct {
 	Sleep          time.Duration // wait after the WEBAPP had nothing to do
 	UpdateInterval time.Duration // time between job-update calls
 	KillGrace      time.Duration // SIGTERM to SIGKILL delay when killing a job
+	Token          string        // sent as "Authorization: Bearer"; "" for none
 
 	// BackoffMin and BackoffMax bound the delay between retries while the
 	// WEBAPP is unreachable; zero means 1s and 60s.

@@ -59,7 +59,7 @@ func BenchmarkJobCycle(b *testing.B) {
 	}
 	defer db.Close()
 	fillQueue(b, db, lorries)
-	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour}
+	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour, InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions}}
@@ -133,7 +133,7 @@ func BenchmarkReadConfiguration(b *testing.B) {
 			b.Fatal(err)
 		}
 		s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: upstream}}
+			Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: upstream}, InsecureNoAuth: true}
 		hs := httptest.NewServer(s.Handler())
 		read := func() time.Duration {
 			start := time.Now()
@@ -299,7 +299,7 @@ func BenchmarkListHost20k(b *testing.B) {
 
 	times := &listTimes{}
 	log := slog.New(times)
-	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: NewHostLister(hosts.ListerOptions{Logger: log})}
+	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: NewHostLister(hosts.ListerOptions{Logger: log}), InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions + 1}}

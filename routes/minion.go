@@ -49,6 +49,9 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	if m.Name == "" {
 		m.Name = m.Host + "-" + strconv.FormatInt(m.PID, 10)
 	}
+	if err := claimMinion(r, m.Name); err != nil {
+		return err
+	}
 	// A job whose downstream cannot be prepared, or a scraper whose files
 	// cannot be read, fails at once, and the next due lorry is tried, so
 	// one bad downstream never blocks the queue.
@@ -121,6 +124,11 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if u.Minion, err = minionParams(p); err != nil {
+		return err
+	}
+	// The job must be this minion's, and the minion the token's: the name
+	// is checked against the job's owner when the update is applied.
+	if err := claimMinion(r, u.Minion.Name); err != nil {
 		return err
 	}
 	switch e := p["exit"]; e {

@@ -44,15 +44,47 @@ type pageBase struct {
 	// Back is this page's own URL, for its buttons to come back to; ""
 	// hides the buttons.
 	Back string
+	// Self is this page's own URL, for the sign-in link to come back to.
+	Self string
+	// SignIn shows who is signed in, or a link to sign in: the WEBAPP
+	// asks for tokens. User and Role are the signed-in token's.
+	SignIn     bool
+	User, Role string
+	// CSRF is the session's token that every form posts back.
+	CSRF string
 	// Refresh, if set, reloads the page every so many seconds when
 	// scripts do not run, as the script would have updated it.
 	Refresh int
 }
 
-// livePage is the pageBase of a page served to a browser.
+// livePage is the pageBase of a page served to a browser. Its buttons
+// show only to an admin.
 func livePage(w http.ResponseWriter, r *http.Request, title, here string, now int64) pageBase {
-	return pageBase{Title: title, Here: here, Now: now, Assets: static.Version, Flash: takeFlash(w, r),
-		Back: r.URL.RequestURI()}
+	p := pageBase{Title: title, Here: here, Now: now, Assets: static.Version, Flash: takeFlash(w, r),
+		Back: r.URL.RequestURI(), Self: r.URL.RequestURI()}
+	c := callerOf(r.Context())
+	if !c.admin() {
+		p.Back = ""
+	}
+	if !c.all {
+		p.SignIn, p.User, p.Role = true, c.token.Name, c.token.Role
+	}
+	if c.session != nil {
+		p.CSRF = c.session.CSRF
+	}
+	return p
+}
+
+// Form is what the buttons of the page post besides their own fields;
+// an empty Back hides them.
+func (p pageBase) Form() templates.Form { return p.FormTo(p.Back) }
+
+// FormTo is Form for buttons that come back to another page than this.
+func (p pageBase) FormTo(back string) templates.Form {
+	if p.Back == "" {
+		return templates.Form{}
+	}
+	return templates.Form{Back: back, CSRF: p.CSRF}
 }
 
 // staticPage is the pageBase of the on-disk copy of a page.

@@ -69,7 +69,7 @@ func BenchmarkStatusPages(b *testing.B) {
 	fillQueue(b, db, 100_000)
 	fillJobs(b, db, 1000, 8)
 	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: 15 * time.Minute,
-		StatusHTML: filepath.Join(dir, "status.html")}
+		StatusHTML: filepath.Join(dir, "status.html"), InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 

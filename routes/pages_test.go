@@ -681,6 +681,7 @@ func TestEveryPageTemplateRenders(t *testing.T) {
 		"hosts.html":   hostsView{},
 		"minions.html": minionsView{},
 		"error.html":   errorPage{},
+		"signin.html":  signInView{pageBase: pageBase{SignIn: true, Self: "/1.0/status-html"}},
 	}
 	for name, data := range pages {
 		for _, static := range []bool{false, true} {

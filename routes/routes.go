@@ -50,6 +50,19 @@ type Server struct {
 	// beyond what confgit knows: the keys of its type.
 	CheckHost func(confgit.Host) error
 
+	// InsecureNoAuth asks no one for a token: whoever reaches the WEBAPP
+	// may do everything, minions' work included. For tests and demos.
+	InsecureNoAuth bool
+	// ReadNeedsToken makes the pages and the read-only routes ask for a
+	// token (or a signed-in browser) too; the health check stays open.
+	ReadNeedsToken bool
+	// MetricsNeedToken makes /metrics ask for a token.
+	MetricsNeedToken bool
+
+	// usedMu guards used, the time each token's use was last written.
+	usedMu sync.Mutex
+	used   map[string]int64
+
 	// lsMu makes listing the hosts one at a time.
 	lsMu sync.Mutex
 	// configMu makes reading and applying CONFGIT one step, so that two
@@ -63,6 +76,7 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Use(s.logRequests)
+	r.Use(s.authenticate)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, "no such route: %s %s", r.Method, r.URL.Path)
 	}))
@@ -74,12 +88,15 @@ func (s *Server) Handler() http.Handler {
 		http.Redirect(w, r, "/1.0/status-html", http.StatusFound)
 	})
 	// Monitoring: Prometheus scrapes this.
-	r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+	r.Method(http.MethodGet, "/metrics", s.requireToken(s.MetricsNeedToken, s.metricsHandler()))
 	// The pages' style sheet and script.
 	r.Get("/static/*", s.handle(s.staticFile))
 	r.Route("/1.0", func(r chi.Router) {
 		// No other site may have a browser change anything here.
 		r.Use(s.refuseCrossOrigin)
+		// Who may do what is decided here, for every route below; see
+		// auth.go.
+		r.Use(s.authorize)
 
 		// The pages (-html) answer HTML. Their buttons post to routes named
 		// like the API's with -html, which do what the API route does and
@@ -137,11 +154,17 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/runtimes", s.handle(s.runtimes))
 		r.Get("/runtime/{name}/{id}.tar", s.handle(s.runtimeTar))
 
-		// Minions.
-		r.Get("/give-me-job", s.handle(s.giveMeJob))
+		// Minions. Asking for a job changes state: POST only.
 		r.Post("/give-me-job", s.handle(s.giveMeJob))
 		r.Post("/job-update", s.handle(s.jobUpdate))
 		r.Get("/minions-html", s.page(s.minionsHTML))
+
+		// Signing in with a token, for the pages' buttons.
+		if !s.InsecureNoAuth {
+			r.Get("/sign-in-html", s.page(s.signInForm))
+			r.Post("/sign-in-html", s.page(s.signIn))
+			r.Post("/sign-out-html", s.page(s.signOut))
+		}
 
 		if s.FakeClock != nil {
 			r.Post("/pretend-time", s.handle(s.pretendTime))

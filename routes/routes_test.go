@@ -33,9 +33,13 @@ type testServer struct {
 	*Server
 	url  string
 	conf *stubConfig
+	// bearer, if set, is the token call sends.
+	bearer string
 }
 
-func newTestServer(t *testing.T) *testServer {
+// newTestServer starts a Server that asks for no token, unless one of
+// opts says otherwise.
+func newTestServer(t *testing.T, opts ...func(*Server)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	fake := &clock.Fake{}
@@ -49,7 +53,10 @@ func newTestServer(t *testing.T) *testServer {
 	s := &Server{
 		DB: db, Config: conf, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		StatusHTML: filepath.Join(dir, "status.html"), GhostTimeout: time.Minute,
-		JobMaxAge: time.Hour, FakeClock: fake,
+		JobMaxAge: time.Hour, FakeClock: fake, InsecureNoAuth: true,
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
@@ -66,6 +73,9 @@ func (ts *testServer) call(t *testing.T, method, path string, form url.Values) (
 	req, _ := http.NewRequest(method, ts.url+path, body)
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if ts.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+ts.bearer)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

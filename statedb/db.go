@@ -70,6 +70,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"

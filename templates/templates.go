@@ -207,6 +207,7 @@ func JobURL(id any) string {
 // shows no buttons: nothing there could take them.
 type Button struct {
 	Back    string // where to come back to after the post
+	CSRF    string // the session's token against forged forms
 	Action  string
 	Label   string
 	Class   string
@@ -214,7 +215,14 @@ type Button struct {
 	Fields  [][2]string
 }
 
+// Form is what every button of a page posts: where to come back to, and
+// the session's CSRF token, if signed in.
+type Form struct {
+	Back string
+	CSRF string
+}
+
 // NewButton builds a Button; fields come from the field function.
-func NewButton(back, action, label, class, confirm string, fields ...[2]string) Button {
-	return Button{Back: back, Action: action, Label: label, Class: class, Confirm: confirm, Fields: fields}
+func NewButton(form Form, action, label, class, confirm string, fields ...[2]string) Button {
+	return Button{Back: form.Back, CSRF: form.CSRF, Action: action, Label: label, Class: class, Confirm: confirm, Fields: fields}
 }

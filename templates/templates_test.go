@@ -121,18 +121,19 @@ func TestLorryURL(t *testing.T) {
 
 func TestButtonHiddenWithoutBack(t *testing.T) {
 	var b strings.Builder
-	btn := NewButton("", "/1.0/stop-queue-html", "Stop", "", "")
+	btn := NewButton(Form{CSRF: "c"}, "/1.0/stop-queue-html", "Stop", "", "")
 	if err := Pages.ExecuteTemplate(&b, "button", btn); err != nil || b.String() != "" {
 		t.Errorf("button without back = %q, %v; want nothing", b.String(), err)
 	}
 	b.Reset()
-	btn = NewButton("/1.0/status-html?a=1&b=2", "/1.0/stop-job-html", "Stop <now>", "danger", "Sure?",
+	btn = NewButton(Form{Back: "/1.0/status-html?a=1&b=2", CSRF: "s3cr<t"}, "/1.0/stop-job-html", "Stop <now>", "danger", "Sure?",
 		[2]string{"job_id", "7"})
 	if err := Pages.ExecuteTemplate(&b, "button", btn); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{`action="/1.0/stop-job-html"`, `data-confirm="Sure?"`, `name="job_id" value="7"`,
-		`name="back" value="/1.0/status-html?a=1&amp;b=2"`, `class="danger">Stop &lt;now&gt;</button>`} {
+		`name="back" value="/1.0/status-html?a=1&amp;b=2"`, `class="danger">Stop &lt;now&gt;</button>`,
+		`name="csrf" value="s3cr&lt;t"`} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("button %s lacks %s", b.String(), w)
 		}

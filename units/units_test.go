@@ -32,6 +32,7 @@ var installed = map[string]fs.FileMode{
 	"/usr/lib/tmpfiles.d/lorry-controller.conf":                           0o644,
 	"/usr/share/lorry-controller/hooks/post-update":                       0o755,
 	"/usr/share/doc/lorry-controller/operations.md":                       0o644,
+	"/usr/share/doc/lorry-controller/security.md":                         0o644,
 	"/etc/lorry-controller/webapp.conf":                                   0o644,
 	"/etc/lorry-controller/minion.conf":                                   0o644,
 	"/usr/lib/systemd/system/lorry-controller.target":                     0o644,

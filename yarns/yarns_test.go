@@ -5,12 +5,13 @@
 //
 // The commands the scripts use besides the testscript builtins:
 //
-//	webapp-start [flags]
+//	webapp-start [-auth] [flags]
 //		Start lorry-controller-webapp on a free port (the same one as
 //		before if it was started before) with a state database in
 //		$WORK, CONFGIT fetched from $WORK/confgit and the fake clock;
 //		flags come after the defaults, so they override them. Sets
-//		$URL.
+//		$URL. It asks for no token (--insecure-no-auth) unless -auth
+//		is given.
 //	webapp-stop
 //		SIGTERM the WEBAPP and check that it exits 0.
 //	webapp-restart
@@ -31,6 +32,9 @@
 //	api METHOD PATH [key=value...]
 //		Call the WEBAPP, form-encoded; stdout is "status N" and the
 //		body. Fails on a status >= 400, or with "!" on one < 400.
+//	api-token [FILE]
+//		Send the token in FILE with every request of api and the
+//		waits from now on; without FILE, none.
 //	json [-re] FIELD WANT
 //		Check a field of the last body: a dotted path in which numbers
 //		index lists, [KEY=VALUE] picks the one item of a list whose KEY
@@ -242,8 +246,13 @@ type scenario struct {
 
 	webapp     *process
 	webappArgs []string
-	url        string
-	minions    map[string]*process
+	// auth is set when the WEBAPP asks for tokens (webapp-start -auth);
+	// else it runs with --insecure-no-auth.
+	auth bool
+	// token is what api and the json waits send as a bearer token.
+	token   string
+	url     string
+	minions map[string]*process
 	// servers are the HTTP servers of git-serve and file-serve, by URL.
 	servers map[string]*httptest.Server
 	// fakes are the fake hosts, by the name the script gave them.
@@ -318,6 +327,7 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"minion-pause":   cmdMinionSignal(syscall.SIGSTOP),
 	"minion-resume":  cmdMinionSignal(syscall.SIGCONT),
 	"api":            cmdAPI,
+	"api-token":      cmdAPIToken,
 	"json":           cmdJSON,
 	"wait-json":      cmdWaitJSON,
 	"wait-job":       cmdWaitJob,
@@ -414,6 +424,10 @@ func cmdWebappStart(ts *testscript.TestScript, neg bool, args []string) {
 	if s.webapp != nil && s.webapp.running() {
 		ts.Fatalf("webapp already running")
 	}
+	s.auth = len(args) > 0 && args[0] == "-auth"
+	if s.auth {
+		args = args[1:]
+	}
 	s.webappArgs = args
 	s.startWebapp(ts)
 }
@@ -435,6 +449,9 @@ func (s *scenario) startWebapp(ts *testscript.TestScript) {
 		"--configuration-directory", filepath.Join(s.work, "confgit-clone"),
 		"--debug-fake-time",
 		"--log-level", "debug",
+	}
+	if !s.auth {
+		args = append(args, "--insecure-no-auth")
 	}
 	p := s.start(ts, webappBin, "webapp.log", append(args, s.webappArgs...))
 	s.webapp = p
@@ -612,6 +629,9 @@ func (s *scenario) call(method, path string, params []string) (int, []byte, erro
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -635,6 +655,21 @@ func cmdAPI(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s %s: status %d", args[0], args[1], code)
 	case neg && code < 400:
 		ts.Fatalf("%s %s: status %d, want an error", args[0], args[1], code)
+	}
+}
+
+// cmdAPIToken makes the requests that follow send the token in FILE; with
+// no FILE, none.
+func cmdAPIToken(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "api-token")
+	s := state(ts)
+	switch len(args) {
+	case 0:
+		s.token = ""
+	case 1:
+		s.token = strings.TrimSpace(ts.ReadFile(args[0]))
+	default:
+		ts.Fatalf("usage: api-token [FILE]")
 	}
 }
 

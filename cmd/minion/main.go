@@ -25,6 +25,7 @@ import (
 	"lorrycontroller/flagconf"
 	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
+	"lorrycontroller/secretfile"
 )
 
 // Config is the minion's configuration, from flags and the --config file.
@@ -40,6 +41,7 @@ type Config struct {
 	RuntimeCache   string
 	PipArgs        []string
 	KeepUnused     time.Duration
+	TokenFile      string
 
 	Logger *slog.Logger
 }
@@ -83,6 +85,16 @@ func run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("host name: %w", err)
 	}
 	log := cfg.Logger
+	var token string
+	if cfg.TokenFile != "" {
+		var warning string
+		if token, warning, err = secretfile.Read(cfg.TokenFile); err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		if warning != "" {
+			log.Warn("secret file open to others", "warning", warning)
+		}
+	}
 	if _, err := exec.LookPath(cfg.LorryCmd); err != nil {
 		// Not fatal: it may be installed later, and each job reports it.
 		log.Warn("lorry command not found; jobs will fail until it is installed", "lorry_cmd", cfg.LorryCmd, "err", err)
@@ -98,6 +110,7 @@ func run(ctx context.Context, cfg Config) error {
 		Sleep:          cfg.Sleep,
 		UpdateInterval: cfg.UpdateInterval,
 		KillGrace:      cfg.KillGrace,
+		Token:          token,
 	}, &http.Client{Timeout: httpTimeout}, log)
 
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea)
@@ -147,6 +160,7 @@ Flags:
 	fs.StringVar(&cfg.RuntimeCache, "runtime-cache", "", "`directory` of the scrapers' runtimes (default: runtimes in --working-area)")
 	fs.Var((*stringList)(&cfg.PipArgs), "pip-arg", "pass `arg` to pip install when building a runtime; repeat for more")
 	fs.DurationVar(&cfg.KeepUnused, "keep-unused", 72*time.Hour, "gc removes even the newest runtime of a scraper when unused this long")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "`file` of the minion token to send the WEBAPP (lorry-controller-webapp token create --role minion); its name must be --name, or the start of it before a \"-\"")
 	var old oldWebapp
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
 	for _, w := range warnings {

@@ -203,6 +203,7 @@ type webapp struct {
 	mu      sync.Mutex
 	polls   int
 	updates []map[string]string
+	auths   []string // the Authorization header of every request
 }
 
 func newWebapp(t *testing.T, job string) *webapp {
@@ -213,6 +214,7 @@ func newWebapp(t *testing.T, job string) *webapp {
 		w.mu.Lock()
 		w.polls++
 		n := w.polls
+		w.auths = append(w.auths, r.Header.Get("Authorization"))
 		w.mu.Unlock()
 		if n > 1 || job == "" {
 			rw.WriteHeader(http.StatusNoContent)
@@ -230,6 +232,7 @@ func newWebapp(t *testing.T, job string) *webapp {
 		}
 		w.mu.Lock()
 		w.updates = append(w.updates, u)
+		w.auths = append(w.auths, r.Header.Get("Authorization"))
 		w.mu.Unlock()
 		if strings.Contains(u["stdout"], "started") {
 			once.Do(func() { close(w.started) })
@@ -411,5 +414,44 @@ func TestOnceWebappDown(t *testing.T) {
 	}
 	if code := waitExit(t, cmd, logs); code != 1 {
 		t.Errorf("minion exit code: got %d, want 1; log:\n%s", code, logs)
+	}
+}
+
+// TestOnceSendsToken checks that the token of --token-file goes with every
+// request, and that a token file others can read is warned about.
+func TestOnceSendsToken(t *testing.T) {
+	lorry := writeFile(t, "lorry", "#!/bin/sh\necho mirrored\n")
+	token := writeFile(t, "minion.token", "lct_minion\n")
+	if err := os.Chmod(token, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newWebapp(t, `{"job_id": 31, "path": "delta/once", "kind": "lorry", "text": "{}"}`)
+	cmd, logs := minionCmd(t, w, lorry, "--once", "--token-file", token)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Fatalf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+	}
+	w.mu.Lock()
+	auths := append([]string(nil), w.auths...)
+	w.mu.Unlock()
+	if len(auths) < 2 {
+		t.Fatalf("the WEBAPP got %d requests; want give-me-job and job-update", len(auths))
+	}
+	for i, a := range auths {
+		if a != "Bearer lct_minion" {
+			t.Errorf("request %d: Authorization %q; want Bearer lct_minion", i, a)
+		}
+	}
+	if !strings.Contains(logs.String(), "open to every user (mode 644)") {
+		t.Errorf("no warning about the token file open to others; log:\n%s", logs)
+	}
+	cmd, logs = minionCmd(t, w, lorry, "--once", "--token-file", filepath.Join(t.TempDir(), "missing"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 1 || !strings.Contains(logs.String(), "--token-file") {
+		t.Errorf("missing token file: exit %d; want 1 and why; log:\n%s", code, logs)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"lorrycontroller/secretfile"
 )
 
 // callMain is "lorry-controller-webapp call": one request to a running
@@ -28,7 +30,9 @@ func callMain(args []string, stdout, stderr io.Writer) int {
 Make one request to a running WEBAPP, form-encoding the key=value
 parameters, and print the answer. The WEBAPP is found at --url, else at
 the --listen address of the --config file, else at the default address.
-An error answer goes to standard error, and the exit code is 1.
+It sends the token in --token-file, else in the admin-token-file of the
+--config file, if any. An error answer goes to standard error, and the
+exit code is 1.
 
 Flags:
 `)
@@ -38,6 +42,7 @@ Flags:
 	configFile := fs.String("config", "", "the WEBAPP's configuration `file`, to find its --listen address")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this `duration`")
 	quiet := fs.Bool("quiet", false, "print the answer only if it is an error")
+	tokenFile := fs.String("token-file", "", "send the token in this `file` (an admin's, to change anything)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -57,6 +62,26 @@ Flags:
 			return 2
 		}
 		form.Add(k, v)
+	}
+	if *configFile != "" && *tokenFile == "" {
+		cfg, err := parseFlags([]string{"--config", *configFile}, io.Discard)
+		if err != nil {
+			fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
+			return 2
+		}
+		*tokenFile = cfg.AdminTokenFile
+	}
+	var token string
+	if *tokenFile != "" {
+		var warning string
+		var err error
+		if token, warning, err = secretfile.Read(*tokenFile); err != nil {
+			fmt.Fprintln(stderr, "lorry-controller-webapp call: --token-file:", err)
+			return 2
+		}
+		if warning != "" {
+			fmt.Fprintln(stderr, "lorry-controller-webapp call: warning:", warning)
+		}
 	}
 	if *base == "" {
 		listen := ""
@@ -97,6 +122,9 @@ Flags:
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -45,6 +45,16 @@ type Config struct {
 	Downstream    hosts.DownstreamConfig
 	ShutdownGrace time.Duration
 	PeriodicWork  bool
+	// ConfigFile is the --config file, "" for none.
+	ConfigFile string
+	// InsecureNoAuth, ReadAccess and MetricsAccess say who must show a
+	// token; see routes.Server.
+	InsecureNoAuth bool
+	ReadAccess     string
+	MetricsAccess  string
+	// AdminTokenFile is for the call subcommand, which reads this
+	// configuration too; the WEBAPP only checks who may read it.
+	AdminTokenFile string
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -54,7 +64,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("lorry-controller-webapp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: lorry-controller-webapp [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: lorry-controller-webapp [flags]\n"+
+			"       lorry-controller-webapp call [flags] METHOD PATH [key=value...]\n"+
+			"       lorry-controller-webapp token create|list|revoke [flags]\n\n"+
 			"Serve the Lorry Controller /1.0 API and status page.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -73,8 +85,11 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
 	fs.BoolVar(&c.PeriodicWork, "periodic-work", false, "do the periodic work of the timer units in-process, for machines without systemd")
-	var configFile string
-	fs.StringVar(&configFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
+	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "ask no one for a token: whoever reaches the WEBAPP may do everything, minions' work included (tests and demos only)")
+	fs.StringVar(&c.ReadAccess, "read-access", accessAnonymous, "who may read the pages and the read-only routes: anonymous, or token (any token, or a signed-in browser)")
+	fs.StringVar(&c.MetricsAccess, "metrics-access", accessAnonymous, "who may read /metrics: anonymous or token")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "`file` of the admin token that \"lorry-controller-webapp call\" sends; the WEBAPP itself needs none")
+	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
 	var old oldListen
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
 	c.Warnings = warnings
@@ -87,6 +102,11 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := c.Downstream.Validate(); err != nil {
 		return c, err
 	}
+	for _, a := range []struct{ flag, value string }{{"read-access", c.ReadAccess}, {"metrics-access", c.MetricsAccess}} {
+		if a.value != accessAnonymous && a.value != accessToken {
+			return c, fmt.Errorf("--%s %q: want %s or %s", a.flag, a.value, accessAnonymous, accessToken)
+		}
+	}
 	if c.GhostTimeout <= 0 {
 		return c, errors.New("--ghost-timeout must be positive")
 	}
@@ -96,6 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "call" {
 		os.Exit(callMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "token" {
+		os.Exit(tokenMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -134,6 +157,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	if err := checkAuth(ctx, cfg, db, log); err != nil {
+		return err
+	}
 	if fake != nil {
 		err := db.View(ctx, func(tx *statedb.Tx) error {
 			now, err := tx.FakeNow(ctx)
@@ -161,6 +187,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		GhostTimeout: cfg.GhostTimeout,
 		JobMaxAge:    cfg.JobMaxAge,
 		FakeClock:    fake,
+
+		InsecureNoAuth:   cfg.InsecureNoAuth,
+		ReadNeedsToken:   cfg.ReadAccess == accessToken,
+		MetricsNeedToken: cfg.MetricsAccess == accessToken,
 	}
 
 	lns, activated, err := listen(cfg.Listen)

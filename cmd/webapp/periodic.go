@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"lorrycontroller/routes"
 )
 
 // task is one piece of the periodic work of the original design: on a
@@ -107,7 +109,7 @@ const maxAnswer = 2048
 // serveInProcess makes a request to h without a network round trip and
 // returns the status code and the start of the body.
 func serveInProcess(ctx context.Context, h http.Handler, method, path string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, method, path, nil)
+	req, err := http.NewRequestWithContext(routes.InProcess(ctx), method, path, nil)
 	if err != nil {
 		return 0, "", err
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -94,6 +95,8 @@ type site struct {
 	dir        string
 	url        string
 	statusHTML string
+	// token, if set, is the admin token that api sends.
+	token string
 }
 
 var gitEnv = []string{
@@ -134,7 +137,13 @@ while [ $i -lt 1500 ]; do
 done
 `
 
+// newSite starts a WEBAPP that asks for no token.
 func newSite(t *testing.T) *site {
+	t.Helper()
+	return startSite(t, "--insecure-no-auth")
+}
+
+func startSite(t *testing.T, flags ...string) *site {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -163,10 +172,10 @@ func newSite(t *testing.T) *site {
 		}
 	}
 	addrFile := filepath.Join(dir, "addr")
-	s.start("webapp", "lorry-controller-webapp", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
+	s.start("webapp", "lorry-controller-webapp", append([]string{"--listen", "127.0.0.1:0", "--addr-file", addrFile,
 		"--statedb", filepath.Join(dir, "state.db"), "--confgit-url", conf,
 		"--configuration-directory", filepath.Join(dir, "confgit-clone"), "--status-html", s.statusHTML,
-		"--ghost-timeout", "10m", "--log-level", "debug")
+		"--ghost-timeout", "10m", "--log-level", "debug"}, flags...)...)
 	deadline := time.Now().Add(waitLimit)
 	for {
 		if addr, err := os.ReadFile(addrFile); err == nil && bytes.HasSuffix(addr, []byte("\n")) {
@@ -227,6 +236,9 @@ func (s *site) api(method, path string, form url.Values) map[string]any {
 	s.t.Helper()
 	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
@@ -661,5 +673,86 @@ func TestEveryPageAndButton(t *testing.T) {
 	b.press("/1.0/force-ls-hosts-html")
 	if got := b.text("#flash"); got != "No upstream hosts to list." {
 		t.Errorf("after List hosts now: %q", got)
+	}
+}
+
+// TestSignInCSRFAndSignOut signs in with an admin token made by the token
+// subcommand, uses a button, sees a form with a forged CSRF token refused,
+// and signs out, in the browser.
+func TestSignInCSRFAndSignOut(t *testing.T) {
+	s := startSite(t)
+	out, err := exec.Command(filepath.Join(binDir, "lorry-controller-webapp"), "token", "create",
+		"--statedb", filepath.Join(s.dir, "state.db"), "--role", "admin", "--name", "ops").Output()
+	if err != nil {
+		t.Fatalf("token create: %v", err)
+	}
+	s.token = strings.TrimSpace(string(out))
+	b := newTab(t)
+	b.open(s.url + "/1.0/status-html")
+	b.waitFor("the status page", `!!document.querySelector("#queue")`)
+	if n := eval[int](b, `document.querySelectorAll('form[method="post"]').length`); n != 0 {
+		t.Errorf("before signing in the page has %d buttons; want none", n)
+	}
+	b.do("follow the sign-in link", chromedp.Evaluate[chromedp.Void](`window.leaving = true`),
+		chromedp.Click(chromedp.CSS(`header .who a`)))
+	b.waitFor("the sign-in page", `window.leaving === undefined && !!document.getElementById("token")`)
+	b.do("sign in", chromedp.SetValue(chromedp.ID("token"), s.token), chromedp.Evaluate[chromedp.Void](`window.leaving = true`),
+		chromedp.Submit(chromedp.ID("token")))
+	b.waitFor("the status page again", `window.leaving === undefined && document.readyState === "complete" && !!document.querySelector("#queue")`)
+	if got := b.text("#flash"); got != "Signed in as ops (admin)." {
+		t.Errorf("message after signing in: %q", got)
+	}
+	if got := b.text("header .who"); !strings.Contains(got, "ops (admin)") || !strings.Contains(got, "Sign out") {
+		t.Errorf("the header reads %q; want who signed in, and Sign out", got)
+	}
+	cookies, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var session *network.Cookie
+	for _, c := range cookies.Cookies {
+		if c.Name == "lorry_controller_session" {
+			session = c
+		}
+	}
+	if session == nil || !session.HTTPOnly || session.SameSite != network.CookieSameSiteStrict {
+		t.Fatalf("session cookie %+v; want HttpOnly and SameSite=Strict", session)
+	}
+	if eval[string](b, `document.cookie`) != "" {
+		t.Errorf("a script reads the cookies: %q", eval[string](b, `document.cookie`))
+	}
+
+	b.press("/1.0/read-configuration-html")
+	if got := b.text("#flash"); !strings.Contains(got, "Configuration read: commit") {
+		t.Errorf("message after Read configuration: %q", got)
+	}
+	// A form whose CSRF token is not the session's is refused, as a
+	// forged one would be.
+	b.do("forge", chromedp.Evaluate[chromedp.Void](
+		`document.querySelector('form[action="/1.0/stop-queue-html"] input[name="csrf"]').value = "forged"`))
+	b.press("/1.0/stop-queue-html")
+	if got := b.text("main"); !strings.Contains(got, "403") || !strings.Contains(got, "forged") {
+		t.Errorf("the forged form was answered %q; want a refusal", got)
+	}
+	if st := s.api("GET", "/1.0/status", url.Values{}); st["running_queue"] != true {
+		t.Errorf("a form with a forged CSRF token stopped the queue")
+	}
+
+	b.open(s.url + "/1.0/status-html")
+	b.press("/1.0/sign-out-html")
+	if got := b.text("#flash"); got != "Signed out." {
+		t.Errorf("message after signing out: %q", got)
+	}
+	if n := eval[int](b, `document.querySelectorAll('main form[method="post"]').length`); n != 0 || b.text("header .who") != "Sign in" {
+		t.Errorf("after signing out: %d buttons, header %q; want none, and Sign in", n, b.text("header .who"))
+	}
+	// The session is over on the server: its cookie, put back, is worth
+	// nothing.
+	if _, err := chromedp.Call(b.ctx, network.SetCookie, network.SetCookieParams{Name: session.Name, Value: session.Value, URL: s.url + "/"}); err != nil {
+		t.Fatal(err)
+	}
+	b.open(s.url + "/1.0/status-html")
+	if n := eval[int](b, `document.querySelectorAll('main form[method="post"]').length`); n != 0 {
+		t.Errorf("the signed-out session's cookie still shows %d buttons", n)
 	}
 }

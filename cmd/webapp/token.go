@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"lorrycontroller/secretfile"
+	"lorrycontroller/statedb"
+)
+
+// Values of --read-access and --metrics-access.
+const (
+	accessAnonymous = "anonymous"
+	accessToken     = "token"
+)
+
+// tokenMain is "lorry-controller-webapp token": it makes, lists and
+// revokes the API tokens in the state database, beside a running WEBAPP
+// or before the first start. It returns the exit code: 0 for success, 1
+// for a failure, 2 for bad usage.
+func tokenMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lorry-controller-webapp token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: lorry-controller-webapp token create --role admin|minion --name NAME [flags]
+       lorry-controller-webapp token list [flags]
+       lorry-controller-webapp token revoke [flags] NAME
+
+Manage the tokens that clients send as "Authorization: Bearer TOKEN".
+create prints the new token, alone, on standard output: it is shown only
+this once, since the database keeps only its hash. A minion token NAME
+lets its minions call themselves NAME or NAME-anything. Revoking a token
+also signs out the browsers signed in with it. Run it as the WEBAPP's
+user, so that a new state database is the WEBAPP's.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	stateDB := fs.String("statedb", "", "`path` of the state database; default: statedb of the --config file")
+	configFile := fs.String("config", "", "the WEBAPP's configuration `file`, to find its state database")
+	role := fs.String("role", "", "role of the new token: admin or minion")
+	name := fs.String("name", "", "`name` of the new token: a person or the minions' machine")
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(stderr, "lorry-controller-webapp token: "+format+"\n", args...)
+		return code
+	}
+	if len(args) == 0 {
+		fs.Usage()
+		return 2
+	}
+	verb, rest := args[0], args[1:]
+	// Flags may come before and after the arguments.
+	var operands []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	switch {
+	case verb == "create" && len(operands) == 0 && *name != "" && *role != "":
+	case verb == "list" && len(operands) == 0:
+	case verb == "revoke" && len(operands) == 1:
+	default:
+		fs.Usage()
+		return 2
+	}
+
+	path := *stateDB
+	if path == "" {
+		var cfgArgs []string
+		if *configFile != "" {
+			cfgArgs = []string{"--config", *configFile}
+		}
+		cfg, err := parseFlags(cfgArgs, stderr)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		path = cfg.StateDB
+	}
+	if verb != "create" {
+		// Only create may make the database: a typo elsewhere should not
+		// leave an empty one behind.
+		if _, err := os.Stat(path); err != nil {
+			return fail(1, "state database: %v", err)
+		}
+	}
+	ctx := context.Background()
+	db, err := statedb.Open(ctx, path, statedb.Options{})
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	defer db.Close()
+
+	switch verb {
+	case "create":
+		secret, err := statedb.NewToken()
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		err = db.Update(ctx, func(tx *statedb.Tx) error {
+			return tx.CreateToken(ctx, *name, *role, statedb.HashSecret(secret))
+		})
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		fmt.Fprintln(stdout, secret)
+	case "list":
+		var toks []statedb.Token
+		err := db.View(ctx, func(tx *statedb.Tx) error {
+			var err error
+			toks, err = tx.Tokens(ctx)
+			return err
+		})
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tLAST USED")
+		for _, t := range toks {
+			used := "never"
+			if t.LastUsed != nil {
+				used = unixTime(*t.LastUsed)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Role, unixTime(t.Created), used)
+		}
+		tw.Flush()
+	case "revoke":
+		err := db.Update(ctx, func(tx *statedb.Tx) error { return tx.RevokeToken(ctx, operands[0]) })
+		if err != nil {
+			return fail(1, "%v", err)
+		}
+		fmt.Fprintf(stderr, "lorry-controller-webapp token: revoked %s\n", operands[0])
+	}
+	return 0
+}
+
+func unixTime(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// checkAuth says at start what the operator should know about tokens:
+// that nobody asks for them, or that there is no admin token yet and how
+// to make one, and which secret files others can read.
+func checkAuth(ctx context.Context, cfg Config, db *statedb.DB, log *slog.Logger) error {
+	for _, f := range []string{cfg.AdminTokenFile, cfg.Downstream.TokenFile} {
+		if f == "" {
+			continue
+		}
+		if w := secretfile.Check(f); w != "" {
+			log.Warn("secret file open to others", "warning", w)
+		}
+	}
+	if cfg.InsecureNoAuth {
+		log.Warn("--insecure-no-auth: no token is asked for; whoever reaches the WEBAPP may do everything, and get the minions' jobs with their credentials")
+		return nil
+	}
+	var has bool
+	err := db.View(ctx, func(tx *statedb.Tx) error {
+		var err error
+		has, err = tx.HasAdminToken(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !has {
+		where := "--statedb " + shellQuote(cfg.StateDB)
+		if cfg.ConfigFile != "" {
+			where = "--config " + shellQuote(cfg.ConfigFile)
+		}
+		log.Warn("no admin token yet: nothing can be changed until one is made; as the WEBAPP's user, run",
+			"run", "lorry-controller-webapp token create --role admin --name admin "+where+" >admin.token",
+			"then", "chmod 600 admin.token; give its path as admin-token-file, for the timer units")
+	}
+	return nil
+}
+
+// shellQuote quotes s for a shell command line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lorrycontroller/statedb"
+)
+
+// TestTokenSubcommand makes, lists and revokes tokens in a state database
+// found through the configuration file, and checks that only the hashes
+// are kept.
+func TestTokenSubcommand(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "webapp.db")
+	conf := filepath.Join(dir, "webapp.conf")
+	if err := os.WriteFile(conf, []byte("statedb = "+db+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := tokenMain(args, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	if code, _, stderr := run("list", "--config", conf); code != 1 || !strings.Contains(stderr, "no such file") {
+		t.Errorf("list before any database: %d %q; want 1, and no database made", code, stderr)
+	}
+	code, admin, stderr := run("create", "--role", "admin", "--name", "root", "--config", conf)
+	if code != 0 || !strings.HasPrefix(admin, "lct_") || strings.Count(admin, "\n") != 1 || len(admin) < 44 {
+		t.Fatalf("create: %d %q %q; want the token alone on a line", code, admin, stderr)
+	}
+	if code, minion, _ := run("create", "--statedb", db, "--role", "minion", "--name", "build-01"); code != 0 || minion == admin {
+		t.Fatalf("create a minion token: %d %q", code, minion)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"taken name", []string{"create", "--role", "admin", "--name", "root", "--statedb", db}, 1, "exists"},
+		{"bad role", []string{"create", "--role", "reader", "--name", "x", "--statedb", db}, 1, "want admin or minion"},
+		{"no name", []string{"create", "--role", "admin", "--statedb", db}, 2, "Usage:"},
+		{"unknown verb", []string{"make", "--statedb", db}, 2, "Usage:"},
+		{"revoke unknown", []string{"revoke", "nobody", "--statedb", db}, 1, "no token nobody"},
+	} {
+		if code, _, stderr := run(tc.args...); code != tc.code || !strings.Contains(stderr, tc.err) {
+			t.Errorf("%s: %d %q; want %d and %q", tc.name, code, stderr, tc.code, tc.err)
+		}
+	}
+	raw, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte(strings.TrimSpace(admin))) {
+		t.Errorf("the database holds the token itself")
+	}
+	if code, out, _ := run("list", "--statedb", db); code != 0 || !strings.Contains(out, "build-01  minion") || !strings.Contains(out, "never") {
+		t.Errorf("list: %d\n%s", code, out)
+	}
+	if code, _, _ := run("revoke", "--statedb", db, "build-01"); code != 0 {
+		t.Errorf("revoke: %d", code)
+	}
+	if code, out, _ := run("list", "--statedb", db); code != 0 || strings.Contains(out, "build-01") || !strings.Contains(out, "root") {
+		t.Errorf("list after revoke: %d\n%s", code, out)
+	}
+	d, err := statedb.Open(context.Background(), db, statedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.View(context.Background(), func(tx *statedb.Tx) error {
+		tok, err := tx.TokenByHash(context.Background(), statedb.HashSecret(strings.TrimSpace(admin)))
+		if err == nil && (tok.Name != "root" || tok.Role != statedb.RoleAdmin) {
+			t.Errorf("token found as %+v; want root, admin", tok)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("the printed token is not the stored one: %v", err)
+	}
+}
+
+// TestCallSendsToken has call send the admin token of the configuration
+// file, or of --token-file.
+func TestCallSendsToken(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+		io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	for name, text := range map[string]string{"admin.token": "lct_admin\n", "other.token": "lct_other\n",
+		"webapp.conf": "listen = " + strings.TrimPrefix(srv.URL, "http://") + "\nadmin-token-file = " + filepath.Join(dir, "admin.token") + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(dir, "webapp.conf")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", conf, "POST", "/1.0/stop-queue"}, "Bearer lct_admin"},
+		{[]string{"--config", conf, "--token-file", filepath.Join(dir, "other.token"), "POST", "/1.0/stop-queue"}, "Bearer lct_other"},
+		{[]string{"--url", srv.URL, "GET", "/1.0/status"}, ""},
+	} {
+		got = "unset"
+		var out, errOut bytes.Buffer
+		if code := callMain(tc.args, &out, &errOut); code != 0 || got != tc.want {
+			t.Errorf("call %v: %d %s, Authorization %q; want %q", tc.args, code, errOut.String(), got, tc.want)
+		}
+	}
+}

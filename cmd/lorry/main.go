@@ -41,6 +41,7 @@ func parseArgs(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.Options.PullOnly, "pull-only", false, "update the mirrors, push nothing")
 	fs.BoolVar(&c.Options.Verbose, "verbose", false, "say more about what is done")
 	fs.DurationVar(&c.Options.LockWait, "lock-wait", 10*time.Minute, "wait this long for another lorry working on the same mirror")
+	fs.BoolVar(&c.Options.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of this machine (refused by default)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -22,6 +22,17 @@ type job struct {
 	Text    string  `json:"text"`
 	Timeout float64 `json:"timeout"` // seconds; enforced by the WEBAPP
 	PushURL string  `json:"push_url"`
+	// AllowLocalSources is the WEBAPP's --allow-local-sources, which
+	// lorry is given as its own.
+	AllowLocalSources bool `json:"allow_local_sources"`
+}
+
+// lorryFlags are the flags of lorry that the WEBAPP chose for the job.
+func (j *job) lorryFlags() []string {
+	if j.AllowLocalSources {
+		return []string{"--allow-local-sources"}
+	}
+	return nil
 }
 
 // updateRunning is the exit value of a job-update for a job still running.

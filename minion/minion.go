@@ -157,7 +157,7 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	}
 	defer os.Remove(spec)
 
-	args := []string{"--working-area", m.cfg.WorkingArea}
+	args := append([]string{"--working-area", m.cfg.WorkingArea}, j.lorryFlags()...)
 	if j.PushURL != "" {
 		args = append(args, "--push-url", j.PushURL)
 	}

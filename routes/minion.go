@@ -18,6 +18,8 @@ type jobOffer struct {
 	Text    string `json:"text"`
 	Timeout int64  `json:"timeout"`
 	PushURL string `json:"push_url"`
+	// AllowLocalSources is passed on to lorry as --allow-local-sources.
+	AllowLocalSources bool `json:"allow_local_sources"`
 }
 
 func minionParams(p params) (statedb.MinionID, error) {
@@ -79,7 +81,7 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		}
 		return ok(w, jobOffer{
 			JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
-			PushURL: pushURL,
+			PushURL: pushURL, AllowLocalSources: s.AllowLocalSources,
 		})
 	}
 	w.WriteHeader(http.StatusNoContent)

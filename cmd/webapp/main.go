@@ -45,6 +45,8 @@ type Config struct {
 	Downstream    hosts.DownstreamConfig
 	ShutdownGrace time.Duration
 	PeriodicWork  bool
+	// AllowLocalSources lets specs mirror files of the minions' machines.
+	AllowLocalSources bool
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -72,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	c.Downstream.RegisterFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
+	fs.BoolVar(&c.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of the minions' machines (lorry refuses them otherwise)")
 	fs.BoolVar(&c.PeriodicWork, "periodic-work", false, "do the periodic work of the timer units in-process, for machines without systemd")
 	var configFile string
 	fs.StringVar(&configFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
@@ -161,6 +164,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		GhostTimeout: cfg.GhostTimeout,
 		JobMaxAge:    cfg.JobMaxAge,
 		FakeClock:    fake,
+
+		AllowLocalSources: cfg.AllowLocalSources,
 	}
 
 	lns, activated, err := listen(cfg.Listen)

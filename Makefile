@@ -23,7 +23,7 @@ UNITS    := $(notdir $(wildcard units/*.service units/*.socket units/*.timer uni
 CONFIGS  := webapp.conf minion.conf
 SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build run deps test bench screenshots check clean install uninstall
+.PHONY: all build run deps test bench fuzz screenshots check clean install uninstall
 
 all: build
 
@@ -51,6 +51,18 @@ test: deps check
 # Benchmarks print their figures; see docs/performance.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+# Each fuzz target for FUZZTIME; make test runs only their seeds, in
+# testdata/fuzz/<target> beside each package. What a target finds is
+# written there too, to be fixed and kept as a seed.
+FUZZTIME     ?= 30s
+FUZZ_TARGETS := confgit:FuzzParseConf confgit:FuzzParseInterval lorryspec:FuzzParseFile routes:FuzzReadParams
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
 
 # The screenshots of the pages in docs/screenshots, taken anew by the
 # browser tests (which need chromium).

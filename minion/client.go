@@ -26,6 +26,17 @@ type job struct {
 	// head is the branch the upstream's HEAD named, as lorry found it,
 	// sent with the final update of a job that succeeded.
 	head string
+	// AllowLocalSources is the WEBAPP's --allow-local-sources, which
+	// lorry is given as its own.
+	AllowLocalSources bool `json:"allow_local_sources"`
+}
+
+// lorryFlags are the flags of lorry that the WEBAPP chose for the job.
+func (j *job) lorryFlags() []string {
+	if j.AllowLocalSources {
+		return []string{"--allow-local-sources"}
+	}
+	return nil
 }
 
 // updateRunning is the exit value of a job-update for a job still running.

@@ -160,7 +160,7 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 
 	result := m.newLorryResult(j)
 	defer result.remove()
-	args := []string{"--working-area", m.cfg.WorkingArea, "--result-file", result.path}
+	args := append([]string{"--working-area", m.cfg.WorkingArea, "--result-file", result.path}, j.lorryFlags()...)
 	if j.PushURL != "" {
 		args = append(args, "--push-url", j.PushURL)
 	}

@@ -116,11 +116,17 @@ func TestLorryArguments(t *testing.T) {
 		name     string
 		kind     string
 		pushURL  string
+		answer   string // instead of the usual answer
 		wantPush []string
 	}{
 		{name: "no push url", kind: "lorry", pushURL: "", wantPush: nil},
 		{name: "push url", kind: "lorry", pushURL: "ssh://git@downstream/delta/foo.git", wantPush: []string{"--push-url", "ssh://git@downstream/delta/foo.git"}},
 		{name: "kind missing means lorry", kind: "", pushURL: "", wantPush: nil},
+		{
+			name: "local sources allowed", kind: "lorry",
+			answer:   `{"job_id": 7, "path": "delta/foo", "kind": "lorry", "allow_local_sources": true, "push_url": "/srv/down/foo.git", "text": `,
+			wantPush: []string{"--allow-local-sources", "--push-url", "/srv/down/foo.git"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +142,9 @@ pwd`)
 			answer := jobAnswer(7, "delta/foo", tt.kind, text, tt.pushURL)
 			if tt.kind == "" {
 				answer = `{"job_id": 7, "path": "delta/foo", "text": ` + strconv.Quote(text) + `}`
+			}
+			if tt.answer != "" {
+				answer = tt.answer + strconv.Quote(text) + `}`
 			}
 			f.giveMeJob = oneJob(answer)
 

@@ -96,7 +96,7 @@ func (m *cvMirror) run() (mirror.Result, string) {
 	var out syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := mirror.Run(ctx, m.spec, mirror.Options{WorkingArea: m.area, PushURL: m.down, Out: &out})
+	res := mirror.Run(ctx, m.spec, mirror.Options{WorkingArea: m.area, PushURL: m.down, Out: &out, AllowLocalSources: true})
 	return res, out.String()
 }
 

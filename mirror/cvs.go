@@ -54,12 +54,12 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 			return nil, false, err
 		}
 	}
-	env := gitEnv(target, []string{
-		"HOME=" + home,
+	env := j.upstreamEnv(target,
+		"HOME="+home,
 		// Without these, the repository cvsimport makes says how to
 		// choose the name of its first branch.
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=init.defaultBranch", "GIT_CONFIG_VALUE_0=master",
-	})
+	)
 	if os.Getenv("CVS_RSH") == "" {
 		// CVS's own default for :ext: roots; cvsps's is rsh.
 		env = append(env, "CVS_RSH=ssh")

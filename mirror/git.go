@@ -48,7 +48,7 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	args = append(args, "--", g.URL)
 	args = append(args, fetch...)
 	fmt.Fprintf(j.out, "fetching %s\n", redact.URLs(g.URL))
-	if _, err := j.git(ctx, args...); err != nil {
+	if _, err := run(ctx, j.out, j.upstreamEnv(j.gitDir), "git", args...); err != nil {
 		return nil, false, fmt.Errorf("fetch %s: %w", redact.URLs(g.URL), err)
 	}
 	// Upstream Lorry reported success when a refspec matched nothing and
@@ -134,7 +134,7 @@ func (j *job) cloneGit(ctx context.Context, args []string, url string) error {
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(j.out, "cloning %s\n", redact.URLs(url))
 	args = append(args, "clone", "--bare", "--progress", "--", url, tmp)
-	if _, err := j.gitIn(ctx, "", args...); err != nil {
+	if _, err := run(ctx, j.out, j.upstreamEnv(""), "git", args...); err != nil {
 		return fmt.Errorf("clone %s: %w", redact.URLs(url), err)
 	}
 	// Later runs fetch by URL, so the clone's remote, which may hold

@@ -97,6 +97,8 @@ func runSpec(t *testing.T, spec lorryspec.Spec, opts Options) Result {
 	if opts.LockWait == 0 {
 		opts.LockWait = time.Second
 	}
+	// The tests' upstreams are repositories in temporary directories.
+	opts.AllowLocalSources = true
 	res := Run(context.Background(), spec, opts)
 	t.Logf("%s\n%s", res, out.String())
 	return res
@@ -279,7 +281,7 @@ func TestGitMirrorLocked(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = Run(context.Background(), spec, Options{WorkingArea: area, PullOnly: true, LockWait: time.Minute}).Err
+			errs[i] = Run(context.Background(), spec, Options{WorkingArea: area, PullOnly: true, LockWait: time.Minute, AllowLocalSources: true}).Err
 		}()
 	}
 	wg.Wait()

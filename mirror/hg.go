@@ -51,7 +51,10 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, err
 	}
 	fmt.Fprintf(j.out, "fetching %s with git-remote-hg\n", redact.URLs(h.URL))
-	if err := j.runTool(ctx, dir, gitEnv(gitDir, nil), "git", "fetch", "--progress", hgRemote); err != nil {
+	// git reaches the upstream only through git-remote-hg; the spec's URL
+	// was checked for Mercurial.
+	env := gitEnv(gitDir, []string{"GIT_ALLOW_PROTOCOL=hg"})
+	if err := j.runTool(ctx, dir, env, "git", "fetch", "--progress", hgRemote); err != nil {
 		return nil, false, fmt.Errorf("convert %s: %w", redact.URLs(h.URL), err)
 	}
 	return j.takeConverted(ctx, gitDir, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")

@@ -45,6 +45,9 @@ type Options struct {
 	Out io.Writer
 	// LockWait is how long to wait for another run on the same mirror.
 	LockWait time.Duration
+	// AllowLocalSources lets specs mirror paths and file: URLs of this
+	// machine; see checkSources.
+	AllowLocalSources bool
 }
 
 // Result says what a run did to one spec.
@@ -130,6 +133,10 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 	imp, ok := importers[spec.Type]
 	if !ok {
 		res.Err = fmt.Errorf("%s specs are not supported by this lorry", spec.Type)
+		return res
+	}
+	if err := checkSources(spec.Type, v, opts.AllowLocalSources); err != nil {
+		res.Err = err
 		return res
 	}
 	if opts.WorkingArea == "" {
@@ -364,12 +371,15 @@ func (j *job) gitIn(ctx context.Context, dir string, args ...string) (string, er
 }
 
 // gitEnv is the environment for git: never prompting, never reading the
-// user's or system configuration, plus extra.
+// user's or system configuration, using only the transports of the
+// mirror's own work (see upstreamEnv for fetching from upstream), plus
+// extra.
 func gitEnv(gitDir string, extra []string) []string {
 	env := append(os.Environ(),
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_ALLOW_PROTOCOL="+workProtocols,
 		"GIT_AUTHOR_NAME=Lorry", "GIT_AUTHOR_EMAIL=lorry@localhost",
 		"GIT_COMMITTER_NAME=Lorry", "GIT_COMMITTER_EMAIL=lorry@localhost",
 	)

@@ -54,7 +54,7 @@ func importSvn(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		// revision touched are not.
 		args = append(args, "--quiet")
 	}
-	if err := j.runTool(ctx, dir, gitEnv(gitDir, nil), "git", args...); err != nil {
+	if err := j.runTool(ctx, dir, j.upstreamEnv(gitDir), "git", args...); err != nil {
 		return nil, false, fmt.Errorf("convert %s: %w", redact.URLs(s.URL), err)
 	}
 	refs, err := j.converterRefs(ctx, gitDir, "refs/svn/")
@@ -76,7 +76,7 @@ func (j *job) svnInit(ctx context.Context, gitDir, url string, layout lorryspec.
 			args = append(args, "--tags="+layout.Tags)
 		}
 		args = append(args, "--", url)
-		if err := j.runTool(ctx, filepath.Dir(gitDir), gitEnv(tmp, nil), "git", args...); err != nil {
+		if err := j.runTool(ctx, filepath.Dir(gitDir), j.upstreamEnv(tmp), "git", args...); err != nil {
 			return fmt.Errorf("set up the conversion of %s: %w", redact.URLs(url), err)
 		}
 		// git svn init chose where in the svn repository each part of

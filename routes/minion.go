@@ -20,6 +20,8 @@ type jobOffer struct {
 	PushURL string `json:"push_url"`
 	// Scraper is set for a scraper, which pushes nowhere.
 	Scraper *scraperOffer `json:"scraper,omitempty"`
+	// AllowLocalSources is passed on to lorry as --allow-local-sources.
+	AllowLocalSources bool `json:"allow_local_sources"`
 }
 
 func minionParams(p params) (statedb.MinionID, error) {
@@ -68,7 +70,8 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		if a.Idle != "" {
 			break
 		}
-		offer := jobOffer{JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout}
+		offer := jobOffer{JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
+			AllowLocalSources: s.AllowLocalSources}
 		var why string
 		if a.Job.Kind == KindScraper {
 			if offer.Scraper, err = s.scraperFor(r.Context(), a.Job, a.Lorry.Text); err != nil {

@@ -43,6 +43,9 @@ type Server struct {
 	JobMaxAge time.Duration
 	// FakeClock, if set, is the debug clock that pretend-time moves.
 	FakeClock *clock.Fake
+	// AllowLocalSources has the minions let lorry mirror paths and file:
+	// URLs of their machines.
+	AllowLocalSources bool
 
 	// ListHost lists an Upstream Host; nil means hosts cannot be listed.
 	ListHost HostLister

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -378,4 +379,36 @@ func toStrings(v any) []string {
 		out[i] = strings.Trim(string(b), `"`)
 	}
 	return out
+}
+
+// --allow-local-sources shows in status and on the status page, and
+// reaches the minions in each job.
+func TestAllowLocalSources(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(strconv.FormatBool(allow), func(t *testing.T) {
+			ts := newTestServer(t)
+			ts.AllowLocalSources = allow
+			ts.configure(t, "a/one")
+			if _, st := ts.call(t, "GET", "/1.0/status", nil); st["allow_local_sources"] != allow {
+				t.Errorf("status allow_local_sources = %v; want %v", st["allow_local_sources"], allow)
+			}
+			_, offer := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
+			if offer["path"] != "a/one" || offer["allow_local_sources"] != allow {
+				t.Errorf("give-me-job = %v; want a/one with allow_local_sources %v", offer, allow)
+			}
+			resp, err := http.Get(ts.url + "/1.0/status-html")
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := "are refused."
+			if allow {
+				want = "are <strong>allowed</strong>"
+			}
+			if !strings.Contains(string(page), want) {
+				t.Errorf("the status page does not say %q", want)
+			}
+		})
+	}
 }

@@ -32,6 +32,8 @@ type statusJSON struct {
 	Timestamp    int64               `json:"timestamp"`
 	DiskFree     int64               `json:"disk_free"`
 	WarningMsg   string              `json:"warning_msg"`
+	// AllowLocalSources is the WEBAPP's --allow-local-sources.
+	AllowLocalSources bool `json:"allow_local_sources"`
 }
 
 // collectStatus reads everything status shows but the run queue.
@@ -39,6 +41,7 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	var st statusJSON
 	var err error
 	st.Timestamp = tx.Now
+	st.AllowLocalSources = s.AllowLocalSources
 	if st.RunningQueue, err = tx.RunningQueue(ctx); err != nil {
 		return st, err
 	}

@@ -44,6 +44,7 @@ func parseArgs(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.Options.Verbose, "verbose", false, "say more about what is done")
 	fs.StringVar(&c.ResultFile, "result-file", "", "after the run, write what it found for each spec (such as the upstream's default branch) to `file` as JSON")
 	fs.DurationVar(&c.Options.LockWait, "lock-wait", 10*time.Minute, "wait this long for another lorry working on the same mirror")
+	fs.BoolVar(&c.Options.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of this machine (refused by default)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -55,6 +55,8 @@ type Config struct {
 	// AdminTokenFile is for the call subcommand, which reads this
 	// configuration too; the WEBAPP only checks who may read it.
 	AdminTokenFile string
+	// AllowLocalSources lets specs mirror files of the minions' machines.
+	AllowLocalSources bool
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	c.Downstream.RegisterFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
+	fs.BoolVar(&c.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of the minions' machines (lorry refuses them otherwise)")
 	fs.BoolVar(&c.PeriodicWork, "periodic-work", false, "do the periodic work of the timer units in-process, for machines without systemd")
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "ask no one for a token: whoever reaches the WEBAPP may do everything, minions' work included (tests and demos only)")
 	fs.StringVar(&c.ReadAccess, "read-access", accessAnonymous, "who may read the pages and the read-only routes: anonymous, or token (any token, or a signed-in browser)")
@@ -188,9 +191,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		JobMaxAge:    cfg.JobMaxAge,
 		FakeClock:    fake,
 
-		InsecureNoAuth:   cfg.InsecureNoAuth,
-		ReadNeedsToken:   cfg.ReadAccess == accessToken,
-		MetricsNeedToken: cfg.MetricsAccess == accessToken,
+		InsecureNoAuth:    cfg.InsecureNoAuth,
+		ReadNeedsToken:    cfg.ReadAccess == accessToken,
+		MetricsNeedToken:  cfg.MetricsAccess == accessToken,
+		AllowLocalSources: cfg.AllowLocalSources,
 	}
 
 	lns, activated, err := listen(cfg.Listen)

@@ -1,0 +1,175 @@
+package mirror
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"lorrycontroller/lorryspec"
+	"lorrycontroller/redact"
+)
+
+// Specs come from CONFGIT and from the Upstream Hosts' listings, which
+// whoever may push there controls, while lorry runs on the minion's
+// machine with its files and credentials. A spec naming a path of that
+// machine would mirror what lorry can read there to the downstream, for
+// anyone to clone. So lorry refuses local sources unless the admin allows
+// them, and tells git which transports it may use.
+
+// upstreamProtocols are the git transports over which lorry fetches an
+// upstream. GIT_ALLOW_PROTOCOL overrides protocol.allow and every
+// protocol.<name>.allow of any configuration, so that remote helpers such
+// as ext::, which runs a command, stay refused whatever git is told.
+const upstreamProtocols = "http:https:ssh:git"
+
+// workProtocols are those of the mirror's own work, which is local: it
+// fetches from the converters' repositories and may push to a downstream
+// on this machine. No spec chooses those URLs.
+const workProtocols = "file:" + upstreamProtocols
+
+// upstreamEnv is the environment of a git that fetches from the upstream
+// into gitDir, with extra.
+func (j *job) upstreamEnv(gitDir string, extra ...string) []string {
+	protocols := upstreamProtocols
+	if j.opts.AllowLocalSources {
+		protocols = workProtocols
+	}
+	return gitEnv(gitDir, append([]string{"GIT_ALLOW_PROTOCOL=" + protocols}, extra...))
+}
+
+// checkSources refuses a spec whose upstream is on this machine, unless
+// allowLocal, and a git URL whose transport lorry does not fetch over.
+func checkSources(typ string, v any, allowLocal bool) error {
+	var local []string
+	switch s := v.(type) {
+	case *lorryspec.Git:
+		switch t := gitTransport(s.URL); t {
+		case "http", "https", "ssh", "git":
+		case "file":
+			local = append(local, s.URL)
+		default:
+			return fmt.Errorf("git URL %q uses the transport %q, which lorry does not use: it fetches over http, https, ssh and git",
+				redact.URLs(s.URL), t)
+		}
+	case *lorryspec.Archive:
+		if _, isLocal, _ := localPath(s.URL); isLocal {
+			local = append(local, s.URL)
+		}
+	case *lorryspec.RawFile:
+		for _, u := range s.URLs {
+			if _, isLocal, _ := localPath(u.URL); isLocal {
+				local = append(local, u.URL)
+			}
+		}
+	case *lorryspec.Svn:
+		if pathOrFileURL(s.URL) {
+			local = append(local, s.URL)
+		}
+	case *lorryspec.Hg:
+		if pathOrFileURL(s.URL) {
+			local = append(local, s.URL)
+		}
+	case *lorryspec.Bzr:
+		for _, u := range append([]string{s.URL}, slices.Sorted(maps.Values(s.Branches))...) {
+			if u != "" && pathOrFileURL(u) && !bzrDirectory(u) {
+				local = append(local, u)
+			}
+		}
+	case *lorryspec.Cvs:
+		isLocal, err := cvsLocal(s.URL)
+		if err != nil {
+			return err
+		}
+		if isLocal {
+			local = append(local, s.URL)
+		}
+	}
+	if len(local) == 0 || allowLocal {
+		return nil
+	}
+	return fmt.Errorf("%s URL %q is on this machine, and lorry refuses local sources so that a spec cannot read the files of the machine it runs on; "+
+		"allow them with lorry --allow-local-sources (set by the WEBAPP's --allow-local-sources)", typ, redact.URLs(local[0]))
+}
+
+// schemeLen is the length of the URL scheme (or git remote helper name) at
+// the start of u: a letter, then letters, digits, "+", "-" and ".", as git
+// reads them. It is 0 when u starts otherwise.
+func schemeLen(u string) int {
+	for i := 0; i < len(u); i++ {
+		c := u[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return i
+		}
+	}
+	return len(u)
+}
+
+// gitTransport names the transport git uses for url, decided as git
+// decides it: "<helper>::<address>" runs the remote helper git-remote-<helper>;
+// "<scheme>://" names its transport; a URL with no colon, or a slash before
+// its first colon, is a local path ("file"); anything else is scp-like
+// ssh ("host:path").
+func gitTransport(url string) string {
+	n := schemeLen(url)
+	rest := url[n:]
+	switch {
+	case strings.HasPrefix(rest, "::"):
+		return url[:n]
+	case n > 0 && strings.HasPrefix(rest, "://"):
+		switch s := url[:n]; s {
+		case "git+ssh", "ssh+git":
+			return "ssh"
+		default:
+			return s
+		}
+	}
+	colon := strings.IndexByte(url, ':')
+	slash := strings.IndexByte(url, '/')
+	if colon < 0 || (slash >= 0 && slash < colon) {
+		return "file"
+	}
+	return "ssh"
+}
+
+// pathOrFileURL tells whether a converter's url names something on this
+// machine. Subversion, Mercurial and Bazaar all take a path where a URL
+// would go, so anything but "<scheme>://" with a scheme other than file is
+// taken for one.
+func pathOrFileURL(url string) bool {
+	n := schemeLen(url)
+	if n > 0 && strings.HasPrefix(url[n:], "://") {
+		return strings.EqualFold(url[:n], "file")
+	}
+	return true
+}
+
+// bzrDirectory tells whether url is one of Bazaar's directory services,
+// such as lp:project, which name branches hosted elsewhere.
+func bzrDirectory(url string) bool {
+	for _, d := range []string{"lp:", "ubuntu:", "debianlp:"} {
+		if strings.HasPrefix(url, d) && !strings.HasPrefix(url[len(d):], "/") {
+			return true
+		}
+	}
+	return false
+}
+
+// cvsLocal tells whether a CVSROOT names a repository on this machine: the :local: and :fork: methods, or a path.
+// A root without a method is a path unless it is "[user@]host:/path",
+// which cvs reaches with ssh. Method options (":ext;CVS_RSH=prog:") are
+// refused: they choose the programs that cvs runs.
+func cvsLocal(root string) (bool, error) {
+	if rest, ok := strings.CutPrefix(root, ":"); ok {
+		method, _, _ := strings.Cut(rest, ":")
+		if strings.Contains(method, ";") {
+			return false, fmt.Errorf("CVSROOT %q has method options, which lorry refuses: they choose the programs that cvs runs", redact.URLs(root))
+		}
+		method = strings.ToLower(method)
+		return method == "local" || method == "fork", nil
+	}
+	return strings.HasPrefix(root, "/") || !strings.Contains(root, ":"), nil
+}

@@ -86,7 +86,7 @@ func newScraperServer(t *testing.T, repo *confRepo) *testServer {
 	s := &Server{
 		DB: db, Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: repo.dir},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Minute, JobMaxAge: time.Hour,
-		FakeClock: fake,
+		FakeClock: fake, InsecureNoAuth: true,
 	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -347,7 +348,9 @@ func completeRunes(b []byte) int {
 	return len(b)
 }
 
-// backoff doubles the delay between retries up to a cap.
+// backoff doubles the delay between retries up to a cap, and spreads each
+// delay at random over half to one and a half of it: after a WEBAPP
+// restart, minions that failed together would otherwise retry together.
 type backoff struct {
 	min, max, cur time.Duration
 }
@@ -362,7 +365,7 @@ func (b *backoff) next() time.Duration {
 	}
 	d := b.cur
 	b.cur = min(2*b.cur, b.max)
-	return d
+	return d/2 + rand.N(d)
 }
 
 func (b *backoff) reset() { b.cur = 0 }

@@ -2,9 +2,12 @@
 // for a job, runs it as a child process, streams the child's output back
 // while it runs, kills it when told to and reports how it ended.
 //
-// A minion runs one job at a time and keeps no state of its own: everything
-// worth keeping is reported to the WEBAPP, so a minion that stops while the
-// WEBAPP is unreachable loses only the output it could not deliver.
+// A minion runs one job at a time and keeps no state of its own beyond the
+// files of the job it runs: everything worth keeping is reported to the
+// WEBAPP, so a minion that stops while the WEBAPP is unreachable loses only
+// the output it could not deliver. A minion killed outright leaves its job's
+// files in the working area, and kills what is left of the job when it
+// starts again (CleanUp).
 package minion
 
 import (
@@ -15,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -150,24 +152,38 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		return
 	}
 
-	spec, err := writeSpec(j)
+	// The job's files are in the working area, not in /tmp, so that a
+	// minion that starts again after a crash finds them (CleanUp).
+	mark, err := proc.NewMark()
+	if err == nil {
+		err = m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark})
+	}
+	defer m.removeJobFiles(j.ID)
+	var spec string
+	if err == nil {
+		spec, err = m.writeSpec(j)
+	}
 	if err != nil {
-		log.Error("cannot write lorry spec", "err", err)
+		log.Error("cannot write job files", "err", err)
 		m.finish(ctx, log, j, exitNotStarted, output{stderr: []byte("lorry-controller-minion: " + err.Error() + "\n")})
 		return
 	}
-	defer os.Remove(spec)
 
 	args := []string{"--working-area", m.cfg.WorkingArea}
 	if j.PushURL != "" {
 		args = append(args, "--push-url", j.PushURL)
 	}
 	args = append(args, spec)
-	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Dir: m.cfg.WorkingArea})
+	env := append(os.Environ(), mark)
+	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea})
 	if err != nil {
 		log.Error("cannot start lorry", "err", err)
 		m.finish(ctx, log, j, exitNotStarted, output{stderr: []byte("lorry-controller-minion: " + err.Error() + "\n")})
 		return
+	}
+	if err := m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark, Pgid: p.Pid()}); err != nil {
+		// The first record, with the mark, is enough to find the job.
+		log.Warn("cannot record the job's process group", "err", err)
 	}
 	log.Info("job started", "pid", p.Pid(), "lorry_cmd", m.cfg.LorryCmd)
 
@@ -289,23 +305,6 @@ func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int,
 		}
 	}
 	log.Error("final update not delivered; the webapp will treat the job as lost")
-}
-
-// writeSpec saves the job's lorry spec to a temporary file for lorry to read.
-func writeSpec(j *job) (string, error) {
-	f, err := os.CreateTemp("", "lorry-controller-job-"+strconv.FormatInt(j.ID, 10)+"-*.lorry")
-	if err != nil {
-		return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
-	}
-	_, err = f.WriteString(j.Text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("write spec of job %d to %s: %w", j.ID, f.Name(), err)
-	}
-	return f.Name(), nil
 }
 
 // output is what the job wrote and the WEBAPP has not yet acknowledged.

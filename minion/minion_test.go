@@ -155,8 +155,8 @@ pwd`)
 			if strings.Join(args, " ") != strings.Join(want, " ") {
 				t.Errorf("lorry arguments: got %q, want %q", args, want)
 			}
-			if !strings.HasSuffix(spec, ".lorry") {
-				t.Errorf("spec file: got %q, want a .lorry file", spec)
+			if !strings.HasSuffix(spec, ".lorry") || filepath.Dir(spec) != m.jobDir() || !strings.HasPrefix(spec, cfg.WorkingArea+"/") {
+				t.Errorf("spec file: got %q, want a .lorry file in %s", spec, m.jobDir())
 			}
 			if got, _ := os.ReadFile(specFile); string(got) != text {
 				t.Errorf("spec text: got %q, want %q", got, text)

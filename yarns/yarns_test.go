@@ -49,6 +49,8 @@
 //		commit with it; sets $COMMIT.
 //	wait-dead PIDFILE
 //		Wait until the process whose pid is in PIDFILE is gone.
+//	alive PIDFILE
+//		Check that the process whose pid is in PIDFILE runs.
 //	git-serve ROOT
 //		Serve the git repositories under ROOT over smart HTTP, read
 //		and write, until the script ends; sets $GITURL.
@@ -324,6 +326,7 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"dump-queue":     cmdDumpQueue,
 	"confgit-commit": cmdConfgitCommit,
 	"wait-dead":      cmdWaitDead,
+	"alive":          cmdAlive,
 	"git-serve":      cmdServe("git-serve", "GITURL", gitHandler),
 	"file-serve":     cmdServe("file-serve", "FILEURL", fileHandler),
 	"serve-stop":     cmdServeStop,
@@ -954,10 +957,7 @@ func cmdWaitDead(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: wait-dead PIDFILE")
 	}
-	data, err := os.ReadFile(ts.MkAbs(args[0]))
-	ts.Check(err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	ts.Check(err)
+	pid := readPidFile(ts, args[0])
 	deadline := time.Now().Add(waitLimit)
 	for alive(pid) {
 		if time.Now().After(deadline) {
@@ -965,6 +965,24 @@ func cmdWaitDead(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: alive PIDFILE")
+	}
+	pid := readPidFile(ts, args[0])
+	if alive(pid) == neg {
+		ts.Fatalf("process %d: alive is %v", pid, !neg)
+	}
+}
+
+func readPidFile(ts *testscript.TestScript, name string) int {
+	data, err := os.ReadFile(ts.MkAbs(name))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	return pid
 }
 
 // procState is the state letter of pid in /proc, or 0 if there is none.

@@ -94,6 +94,11 @@ func run(ctx context.Context, cfg Config) error {
 		KillGrace:      cfg.KillGrace,
 	}, &http.Client{Timeout: httpTimeout}, log)
 
+	// Before asking for work: the WEBAPP ends the job of an earlier run
+	// as lost, saying its processes were killed.
+	if err := m.CleanUp(ctx); err != nil {
+		return err
+	}
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea)
 	defer log.Info("minion stopped")
 	if cfg.Once {

@@ -61,6 +61,19 @@
 //		Stop the server whose URL is in $VAR. Its port stays reserved
 //		without a listener, so connections to it are refused rather
 //		than reaching a server another script started meanwhile.
+//	stall-serve
+//		Serve HTTP, holding the first request unanswered until its
+//		client goes away, and answering 404 to every later one; sets
+//		$STALLURL.
+//	stall-wait
+//		Wait until the held request is open; with "!", until it is
+//		closed.
+//	proxy-start
+//		Start a TCP proxy to the WEBAPP; sets $PROXYURL.
+//	proxy-cut, proxy-mend
+//		Cut the proxy: its connections are closed, and new ones are
+//		accepted but never answered, as over a network that drops
+//		everything; mend it again.
 //	envsubst FILE...
 //		Replace $NAME and ${NAME} in each file by the script's
 //		variable of that name, so that CONFGIT files can name the
@@ -250,6 +263,9 @@ type scenario struct {
 	servers map[string]*httptest.Server
 	// fakes are the fake hosts, by the name the script gave them.
 	fakes map[string]fakeHost
+	// staller is the server of stall-serve, proxy the one of proxy-start.
+	staller *staller
+	proxy   *proxy
 
 	lastBody []byte
 }
@@ -327,6 +343,11 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"confgit-commit": cmdConfgitCommit,
 	"wait-dead":      cmdWaitDead,
 	"alive":          cmdAlive,
+	"stall-serve":    cmdStallServe,
+	"stall-wait":     cmdStallWait,
+	"proxy-start":    cmdProxyStart,
+	"proxy-cut":      cmdProxySet(true),
+	"proxy-mend":     cmdProxySet(false),
 	"git-serve":      cmdServe("git-serve", "GITURL", gitHandler),
 	"file-serve":     cmdServe("file-serve", "FILEURL", fileHandler),
 	"serve-stop":     cmdServeStop,

@@ -6,6 +6,7 @@ import (
 	"lorrycontroller/redact"
 	"net/http"
 	"strconv"
+	"time"
 
 	"lorrycontroller/statedb"
 )
@@ -18,6 +19,40 @@ type jobOffer struct {
 	Text    string `json:"text"`
 	Timeout int64  `json:"timeout"`
 	PushURL string `json:"push_url"`
+	leaseTerms
+	OutputLimit int64 `json:"output_limit"` // bytes
+}
+
+// leaseTerms go with every answer to a minion about its job: the minion
+// kills its job when it has delivered no job-update for Lease seconds, and
+// gives it at most KillGrace seconds between SIGTERM and SIGKILL.
+type leaseTerms struct {
+	Lease     int64 `json:"lease"`
+	KillGrace int64 `json:"kill_grace"`
+}
+
+// DefaultKillGrace is the kill grace the WEBAPP grants when it is not told.
+const DefaultKillGrace = 10 * time.Second
+
+// EffectiveLease is the lease that lease and ghostTimeout give: lease, or
+// half the ghost timeout when lease is zero.
+func EffectiveLease(lease, ghostTimeout time.Duration) time.Duration {
+	if lease > 0 {
+		return lease
+	}
+	return ghostTimeout / 2
+}
+
+func (s *Server) leaseTerms() leaseTerms {
+	grace := s.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	// Whole seconds, rounded down: a minion may give up early, never late.
+	return leaseTerms{
+		Lease:     max(1, int64(EffectiveLease(s.Lease, s.GhostTimeout).Seconds())),
+		KillGrace: int64(grace.Seconds()),
+	}
 }
 
 func minionParams(p params) (statedb.MinionID, error) {
@@ -77,9 +112,13 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			s.Log.Info("job given", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)
 		}
+		limit := s.OutputLimit
+		if limit <= 0 {
+			limit = statedb.DefaultOutputLimit
+		}
 		return ok(w, jobOffer{
 			JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
-			PushURL: pushURL,
+			PushURL: pushURL, leaseTerms: s.leaseTerms(), OutputLimit: limit,
 		})
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -138,7 +177,10 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 			s.finishDownstream(r.Context(), u.ID)
 		}
 	}
-	return ok(w, map[string]bool{"kill": kill})
+	return ok(w, struct {
+		Kill bool `json:"kill"`
+		leaseTerms
+	}{kill, s.leaseTerms()})
 }
 
 // finishDownstream lets the Downstream Host set what needs the pushed

@@ -131,6 +131,19 @@ func poll(ctx context.Context, path string, wait time.Duration, try func(string)
 // open, so a job that outlives its starter still holds it.
 func (l *Lock) File() *os.File { return l.f }
 
+// Inherit has every child process started from now on inherit the lock's
+// file descriptor across exec, so that the lock stays held while any of
+// them runs, even if this process dies. A flock belongs to the open file,
+// not to a process: the children then hold it with us, and a child left
+// behind by a killed holder keeps the lock until it exits too. Unlock still
+// releases it for all of them, so call it only once the children are done.
+func (l *Lock) Inherit() error {
+	if _, err := unix.FcntlInt(l.f.Fd(), unix.F_SETFD, 0); err != nil {
+		return fmt.Errorf("lock %s: let children inherit it: %w", l.f.Name(), err)
+	}
+	return nil
+}
+
 // Unlock releases the lock, also for any child that was given File.
 func (l *Lock) Unlock() error {
 	err := unix.Flock(int(l.f.Fd()), unix.LOCK_UN)

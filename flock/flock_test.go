@@ -3,6 +3,7 @@ package flock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,4 +155,56 @@ func TestCloseLeavesLockToChild(t *testing.T) {
 		t.Fatalf("TryExclusive after the child died = %v", err)
 	}
 	x.Unlock()
+}
+
+// A lock passed on with Inherit stays held by the holder's children after
+// the holder dies, and is free once they are gone.
+func TestInheritOutlivesHolder(t *testing.T) {
+	if os.Getenv("FLOCK_INHERIT") != "" {
+		l, err := TryExclusive(os.Getenv("FLOCK_INHERIT"))
+		if err != nil {
+			os.Exit(3)
+		}
+		if err := l.Inherit(); err != nil {
+			os.Exit(4)
+		}
+		child := exec.Command("sleep", "1000")
+		if err := child.Start(); err != nil {
+			os.Exit(5)
+		}
+		fmt.Printf("%d\n", child.Process.Pid)
+		time.Sleep(time.Minute)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "x.lock")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInheritOutlivesHolder$")
+	cmd.Env = append(os.Environ(), "FLOCK_INHERIT="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if _, err := fmt.Fscan(out, &child); err != nil {
+		t.Fatalf("holder said no child pid: %v", err)
+	}
+	childProc, err := os.FindProcess(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer childProc.Kill()
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := TryExclusive(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryExclusive while the dead holder's child lives = %v; want ErrLocked", err)
+	}
+	childProc.Kill()
+	// The child was re-parented; its exit is seen once the lock is free.
+	l, err := Exclusive(context.Background(), path, 30*time.Second)
+	if err != nil {
+		t.Fatalf("Exclusive after the child died = %v", err)
+	}
+	l.Unlock()
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // job is the WEBAPP's answer to give-me-job. Fields the minion does not use
@@ -29,6 +30,13 @@ type job struct {
 	// AllowLocalSources is the WEBAPP's --allow-local-sources, which
 	// lorry is given as its own.
 	AllowLocalSources bool `json:"allow_local_sources"`
+	leaseTerms
+	OutputLimit int64 `json:"output_limit"` // bytes kept by the WEBAPP; 0: not said
+
+	// granted is when the lease was last renewed: when the request whose
+	// answer renewed it was sent, since the WEBAPP counted from then or
+	// later.
+	granted time.Time
 }
 
 // lorryFlags are the flags of lorry that the WEBAPP chose for the job.
@@ -37,6 +45,33 @@ func (j *job) lorryFlags() []string {
 		return []string{"--allow-local-sources"}
 	}
 	return nil
+}
+
+// leaseTerms come with every answer about a job; zero values mean the
+// WEBAPP did not say.
+type leaseTerms struct {
+	Lease     int64 `json:"lease"`      // seconds without a delivered update before the job is killed
+	KillGrace int64 `json:"kill_grace"` // seconds, at most, between SIGTERM and SIGKILL
+}
+
+// renew takes the terms of an answer to a request sent at sent.
+func (j *job) renew(t leaseTerms, sent time.Time) {
+	if t.Lease > 0 {
+		j.Lease = t.Lease
+	}
+	if t.KillGrace > 0 {
+		j.KillGrace = t.KillGrace
+	}
+	j.granted = sent
+}
+
+// leaseEnd is when the job must be killed if no update has been delivered
+// by then; zero when the WEBAPP gave no lease.
+func (j *job) leaseEnd() time.Time {
+	if j.Lease <= 0 {
+		return time.Time{}
+	}
+	return j.granted.Add(time.Duration(j.Lease) * time.Second)
 }
 
 // updateRunning is the exit value of a job-update for a job still running.
@@ -68,8 +103,16 @@ func retryable(err error) bool {
 	return se.Status >= 500 || se.Status == http.StatusRequestTimeout || se.Status == http.StatusTooManyRequests
 }
 
+// tooLarge says whether the WEBAPP refused a request for its size: the
+// minion sends less at a time and tries again.
+func tooLarge(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == http.StatusRequestEntityTooLarge
+}
+
 // giveMeJob asks for a job; nil means there is nothing to do.
 func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
+	sent := time.Now()
 	form := url.Values{
 		"host":   {m.cfg.Host},
 		"pid":    {strconv.Itoa(m.cfg.Pid)},
@@ -93,13 +136,15 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 		// Every job was a lorry before jobs had kinds.
 		j.Kind = KindLorry
 	}
+	j.renew(j.leaseTerms, sent)
 	return &j, nil
 }
 
 // jobUpdate reports on job j; exit is updateRunning while the job runs, and
 // diskUsage is sent when not nil. It returns whether the WEBAPP wants the
-// job killed.
+// job killed, and renews the job's lease.
 func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr []byte, diskUsage *int64) (bool, error) {
+	sent := time.Now()
 	exitValue := "no"
 	if exit != updateRunning {
 		exitValue = strconv.Itoa(exit)
@@ -124,14 +169,15 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 	}
 	var answer struct {
 		Kill bool `json:"kill"`
+		leaseTerms
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
 		// The update was accepted, so its output must not be sent
 		// again; only the kill flag is unknown, and the next update
 		// asks again.
 		m.log.Warn("job-update: cannot decode answer", "job_id", j.ID, "err", err, "body", snippet(body))
-		return false, nil
 	}
+	j.renew(answer.leaseTerms, sent)
 	return answer.Kill, nil
 }
 

@@ -2,22 +2,24 @@
 // for a job, runs it as a child process, streams the child's output back
 // while it runs, kills it when told to and reports how it ended.
 //
-// A minion runs one job at a time and keeps no state of its own: everything
-// worth keeping is reported to the WEBAPP, so a minion that stops while the
-// WEBAPP is unreachable loses only the output it could not deliver.
+// A minion runs one job at a time and keeps no state of its own beyond the
+// files of the job it runs: everything worth keeping is reported to the
+// WEBAPP, so a minion that stops while the WEBAPP is unreachable loses only
+// the output it could not deliver. A minion killed outright leaves its job's
+// files in the working area, and kills what is left of the job when it
+// starts again (CleanUp).
 package minion
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"lorrycontroller/proc"
 	"lorrycontroller/workarea"
@@ -141,22 +143,34 @@ func (m *Minion) RunOnce(ctx context.Context) (bool, error) {
 
 func (m *Minion) runJob(ctx context.Context, j *job) {
 	log := m.log.With("job_id", j.ID, "path", j.Path)
-	log.Info("got job", "kind", j.Kind, "timeout", j.Timeout)
+	log.Info("got job", "kind", j.Kind, "timeout", j.Timeout, "lease", j.Lease)
+	out := newOutput(j.OutputLimit)
 
 	if j.Kind != KindLorry {
 		msg := fmt.Sprintf("lorry-controller-minion: cannot run job of kind %q: this minion runs only %q jobs\n", j.Kind, KindLorry)
 		log.Error("unsupported job kind", "kind", j.Kind)
-		m.finish(ctx, log, j, exitUnsupported, output{stderr: []byte(msg)})
+		out.add(nil, []byte(msg))
+		m.finish(ctx, log, j, exitUnsupported, out)
 		return
 	}
 
-	spec, err := writeSpec(j)
+	// The job's files are in the working area, not in /tmp, so that a
+	// minion that starts again after a crash finds them (CleanUp).
+	mark, err := proc.NewMark()
+	if err == nil {
+		err = m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark})
+	}
+	defer m.removeJobFiles(j.ID)
+	var spec string
+	if err == nil {
+		spec, err = m.writeSpec(j)
+	}
 	if err != nil {
-		log.Error("cannot write lorry spec", "err", err)
-		m.finish(ctx, log, j, exitNotStarted, output{stderr: []byte("lorry-controller-minion: " + err.Error() + "\n")})
+		log.Error("cannot write job files", "err", err)
+		out.add(nil, []byte("lorry-controller-minion: "+err.Error()+"\n"))
+		m.finish(ctx, log, j, exitNotStarted, out)
 		return
 	}
-	defer os.Remove(spec)
 
 	result := m.newLorryResult(j)
 	defer result.remove()
@@ -165,16 +179,21 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		args = append(args, "--push-url", j.PushURL)
 	}
 	args = append(args, spec)
-	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Dir: m.cfg.WorkingArea})
+	env := append(os.Environ(), mark)
+	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea})
 	if err != nil {
 		log.Error("cannot start lorry", "err", err)
-		m.finish(ctx, log, j, exitNotStarted, output{stderr: []byte("lorry-controller-minion: " + err.Error() + "\n")})
+		out.add(nil, []byte("lorry-controller-minion: "+err.Error()+"\n"))
+		m.finish(ctx, log, j, exitNotStarted, out)
 		return
+	}
+	if err := m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark, Pgid: p.Pid()}); err != nil {
+		// The first record, with the mark, is enough to find the job.
+		log.Warn("cannot record the job's process group", "err", err)
 	}
 	log.Info("job started", "pid", p.Pid(), "lorry_cmd", m.cfg.LorryCmd)
 
-	out, ok := m.watch(ctx, log, j, p)
-	if !ok {
+	if !m.watch(ctx, log, j, p, out) {
 		return
 	}
 	exit := p.Wait()
@@ -186,44 +205,107 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	m.finish(ctx, log, j, exit, out)
 }
 
-// watch sends the output of the running job every update interval, and kills
-// the job when the WEBAPP asks or when ctx is done. It returns once the
-// child has exited, with the output not yet delivered, or false if the job
-// is no longer ours to report.
-func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Process) (output, bool) {
-	var out output
+// Bounds of the form body of one job-update. Output is sent in pieces of
+// at most maxUpdateBody once form-encoded (a non-ASCII byte takes three),
+// well under what the WEBAPP accepts, and a piece the WEBAPP still finds
+// too large is halved, down to minUpdateBody.
+const (
+	maxUpdateBody = 4 << 20
+	minUpdateBody = 4 << 10
+	// formSpace is room for the fields of an update other than the
+	// output.
+	formSpace = 1 << 10
+)
+
+// killGrace is the smaller of the minion's own grace and the WEBAPP's.
+func (m *Minion) killGrace(j *job) time.Duration {
+	if j.KillGrace > 0 {
+		return min(m.cfg.KillGrace, time.Duration(j.KillGrace)*time.Second)
+	}
+	return m.cfg.KillGrace
+}
+
+// watch sends the output of the running job every update interval, and
+// sooner while a backlog is left; it kills the job when the WEBAPP asks,
+// when ctx is done, or when the lease runs out without an update having
+// reached the WEBAPP. It returns once the child has exited, or false if
+// the job is no longer ours to report.
+func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Process, out *output) bool {
 	bo := m.newBackoff()
+	budget := maxUpdateBody - formSpace
 	timer := time.NewTimer(m.cfg.UpdateInterval)
 	defer timer.Stop()
+	// A job given without a lease never runs out of it.
+	var lease *time.Timer
+	var leaseC <-chan time.Time
+	if end := j.leaseEnd(); !end.IsZero() {
+		lease = time.NewTimer(time.Until(end))
+		defer lease.Stop()
+		leaseC = lease.C
+	}
 	killed := false
+	killJob := func(why string) {
+		if killed {
+			return
+		}
+		killed = true
+		grace := m.killGrace(j)
+		log.Info(why+": killing job", "pid", p.Pid(), "grace", grace)
+		p.Kill(grace)
+	}
 	for {
 		select {
 		case <-p.Done():
-			return out, true
+			return true
 		case <-ctx.Done():
-			log.Info("stopping: killing job", "pid", p.Pid(), "grace", m.cfg.KillGrace)
-			p.Kill(m.cfg.KillGrace)
+			killJob("stopping")
 			<-p.Done()
-			return out, true
+			return true
+		case <-leaseC:
+			// Bistro's rule: give up before the WEBAPP counts the
+			// job as a ghost and hands its lorry to another minion.
+			leaseC = nil
+			if !killed {
+				out.add(p.NewOutput())
+				out.add(nil, fmt.Appendf(nil, "lorry-controller-minion: lease of %ds expired without reaching the WEBAPP: job killed\n", j.Lease))
+				killJob("lease expired without reaching the webapp")
+			}
+			continue
 		case <-timer.C:
 		}
 
 		out.add(p.NewOutput())
-		n := out.sendable()
-		kill, err := m.jobUpdate(ctx, j, updateRunning, n.stdout, n.stderr, nil)
+		u, _ := out.next(budget, false)
+		uctx, cancel := ctx, context.CancelFunc(func() {})
+		if end := j.leaseEnd(); !end.IsZero() && !killed {
+			// A request hung on a broken network must not hold
+			// the job beyond its lease.
+			uctx, cancel = context.WithDeadline(ctx, end)
+		}
+		kill, err := m.jobUpdate(uctx, j, updateRunning, u.stdout.data, u.stderr.data, nil)
+		cancel()
 		switch {
 		case err == nil:
-			out.drop(n)
+			out.sent(u)
 			bo.reset()
-			if kill && !killed {
-				log.Info("webapp asked to kill job", "pid", p.Pid(), "grace", m.cfg.KillGrace)
-				p.Kill(m.cfg.KillGrace)
-				killed = true
+			if leaseC != nil {
+				lease.Reset(time.Until(j.leaseEnd()))
 			}
-			timer.Reset(m.cfg.UpdateInterval)
+			if kill {
+				killJob("webapp asked to kill job")
+			}
+			next := m.cfg.UpdateInterval
+			if out.pending() {
+				next = 0
+			}
+			timer.Reset(next)
 		case ctx.Err() != nil:
 			// The next select sees it.
-		case retryable(err):
+		case tooLarge(err) && budget > minUpdateBody:
+			budget = max(budget/2, minUpdateBody)
+			log.Warn("webapp found the update too large; sending less at a time", "err", err, "budget", budget)
+			timer.Reset(0)
+		case retryable(err) || tooLarge(err) || uctx.Err() != nil:
 			wait := bo.next()
 			log.Warn("webapp unreachable; job keeps running", "err", err, "retry_in", wait)
 			timer.Reset(wait)
@@ -233,17 +315,19 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			// refusal would be repeated forever; the WEBAPP times the
 			// job out as a ghost either way.
 			log.Warn("webapp refused update; killing job", "err", err, "pid", p.Pid())
-			p.Kill(m.cfg.KillGrace)
+			p.Kill(m.killGrace(j))
 			exit := p.Wait()
 			log.Info("job killed", "exit", exit)
-			return out, false
+			return false
 		}
 	}
 }
 
-// finish delivers the final update: retried until the WEBAPP has it, or
-// until ctx is done, after which a few quick tries are made.
-func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int, out output) {
+// finish delivers the rest of the output and the end of the job: retried
+// until the WEBAPP has it, or until ctx is done, after which a few quick
+// tries are made. A backlog too large for one update goes first in
+// running updates, so that only the last one carries the exit.
+func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int, out *output) {
 	var du *int64
 	n, err := workarea.DiskUsage(workarea.Dir(m.cfg.WorkingArea, j.Path))
 	if err != nil {
@@ -253,15 +337,38 @@ func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int,
 	}
 	log = log.With("exit", exit)
 
-	bo := m.newBackoff()
-	for ctx.Err() == nil {
-		_, err := m.jobUpdate(ctx, j, exit, out.stdout, out.stderr, du)
+	budget := maxUpdateBody - formSpace
+	// deliver sends the next piece, and says whether it was the last.
+	deliver := func(ctx context.Context) (bool, error) {
+		u, last := out.next(budget, true)
+		e, d := updateRunning, (*int64)(nil)
+		if last {
+			e, d = exit, du
+		}
+		_, err := m.jobUpdate(ctx, j, e, u.stdout.data, u.stderr.data, d)
 		switch {
 		case err == nil:
+			out.sent(u)
+			return last, nil
+		case tooLarge(err) && budget > minUpdateBody:
+			budget = max(budget/2, minUpdateBody)
+			log.Warn("webapp found the update too large; sending less at a time", "err", err, "budget", budget)
+			return false, nil
+		}
+		return false, err
+	}
+
+	bo := m.newBackoff()
+	for ctx.Err() == nil {
+		done, err := deliver(ctx)
+		switch {
+		case done:
 			log.Info("job finished", "disk_usage", n)
 			return
+		case err == nil:
+			bo.reset()
 		case ctx.Err() != nil:
-		case retryable(err):
+		case retryable(err) || tooLarge(err):
 			wait := bo.next()
 			log.Warn("webapp unreachable; will retry final update", "err", err, "retry_in", wait)
 			sleep(ctx, wait)
@@ -274,15 +381,17 @@ func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int,
 	// Told to stop: the caller's context is done, but the WEBAPP should
 	// still hear how the job ended.
 	stopCtx := context.WithoutCancel(ctx)
-	for try := 1; try <= stopTries; try++ {
+	for try := 1; try <= stopTries; {
 		tctx, cancel := context.WithTimeout(stopCtx, stopTimeout)
-		_, err := m.jobUpdate(tctx, j, exit, out.stdout, out.stderr, du)
+		done, err := deliver(tctx)
 		cancel()
 		switch {
-		case err == nil:
+		case done:
 			log.Info("job finished", "disk_usage", n)
 			return
-		case !retryable(err):
+		case err == nil:
+			continue
+		case !retryable(err) && !tooLarge(err):
 			log.Error("webapp refused final update", "err", err)
 			return
 		}
@@ -290,68 +399,14 @@ func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int,
 		if try < stopTries {
 			time.Sleep(time.Duration(try) * 100 * time.Millisecond)
 		}
+		try++
 	}
 	log.Error("final update not delivered; the webapp will treat the job as lost")
 }
 
-// writeSpec saves the job's lorry spec to a temporary file for lorry to read.
-func writeSpec(j *job) (string, error) {
-	f, err := os.CreateTemp("", "lorry-controller-job-"+strconv.FormatInt(j.ID, 10)+"-*.lorry")
-	if err != nil {
-		return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
-	}
-	_, err = f.WriteString(j.Text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("write spec of job %d to %s: %w", j.ID, f.Name(), err)
-	}
-	return f.Name(), nil
-}
-
-// output is what the job wrote and the WEBAPP has not yet acknowledged.
-type output struct {
-	stdout, stderr []byte
-}
-
-func (o *output) add(stdout, stderr []byte) {
-	o.stdout = append(o.stdout, stdout...)
-	o.stderr = append(o.stderr, stderr...)
-}
-
-// sendable is the part of o to send in a running update: everything but a
-// trailing partial UTF-8 sequence, which the next read will complete, so
-// that each chunk the WEBAPP stores is valid text if the job writes text.
-func (o *output) sendable() output {
-	return output{
-		stdout: o.stdout[:completeRunes(o.stdout)],
-		stderr: o.stderr[:completeRunes(o.stderr)],
-	}
-}
-
-// drop forgets the part of o that was delivered.
-func (o *output) drop(sent output) {
-	o.stdout = append([]byte(nil), o.stdout[len(sent.stdout):]...)
-	o.stderr = append([]byte(nil), o.stderr[len(sent.stderr):]...)
-}
-
-// completeRunes returns the length of b without a trailing incomplete UTF-8
-// sequence. Bytes that are not UTF-8 at all are not held back.
-func completeRunes(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i > len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if utf8.FullRune(b[i:]) {
-				return len(b)
-			}
-			return i
-		}
-	}
-	return len(b)
-}
-
-// backoff doubles the delay between retries up to a cap.
+// backoff doubles the delay between retries up to a cap, and spreads each
+// delay at random over half to one and a half of it: after a WEBAPP
+// restart, minions that failed together would otherwise retry together.
 type backoff struct {
 	min, max, cur time.Duration
 }
@@ -366,7 +421,7 @@ func (b *backoff) next() time.Duration {
 	}
 	d := b.cur
 	b.cur = min(2*b.cur, b.max)
-	return d
+	return d/2 + rand.N(d)
 }
 
 func (b *backoff) reset() { b.cur = 0 }

@@ -165,8 +165,8 @@ pwd`)
 			if strings.Join(args, " ") != strings.Join(want, " ") {
 				t.Errorf("lorry arguments: got %q, want %q", args, want)
 			}
-			if !strings.HasSuffix(spec, ".lorry") {
-				t.Errorf("spec file: got %q, want a .lorry file", spec)
+			if !strings.HasSuffix(spec, ".lorry") || filepath.Dir(spec) != m.jobDir() || !strings.HasPrefix(spec, cfg.WorkingArea+"/") {
+				t.Errorf("spec file: got %q, want a .lorry file in %s", spec, m.jobDir())
 			}
 			if got, _ := os.ReadFile(specFile); string(got) != text {
 				t.Errorf("spec text: got %q, want %q", got, text)
@@ -389,7 +389,8 @@ func TestNothingToDo(t *testing.T) {
 }
 
 // TestRunWaits checks how long Run waits before asking again: the sleep
-// after 204, and a growing backoff while the WEBAPP fails.
+// after 204, and a growing backoff while the WEBAPP fails, of which at
+// least half is waited whatever the jitter.
 func TestRunWaits(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -397,7 +398,7 @@ func TestRunWaits(t *testing.T) {
 		want   []time.Duration // least gap before each later request
 	}{
 		{name: "nothing to do", status: http.StatusNoContent, want: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}},
-		{name: "webapp failing", status: http.StatusInternalServerError, want: []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}},
+		{name: "webapp failing", status: http.StatusInternalServerError, want: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -647,5 +648,24 @@ func TestRelativePaths(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	if got, want := joined(updates, "stdout"), work+"\n"+work+"\n"; got != want {
 		t.Errorf("job's directory and --working-area: got %q, want %q", got, want)
+	}
+}
+
+// TestBackoffJitter checks that retry delays are spread over half to one and
+// a half of the doubling delay, so that minions failing together do not
+// retry together.
+func TestBackoffJitter(t *testing.T) {
+	b := &backoff{min: time.Second, max: 4 * time.Second}
+	for i, base := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
+		if d := b.next(); d < base/2 || d >= base+base/2 {
+			t.Errorf("delay %d: got %v, want within [%v, %v)", i, d, base/2, base+base/2)
+		}
+	}
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		seen[b.next()] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("100 delays at the cap: got %d distinct values, want them spread", len(seen))
 	}
 }

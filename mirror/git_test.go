@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -392,4 +393,44 @@ func TestSymrefHead(t *testing.T) {
 			t.Errorf("%s: symrefHead(%q) = %q; want %q", tc.name, tc.out, got, tc.want)
 		}
 	}
+}
+
+// TestGitChildrenHoldLock checks that the programs a run starts inherit the
+// mirror's lock, so that one left running by a killed lorry keeps the next
+// run off the mirror.
+func TestGitChildrenHoldLock(t *testing.T) {
+	up := newUpstream(t, false)
+	area := t.TempDir()
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, out := t.TempDir(), filepath.Join(t.TempDir(), "held")
+	lockPath := workarea.Dir(area, "p") + ".lock"
+	wrapper := `#!/bin/sh
+for fd in /proc/$$/fd/*; do
+  if [ "$(readlink "$fd")" = ` + shellQuote(lockPath) + ` ]; then echo "$*" >> ` + shellQuote(out) + `; fi
+done
+exec ` + shellQuote(realGit) + ` "$@"
+`
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	res := runSpec(t, gitSpec("p", map[string]any{"url": up.url}), Options{WorkingArea: area, PullOnly: true})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no git run held the lock: %v", err)
+	}
+	if !strings.Contains(string(data), "clone") {
+		t.Errorf("git runs holding the lock:\n%s\nwant the clone among them", data)
+	}
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -8,7 +8,8 @@
 //
 //	WORKING-AREA/<escaped path>/git        the bare mirror, pushed downstream
 //	WORKING-AREA/<escaped path>/<tool>     state kept by a converter
-//	WORKING-AREA/<escaped path>.lock       flock while a run works on it
+//	WORKING-AREA/<escaped path>.lock       flock while a run works on it, held
+//	                                       by every program the run starts
 package mirror
 
 import (
@@ -157,6 +158,13 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 		return res
 	}
 	defer lock.Unlock()
+	// Every program this run starts holds the lock too: if lorry is
+	// killed, a git it started may go on writing to the mirror, and the
+	// next run must wait for it rather than work beside it.
+	if err := lock.Inherit(); err != nil {
+		res.Err = err
+		return res
+	}
 
 	j := &job{spec: spec, dir: dir, gitDir: filepath.Join(dir, "git"), opts: opts, out: out}
 	if err := j.ensureRepo(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"lorrycontroller/redact"
 	"net/http"
 	"strconv"
+	"time"
 
 	"lorrycontroller/statedb"
 )
@@ -22,6 +23,40 @@ type jobOffer struct {
 	Scraper *scraperOffer `json:"scraper,omitempty"`
 	// AllowLocalSources is passed on to lorry as --allow-local-sources.
 	AllowLocalSources bool `json:"allow_local_sources"`
+	leaseTerms
+	OutputLimit int64 `json:"output_limit"` // bytes
+}
+
+// leaseTerms go with every answer to a minion about its job: the minion
+// kills its job when it has delivered no job-update for Lease seconds, and
+// gives it at most KillGrace seconds between SIGTERM and SIGKILL.
+type leaseTerms struct {
+	Lease     int64 `json:"lease"`
+	KillGrace int64 `json:"kill_grace"`
+}
+
+// DefaultKillGrace is the kill grace the WEBAPP grants when it is not told.
+const DefaultKillGrace = 10 * time.Second
+
+// EffectiveLease is the lease that lease and ghostTimeout give: lease, or
+// half the ghost timeout when lease is zero.
+func EffectiveLease(lease, ghostTimeout time.Duration) time.Duration {
+	if lease > 0 {
+		return lease
+	}
+	return ghostTimeout / 2
+}
+
+func (s *Server) leaseTerms() leaseTerms {
+	grace := s.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	// Whole seconds, rounded down: a minion may give up early, never late.
+	return leaseTerms{
+		Lease:     max(1, int64(EffectiveLease(s.Lease, s.GhostTimeout).Seconds())),
+		KillGrace: int64(grace.Seconds()),
+	}
 }
 
 func minionParams(p params) (statedb.MinionID, error) {
@@ -98,6 +133,11 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			s.Log.Info("job given", "job_id", a.Job.ID, "path", a.Job.Path, "minion", m.Name)
 		}
+		limit := s.OutputLimit
+		if limit <= 0 {
+			limit = statedb.DefaultOutputLimit
+		}
+		offer.leaseTerms, offer.OutputLimit = s.leaseTerms(), limit
 		return ok(w, offer)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -170,7 +210,10 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 			s.finishDownstream(r.Context(), u.ID)
 		}
 	}
-	return ok(w, map[string]bool{"kill": kill})
+	return ok(w, struct {
+		Kill bool `json:"kill"`
+		leaseTerms
+	}{kill, s.leaseTerms()})
 }
 
 // finishDownstream lets the Downstream Host set what needs the pushed

@@ -39,6 +39,18 @@ type Server struct {
 	// GhostTimeout is how long a running job may go without an update
 	// before remove-ghost-jobs ends it.
 	GhostTimeout time.Duration
+	// Lease is how long a minion may go without delivering a job-update
+	// before it kills its job; zero means half of GhostTimeout. It must
+	// be shorter than GhostTimeout by more than KillGrace, so that a
+	// minion cut off from the WEBAPP has killed its job before the job is
+	// ended as a ghost and its lorry handed out again.
+	Lease time.Duration
+	// KillGrace is the longest a minion waits between SIGTERM and
+	// SIGKILL when it kills a job.
+	KillGrace time.Duration
+	// OutputLimit is the output kept per job, which a minion need not
+	// hold more of; zero means statedb.DefaultOutputLimit.
+	OutputLimit int64
 	// JobMaxAge is how long remove-old-jobs keeps finished jobs by default.
 	JobMaxAge time.Duration
 	// FakeClock, if set, is the debug clock that pretend-time moves.

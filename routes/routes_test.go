@@ -163,10 +163,16 @@ func TestJobCycleOverHTTP(t *testing.T) {
 	if code != 200 || offer["path"] != "a/one" || offer["kind"] != KindLorry || offer["timeout"] != 60.0 {
 		t.Fatalf("give-me-job = %d %v; want a/one, kind lorry, timeout 60", code, offer)
 	}
+	// Half the ghost timeout of a minute, the default kill grace, the
+	// default output limit.
+	if offer["lease"] != 30.0 || offer["kill_grace"] != 10.0 || offer["output_limit"] != float64(statedb.DefaultOutputLimit) {
+		t.Errorf("give-me-job lease, kill_grace, output_limit = %v, %v, %v; want 30, 10, %d",
+			offer["lease"], offer["kill_grace"], offer["output_limit"], statedb.DefaultOutputLimit)
+	}
 	id := offer["job_id"].(float64)
 	jobID := url.Values{"job_id": {"1"}, "minion": {"m"}, "pid": {"7"}, "exit": {"no"}, "stdout": {"out\n"}}
-	if code, m := ts.call(t, "POST", "/1.0/job-update", jobID); code != 200 || m["kill"] != false {
-		t.Fatalf("job-update = %d %v", code, m)
+	if code, m := ts.call(t, "POST", "/1.0/job-update", jobID); code != 200 || m["kill"] != false || m["lease"] != 30.0 || m["kill_grace"] != 10.0 {
+		t.Fatalf("job-update = %d %v; want kill false, lease 30, kill_grace 10", code, m)
 	}
 	if code, m := ts.call(t, "POST", "/1.0/remove-job", url.Values{"job_id": {"1"}}); code != 409 {
 		t.Errorf("remove running job = %d %v; want 409", code, m)

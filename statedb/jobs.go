@@ -161,8 +161,8 @@ type MinionID struct {
 // says in Idle why there is nothing to do. Either way the minion is
 // recorded as seen. A minion that asks again
 // while it owns a running job gets that job again; a minion that comes back
-// with a new pid has its old job ended as lost, since the job's process died
-// with the old minion.
+// with a new pid has its old job ended as lost, since the minion killed what
+// was left of the job before asking.
 func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	var a Assignment
 	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND status = 'running'`, m.Name)
@@ -183,8 +183,15 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		return a, err
 	}
 	for _, j := range owned {
-		msg := fmt.Sprintf("minion %s restarted (pid %d on %s, was pid %d on %s); the job died with it",
+		// A minion kills what is left of its job of an earlier run
+		// before it asks for work. On another host, the old host's
+		// minion does that when it starts again.
+		msg := fmt.Sprintf("minion %s restarted (pid %d on %s, was pid %d on %s); it killed what was left of the job",
 			m.Name, m.PID, m.Host, j.PID, j.Host)
+		if j.Host != m.Host {
+			msg = fmt.Sprintf("minion %s restarted on another host (pid %d on %s, was pid %d on %s); the job is lost with the old one",
+				m.Name, m.PID, m.Host, j.PID, j.Host)
+		}
 		if j.Host == m.Host && j.PID == m.PID {
 			l, err := tx.Lorry(ctx, j.Path)
 			if err == nil {

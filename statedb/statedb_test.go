@@ -338,7 +338,7 @@ func TestSameMinionAgainAndRestart(t *testing.T) {
 	if j := f.job(t, first.Job.ID); j.Status != StatusLost || j.Ended == nil {
 		t.Errorf("old job = %s; want lost and ended", j.Status)
 	}
-	if l := f.lorry(t, first.Lorry.Path); l.RunningJob != nil || !strings.Contains(l.LastRunError, "restarted") {
+	if l := f.lorry(t, first.Lorry.Path); l.RunningJob != nil || !strings.Contains(l.LastRunError, "restarted") || !strings.Contains(l.LastRunError, "killed what was left of the job") {
 		t.Errorf("lorry of lost job = %+v; want free with an error saying why", l)
 	}
 	// With nothing left to hand out, a restart is still noticed.

@@ -178,6 +178,12 @@ func TestInstallAndVerify(t *testing.T) {
 				}
 			}
 		}
+		// A minion's job must not outlive it (see the unit's comment).
+		if strings.HasPrefix(u, "lorry-controller-minion@") {
+			if got := d["KillMode"]; len(got) != 1 || got[0] != "control-group" {
+				t.Errorf("%s: KillMode %q; want control-group", u, got)
+			}
+		}
 		if strings.HasSuffix(u, ".service") && !strings.Contains(u, "@") {
 			if d["User"] == nil || d["User"][0] != "lorry-controller" {
 				t.Errorf("%s runs as %v; want User=lorry-controller", u, d["User"])

@@ -53,6 +53,8 @@
 //		commit with it; sets $COMMIT.
 //	wait-dead PIDFILE
 //		Wait until the process whose pid is in PIDFILE is gone.
+//	alive PIDFILE
+//		Check that the process whose pid is in PIDFILE runs.
 //	git-serve ROOT
 //		Serve the git repositories under ROOT over smart HTTP, read
 //		and write, until the script ends; sets $GITURL.
@@ -63,6 +65,19 @@
 //		Stop the server whose URL is in $VAR. Its port stays reserved
 //		without a listener, so connections to it are refused rather
 //		than reaching a server another script started meanwhile.
+//	stall-serve
+//		Serve HTTP, holding the first request unanswered until its
+//		client goes away, and answering 404 to every later one; sets
+//		$STALLURL.
+//	stall-wait
+//		Wait until the held request is open; with "!", until it is
+//		closed.
+//	proxy-start
+//		Start a TCP proxy to the WEBAPP; sets $PROXYURL.
+//	proxy-cut, proxy-mend
+//		Cut the proxy: its connections are closed, and new ones are
+//		accepted but never answered, as over a network that drops
+//		everything; mend it again.
 //	envsubst FILE...
 //		Replace $NAME and ${NAME} in each file by the script's
 //		variable of that name, so that CONFGIT files can name the
@@ -257,6 +272,9 @@ type scenario struct {
 	servers map[string]*httptest.Server
 	// fakes are the fake hosts, by the name the script gave them.
 	fakes map[string]fakeHost
+	// staller is the server of stall-serve, proxy the one of proxy-start.
+	staller *staller
+	proxy   *proxy
 
 	lastBody []byte
 }
@@ -334,6 +352,12 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"dump-queue":     cmdDumpQueue,
 	"confgit-commit": cmdConfgitCommit,
 	"wait-dead":      cmdWaitDead,
+	"alive":          cmdAlive,
+	"stall-serve":    cmdStallServe,
+	"stall-wait":     cmdStallWait,
+	"proxy-start":    cmdProxyStart,
+	"proxy-cut":      cmdProxySet(true),
+	"proxy-mend":     cmdProxySet(false),
 	"git-serve":      cmdServe("git-serve", "GITURL", gitHandler),
 	"file-serve":     cmdServe("file-serve", "FILEURL", fileHandler),
 	"serve-stop":     cmdServeStop,
@@ -989,10 +1013,7 @@ func cmdWaitDead(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: wait-dead PIDFILE")
 	}
-	data, err := os.ReadFile(ts.MkAbs(args[0]))
-	ts.Check(err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	ts.Check(err)
+	pid := readPidFile(ts, args[0])
 	deadline := time.Now().Add(waitLimit)
 	for alive(pid) {
 		if time.Now().After(deadline) {
@@ -1000,6 +1021,24 @@ func cmdWaitDead(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: alive PIDFILE")
+	}
+	pid := readPidFile(ts, args[0])
+	if alive(pid) == neg {
+		ts.Fatalf("process %d: alive is %v", pid, !neg)
+	}
+}
+
+func readPidFile(ts *testscript.TestScript, name string) int {
+	data, err := os.ReadFile(ts.MkAbs(name))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	ts.Check(err)
+	return pid
 }
 
 // procState is the state letter of pid in /proc, or 0 if there is none.

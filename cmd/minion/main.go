@@ -113,6 +113,11 @@ func run(ctx context.Context, cfg Config) error {
 		Token:          token,
 	}, &http.Client{Timeout: httpTimeout}, log)
 
+	// Before asking for work: the WEBAPP ends the job of an earlier run
+	// as lost, saying its processes were killed.
+	if err := m.CleanUp(ctx); err != nil {
+		return err
+	}
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea)
 	defer log.Info("minion stopped")
 	if cfg.Once {
@@ -152,7 +157,7 @@ Flags:
 	fs.StringVar(&cfg.Name, "name", defaultName(), "stable `name` of this minion, e.g. HOST-N for systemd instance N")
 	fs.DurationVar(&cfg.Sleep, "sleep", 10*time.Second, "wait this long after the WEBAPP had nothing to do")
 	fs.DurationVar(&cfg.UpdateInterval, "update-interval", 5*time.Second, "send a job's output this often")
-	fs.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "when killing a job, wait this long after SIGTERM before SIGKILL")
+	fs.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "when killing a job, wait this long after SIGTERM before SIGKILL (or the WEBAPP's kill_grace, if shorter)")
 	fs.StringVar(&cfg.LorryCmd, "lorry-cmd", defaultLorryCmd(), "lorry `program` to run for each job")
 	fs.StringVar(&cfg.WorkingArea, "working-area", "/var/lib/lorry-controller/work", "`directory` for lorry's working state, created if missing")
 	fs.String("config", "", "read settings from `file`: key = value lines, keys named like the flags")

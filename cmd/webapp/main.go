@@ -38,6 +38,8 @@ type Config struct {
 	AddrFile      string
 	StatusHTML    string
 	GhostTimeout  time.Duration
+	Lease         time.Duration
+	KillGrace     time.Duration
 	JobMaxAge     time.Duration
 	OutputLimit   int64
 	DebugFakeTime bool
@@ -80,6 +82,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.AddrFile, "addr-file", "", "write the bound address to this `file` once listening")
 	fs.StringVar(&c.StatusHTML, "status-html", "", "`path` of the on-disk status page that status-html rewrites")
 	fs.DurationVar(&c.GhostTimeout, "ghost-timeout", 15*time.Minute, "end running jobs with no update for this `duration` (remove-ghost-jobs)")
+	fs.DurationVar(&c.Lease, "lease", 0, "a minion kills its job after this `duration` without delivering an update; 0: half of --ghost-timeout")
+	fs.DurationVar(&c.KillGrace, "kill-grace", routes.DefaultKillGrace, "longest `duration` a minion waits between SIGTERM and SIGKILL when killing a job")
 	fs.DurationVar(&c.JobMaxAge, "job-max-age", 30*24*time.Hour, "default age beyond which remove-old-jobs forgets finished jobs")
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
@@ -113,7 +117,25 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if c.GhostTimeout <= 0 {
 		return c, errors.New("--ghost-timeout must be positive")
 	}
-	return c, nil
+	return c, checkLease(c)
+}
+
+// checkLease makes sure that a minion cut off from the WEBAPP has killed
+// its job, grace included, before the job counts as a ghost and its lorry
+// is handed out again: otherwise two runs of the lorry could push at once.
+func checkLease(c Config) error {
+	if c.Lease < 0 || c.KillGrace < 0 {
+		return errors.New("--lease and --kill-grace must not be negative")
+	}
+	lease := routes.EffectiveLease(c.Lease, c.GhostTimeout)
+	if lease < time.Second {
+		return fmt.Errorf("--lease %v: want at least 1s (it is counted in whole seconds)", lease)
+	}
+	if c.GhostTimeout <= lease+c.KillGrace {
+		return fmt.Errorf("--ghost-timeout %v must be longer than --lease %v plus --kill-grace %v, so that a minion cut off from the WEBAPP kills its job before the job is ended as a ghost",
+			c.GhostTimeout, lease, c.KillGrace)
+	}
+	return nil
 }
 
 func main() {
@@ -188,6 +210,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Log:          log,
 		StatusHTML:   cfg.StatusHTML,
 		GhostTimeout: cfg.GhostTimeout,
+		Lease:        cfg.Lease,
+		KillGrace:    cfg.KillGrace,
+		OutputLimit:  cfg.OutputLimit,
 		JobMaxAge:    cfg.JobMaxAge,
 		FakeClock:    fake,
 

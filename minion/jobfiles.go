@@ -1,0 +1,156 @@
+package minion
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"lorrycontroller/proc"
+	"lorrycontroller/workarea"
+)
+
+// jobsDir is the directory of the working area that holds the files of the
+// minions' jobs, one subdirectory per minion. workarea.Name never makes a
+// name starting with '.', so no lorry's directory can be this one.
+const jobsDir = ".jobs"
+
+// leftoverWait bounds how long CleanUp waits for the processes it killed.
+const leftoverWait = 30 * time.Second
+
+// jobRecord is what the minion keeps on disk about the job it runs, so that
+// after a crash it can kill what is left of the job (see CleanUp).
+type jobRecord struct {
+	JobID int64  `json:"job_id"`
+	Path  string `json:"path"`
+	Mark  string `json:"mark"` // proc.MarkVar=value, in every process of the job
+	Pgid  int    `json:"pgid,omitempty"`
+}
+
+// jobDir is this minion's directory of job files. Minions on one machine
+// share the working area, so each has its own.
+func (m *Minion) jobDir() string {
+	return filepath.Join(m.cfg.WorkingArea, jobsDir, workarea.Name(m.cfg.Name))
+}
+
+func (m *Minion) recordFile(id int64) string {
+	return filepath.Join(m.jobDir(), strconv.FormatInt(id, 10)+".job")
+}
+
+// writeRecord saves r, replacing any earlier record of the job.
+func (m *Minion) writeRecord(r jobRecord) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return writeFile(m.recordFile(r.JobID), data)
+}
+
+// writeSpec saves the job's lorry spec in the job directory for lorry to
+// read, and returns its path.
+func (m *Minion) writeSpec(j *job) (string, error) {
+	name := filepath.Join(m.jobDir(), strconv.FormatInt(j.ID, 10)+".lorry")
+	if err := writeFile(name, []byte(j.Text)); err != nil {
+		return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
+	}
+	return name, nil
+}
+
+// writeFile writes name through a temporary file, so that a crash never
+// leaves half of it to be read.
+func writeFile(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	tmp := name + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// removeJobFiles forgets the files of job id once it has ended.
+func (m *Minion) removeJobFiles(id int64) {
+	base := filepath.Join(m.jobDir(), strconv.FormatInt(id, 10))
+	for _, name := range []string{base + ".lorry", base + ".job"} {
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.log.Warn("cannot remove job file", "file", name, "err", err)
+		}
+	}
+}
+
+// CleanUp kills whatever is left of the jobs of an earlier run of this
+// minion and removes their files. Call it before the first job: a minion
+// that was killed outright (kill -9, an out-of-memory kill) could not kill
+// its job, and the job's processes would go on beside the next run of the
+// same lorry. Under systemd the unit has killed them already.
+//
+// The WEBAPP ends such a job as lost when the minion first asks for work,
+// saying that its processes were killed; so CleanUp returns only once they
+// are gone, or fails.
+func (m *Minion) CleanUp(ctx context.Context) error {
+	dir := m.jobDir()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("clean up jobs: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, leftoverWait)
+	defer cancel()
+	var errs []error
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".job") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("clean up jobs: %w", err))
+			continue
+		}
+		var r jobRecord
+		if err := json.Unmarshal(data, &r); err != nil || r.Mark == "" {
+			// Never written whole: writeRecord renames into place.
+			m.log.Warn("unreadable job record; ignored", "file", e.Name(), "err", err)
+			continue
+		}
+		pids, err := proc.KillMarked(ctx, r.Mark)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kill what is left of job %d: %w", r.JobID, err))
+			continue
+		}
+		if len(pids) > 0 {
+			m.log.Warn("killed what was left of a job of an earlier run", "job_id", r.JobID, "path", r.Path, "pgid", r.Pgid, "pids", pids)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Keep the records, so that the next start tries again.
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clean up jobs: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package minion
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestLeaseExpires cuts the minion off from the WEBAPP while its job runs:
+// once the lease has passed without a delivered update, the minion kills
+// the job, group and all, within the WEBAPP's kill grace (shorter than its
+// own), and reports why when the WEBAPP can be reached again.
+func TestLeaseExpires(t *testing.T) {
+	f := newFakeWebapp(t)
+	dir := t.TempDir()
+	pidFile, childFile := filepath.Join(dir, "pid"), filepath.Join(dir, "child")
+	lorry := writeLorry(t, `trap '' TERM
+sh -c 'trap "" TERM; echo $$ > `+sh(childFile)+`; while :; do sleep 0.05; done' &
+echo $$ > `+sh(pidFile)+`
+echo started
+while :; do sleep 0.05; done`)
+	m, _ := newTestMinion(t, f, lorry)
+	f.giveMeJob = oneJob(`{"job_id": 6, "path": "delta/cut", "kind": "lorry", "text": "{}", "lease": 1, "kill_grace": 1}`)
+	var pid, child int
+	f.jobUpdate = func(n int, form url.Values) (int, string) {
+		if pid == 0 && strings.Contains(form.Get("stdout"), "started") {
+			pid, child = readPid(t, pidFile), readPid(t, childFile)
+		}
+		if pid != 0 && !(gone(pid) && gone(child)) {
+			return dropConnection, ""
+		}
+		return http.StatusOK, `{"kill": false, "lease": 1, "kill_grace": 1}`
+	}
+	if ran, err := runOnce(t, t.Context(), m); !ran || err != nil {
+		t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
+	}
+	updates := f.delivered()
+	final := updates[len(updates)-1]
+	// TERM is ignored: only the WEBAPP's grace of 1s, not the minion's
+	// own 10s, passes before SIGKILL.
+	if got := final.Form.Get("exit"); got != "137" {
+		t.Errorf("exit: got %s, want 137", got)
+	}
+	if got, want := final.Form.Get("stderr"), "lorry-controller-minion: lease of 1s expired without reaching the WEBAPP: job killed\n"; got != want {
+		t.Errorf("final stderr: got %q, want %q", got, want)
+	}
+	if !gone(child) {
+		t.Errorf("the job's child %d outlived the lease", child)
+	}
+}
+
+// TestOutputBounded has a job write far more than the WEBAPP keeps while the
+// WEBAPP is unreachable: the minion keeps only the head and the tail that
+// the WEBAPP would, marks the cut as the WEBAPP does, and delivers that.
+func TestOutputBounded(t *testing.T) {
+	f := newFakeWebapp(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	lorry := writeLorry(t, `echo $$ > `+sh(pidFile)+`
+echo HEAD
+yes 'ééééééééééééééééééé' | head -n 20000
+echo TAIL`)
+	m, _ := newTestMinion(t, f, lorry)
+	f.giveMeJob = oneJob(`{"job_id": 4, "path": "delta/chatty", "kind": "lorry", "text": "{}", "output_limit": 1000}`)
+	f.jobUpdate = func(n int, form url.Values) (int, string) {
+		if form.Get("exit") == "no" {
+			return dropConnection, ""
+		}
+		return http.StatusOK, `{"kill": false}`
+	}
+	if ran, err := runOnce(t, t.Context(), m); !ran || err != nil {
+		t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
+	}
+	updates := f.delivered()
+	if got := updates[len(updates)-1].Form.Get("exit"); got != "0" {
+		t.Errorf("exit: got %s, want 0", got)
+	}
+	out := joined(updates, "stdout")
+	if len(out) > 1000 {
+		t.Errorf("delivered %d bytes, want at most the limit of 1000", len(out))
+	}
+	if !utf8.ValidString(out) {
+		t.Errorf("delivered output is not valid UTF-8: %q", out)
+	}
+	mark := regexp.MustCompile(`\n\[\.\.\. ([0-9]+) bytes of output cut \.\.\.\]\n`)
+	if !strings.HasPrefix(out, "HEAD\néééé") || !strings.HasSuffix(out, "éééé\nTAIL\n") || !mark.MatchString(out) {
+		t.Errorf("delivered output: got %q, want the head, the mark of the cut and the tail", out)
+	}
+	// What was kept and what was cut add up to what was written.
+	total := len("HEAD\n") + 20000*len("ééééééééééééééééééé\n") + len("TAIL\n")
+	var cut int
+	fmt.Sscan(mark.FindStringSubmatch(out)[1], &cut)
+	if kept := len(out) - len(mark.FindString(out)); kept+cut != total {
+		t.Errorf("kept %d and cut %d bytes: got %d in all, want %d", kept, cut, kept+cut, total)
+	}
+}
+
+// TestTooLarge has the WEBAPP refuse updates over a size with 413: the
+// minion sends less at a time until they pass, never gives up on the job,
+// and every byte arrives once, in order.
+func TestTooLarge(t *testing.T) {
+	const maxBody = 200_000
+	f := newFakeWebapp(t)
+	lorry := writeLorry(t, `yes 'ééééééééééééééééééé' | head -n 30000; exit 3`)
+	m, _ := newTestMinion(t, f, lorry)
+	f.giveMeJob = oneJob(jobAnswer(2, "delta/big", "lorry", "{}", ""))
+	refused := 0
+	f.jobUpdate = func(n int, form url.Values) (int, string) {
+		if len(form.Encode()) > maxBody {
+			refused++
+			return http.StatusRequestEntityTooLarge, `{"error": "request body too large"}`
+		}
+		return http.StatusOK, `{"kill": false}`
+	}
+	if ran, err := runOnce(t, t.Context(), m); !ran || err != nil {
+		t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
+	}
+	if refused == 0 {
+		t.Fatalf("no update was refused; the test sends too little")
+	}
+	updates := f.delivered()
+	if got := updates[len(updates)-1].Form.Get("exit"); got != "3" {
+		t.Errorf("exit: got %s, want 3", got)
+	}
+	if got, want := joined(updates, "stdout"), strings.Repeat("ééééééééééééééééééé\n", 30000); got != want {
+		t.Errorf("delivered %d bytes, want the %d written", len(got), len(want))
+	}
+	for i, q := range updates {
+		if !utf8.ValidString(q.Form.Get("stdout")) {
+			t.Errorf("update %d splits a rune", i)
+		}
+	}
+}

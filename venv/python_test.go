@@ -89,7 +89,7 @@ func TestMissingRequirement(t *testing.T) {
 	if !errors.As(err, &be) || be.Step != "pip install" || !strings.Contains(be.Output, "nosuch") {
 		t.Fatalf("Acquire = %v; want a BuildError of pip install naming nosuch", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "news", "1111111", id1)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "news", "111111111111", id1)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the failed build left its directory (%v)", err)
 	}
 }

@@ -37,11 +37,11 @@ func TestAcquireBuildsOnceThenReuses(t *testing.T) {
 	if !env.Built || env.BuildTime <= 0 {
 		t.Errorf("first Acquire: Built %v, BuildTime %v; want a build", env.Built, env.BuildTime)
 	}
-	want := filepath.Join(dir, "news", "1111111", id1)
+	want := filepath.Join(dir, "news", "111111111111", id1)
 	if env.Dir != want || env.Python() != filepath.Join(want, "bin", "python") {
 		t.Errorf("Dir %s, Python %s; want %s and its bin/python", env.Dir, env.Python(), want)
 	}
-	for _, p := range []string{"1111111/" + id1 + ".usage", "1111111/" + id1 + ".build", "1111111/" + id1 + "/src/requirements.txt"} {
+	for _, p := range []string{"111111111111/" + id1 + ".usage", "111111111111/" + id1 + ".build", "111111111111/" + id1 + "/src/requirements.txt"} {
 		if _, err := os.Stat(filepath.Join(dir, "news", p)); err != nil {
 			t.Errorf("after a build: %v", err)
 		}
@@ -167,7 +167,7 @@ func TestCrashMidBuild(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 
-	envDir := filepath.Join(dir, "news", "1111111", id1)
+	envDir := filepath.Join(dir, "news", "111111111111", id1)
 	if _, err := os.Stat(filepath.Join(envDir, "half-built")); err != nil {
 		t.Fatalf("the killed build left no half-built directory: %v", err)
 	}
@@ -231,7 +231,7 @@ func TestUsageBeforeBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldDir := filepath.Join(dir, "news", "1111111", id1)
+	oldDir := filepath.Join(dir, "news", "111111111111", id1)
 	if len(res.InUse) != 1 || res.InUse[0].Path != oldDir {
 		t.Errorf("GC kept %+v as in use; want %s", res.InUse, oldDir)
 	}
@@ -274,7 +274,7 @@ func TestCleanupKeepsInherited(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Release()
-	dir1, dir2 := filepath.Join(dir, "news", "1111111", id1), filepath.Join(dir, "news", "v2", id2)
+	dir1, dir2 := filepath.Join(dir, "news", "111111111111", id1), filepath.Join(dir, "news", "v2", id2)
 	if !ready(dir1) {
 		t.Fatalf("cleanup removed %s, which a running process holds", dir1)
 	}
@@ -311,7 +311,7 @@ func TestFailedBuild(t *testing.T) {
 		!strings.Contains(be.Output, "No matching distribution found for nosuch") {
 		t.Fatalf("Acquire = %v; want a BuildError of pip install with pip's output", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "news", "1111111", id1)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "news", "111111111111", id1)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the failed build left its directory (%v)", err)
 	}
 	// The locks are free again: the next attempt builds.

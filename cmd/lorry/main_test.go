@@ -58,7 +58,7 @@ func TestResultFile(t *testing.T) {
 	}
 	out := t.TempDir()
 	resultPath := filepath.Join(out, "result.json")
-	cfg, err := parseArgs(append([]string{"--working-area", t.TempDir(), "--pull-only", "--result-file", resultPath}, files...), io.Discard)
+	cfg, err := parseArgs(append([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources", "--result-file", resultPath}, files...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestResultFileReplaced(t *testing.T) {
 	if err := os.WriteFile(resultPath, []byte(`{"lorries": {"old": {"ok": true, "head": "x"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseArgs([]string{"--working-area", t.TempDir(), "--pull-only", "--result-file", resultPath, spec}, io.Discard)
+	cfg, err := parseArgs([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources", "--result-file", resultPath, spec}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,8 +139,8 @@ func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
 // entries and upstream hosts is in.
 type QueueConfig struct {
 	Queues  []Queue
-	Lorries map[string]string // lorry path to queue; absent is the default queue
-	Hosts   map[string]string // upstream host name to queue, for its generated lorries
+	Lorries map[string]string // lorry path to queue; absent or "" is the default queue
+	Hosts   map[string]string // upstream host name to queue, for its generated lorries; "" is the default
 }
 
 // SetConfigQueues makes the stored queues exactly c.Queues and puts the
@@ -183,6 +183,9 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 		return fmt.Errorf("move hosts of removed queues: %w", err)
 	}
 	for p, q := range c.Lorries {
+		if q == "" {
+			q = DefaultQueue
+		}
 		if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ? WHERE path = ? AND generated = 0 AND queue != ?`,
 			q, p, q); err != nil {
 			return fmt.Errorf("put lorry %q in queue %q: %w", p, q, err)
@@ -195,6 +198,9 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 		return fmt.Errorf("put lorries in the default queue: %w", err)
 	}
 	for h, q := range c.Hosts {
+		if q == "" {
+			q = DefaultQueue
+		}
 		if _, err := tx.exec(ctx, `UPDATE hosts SET queue = ? WHERE name = ?`, q, h); err != nil {
 			return fmt.Errorf("put host %q in queue %q: %w", h, q, err)
 		}

@@ -76,12 +76,22 @@ type lorriesSection struct {
 	globs    [][]string
 	interval time.Duration
 	timeout  time.Duration
+	queue    string
 }
 
 type parsedConf struct {
 	lorries  []lorriesSection
 	hosts    []Host
 	runtimes []runtimeSection
+	queues   []Queue
+}
+
+// queueRef is a section's "queue" key, checked once every queue section
+// is known.
+type queueRef struct {
+	section int
+	typ     string
+	queue   string
 }
 
 // parseConf parses the contents of lorry-controller.conf. Every problem
@@ -98,6 +108,8 @@ func parseConf(data []byte) (*parsedConf, error) {
 	pc := &parsedConf{}
 	seen := map[string]int{}
 	runtimes := map[string]int{}
+	queues := map[string]int{}
+	var refs []queueRef
 	for i, item := range list {
 		sec, ok := item.(map[string]any)
 		if !ok {
@@ -118,6 +130,18 @@ func parseConf(data []byte) (*parsedConf, error) {
 				return nil, err
 			}
 			pc.lorries = append(pc.lorries, ls)
+			refs = append(refs, queueRef{i, typ, ls.queue})
+		case typ == "queue":
+			q, err := parseQueueSection(i, sec)
+			if err != nil {
+				return nil, err
+			}
+			if j, dup := queues[q.Name]; dup {
+				return nil, &ConfError{Section: i, Type: typ, Key: "name",
+					Err: fmt.Errorf("queue %q is already configured by section [%d]", q.Name, j)}
+			}
+			queues[q.Name] = i
+			pc.queues = append(pc.queues, q)
 		case typ == "runtime":
 			rs, err := parseRuntimeSection(i, sec)
 			if err != nil {
@@ -141,8 +165,15 @@ func parseConf(data []byte) (*parsedConf, error) {
 			}
 			seen[key] = i
 			pc.hosts = append(pc.hosts, h)
+			refs = append(refs, queueRef{i, typ, h.Queue})
 		default:
-			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("unknown type %q (want lorries, scrapers, runtime, trove, gitlab, gitea or github)", typ)}
+			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("unknown type %q (want lorries, scrapers, runtime, queue, trove, gitlab, gitea or github)", typ)}
+		}
+	}
+	for _, r := range refs {
+		if _, ok := queues[r.queue]; !ok && r.queue != DefaultQueue {
+			return nil, &ConfError{Section: r.section, Type: r.typ, Key: "queue",
+				Err: fmt.Errorf("no queue section is named %q", r.queue)}
 		}
 	}
 	return pc, nil
@@ -202,6 +233,9 @@ func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection,
 	}
 	if ls.timeout, err = intervalKey(sec, "lorry-timeout", DefaultLorryTimeout); err != nil {
 		return fail("lorry-timeout", err)
+	}
+	if ls.queue, err = queueKey(sec); err != nil {
+		return fail("queue", err)
 	}
 	return ls, nil
 }
@@ -264,6 +298,9 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	}
 	if h.Timeout, err = intervalKey(sec, "lorry-timeout", DefaultLorryTimeout); err != nil {
 		return fail("lorry-timeout", err)
+	}
+	if h.Queue, err = queueKey(sec); err != nil {
+		return fail("queue", err)
 	}
 	if pv, ok := sec["prefixmap"]; ok {
 		m, ok := pv.(map[string]any)

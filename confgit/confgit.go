@@ -34,6 +34,8 @@ type Config struct {
 	Kept Kept
 	// Runtimes are the "runtime" sections, in file order; names are unique.
 	Runtimes []Runtime
+	// Queues are the "queue" sections, in file order; names are unique.
+	Queues []Queue
 }
 
 // Kept names the .lorry files and lorry paths whose previous lorries stay.
@@ -62,6 +64,7 @@ type Lorry struct {
 	// Runtime is the runtime a scraper runs in, as of this commit; zero
 	// for a lorry.
 	Runtime Runtime
+	Queue   string // "queue" of the section
 }
 
 // Host is an Upstream Host section. Its repositories become lorries when
@@ -75,6 +78,7 @@ type Host struct {
 	Timeout    time.Duration // "lorry-timeout"
 	Prefixmap  map[string]string
 	Ignore     []string
+	Queue      string // "queue" of the section, for the host's lorries
 	// Section is the whole section as JSON with sorted keys, including keys
 	// this package does not interpret such as "auth" and "private-token".
 	// It holds secrets: store it, never show it.
@@ -157,7 +161,7 @@ func (t fsTree) read(name string) ([]byte, error) {
 // build parses lorry-controller.conf first, so a broken one is reported
 // without reading any .lorry file, then reads the files its globs select.
 func build(ctx context.Context, t tree) (*Config, error) {
-	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}}
+	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}, Queues: []Queue{}}
 	data, ok, err := t.conf()
 	if err != nil {
 		return nil, err
@@ -170,6 +174,7 @@ func build(ctx context.Context, t tree) (*Config, error) {
 		return nil, err
 	}
 	cfg.Hosts = append(cfg.Hosts, pc.hosts...)
+	cfg.Queues = append(cfg.Queues, pc.queues...)
 	if cfg.Runtimes, err = resolveRuntimes(t, pc.runtimes); err != nil {
 		return nil, err
 	}
@@ -295,6 +300,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				Interval: ls.interval,
 				Timeout:  ls.timeout,
 				Runtime:  c.runtime,
+				Queue:    ls.queue,
 			})
 		}
 	}

@@ -178,13 +178,13 @@ func TestParseHosts(t *testing.T) {
 	]`
 	cfg := mustParse(t, map[string]string{ConfFile: conf})
 	want := []Host{
-		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour,
+		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default",
 			Prefixmap: map[string]string{"baserock": "baserock", "delta": "delta/upstream"}, Ignore: []string{"baserock/lorries"}},
-		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute,
+		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
-		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour,
+		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
-		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour,
+		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
 	}
 	if len(cfg.Hosts) != len(want) {
@@ -253,6 +253,7 @@ func TestParseLorries(t *testing.T) {
 		File:     "open-source-lorries/gnome.lorry",
 		Interval: 6 * time.Hour,
 		Timeout:  90 * time.Minute,
+		Queue:    "default",
 	}
 	if glib != wantGlib {
 		t.Errorf("glib:\n got %+v\nwant %+v", glib, wantGlib)
@@ -266,6 +267,7 @@ func TestParseLorries(t *testing.T) {
 		File:     "yaml/apps.lorry",
 		Interval: 24 * time.Hour,
 		Timeout:  time.Hour,
+		Queue:    "default",
 	}
 	if one != wantOne {
 		t.Errorf("YAML lorry:\n got %+v\nwant %+v", one, wantOne)

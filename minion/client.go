@@ -118,6 +118,12 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 		"pid":    {strconv.Itoa(m.cfg.Pid)},
 		"minion": {m.cfg.Name},
 	}
+	if m.cfg.Queues != "" {
+		form.Set("queues", m.cfg.Queues)
+	}
+	if m.cfg.IgnoreQueues != "" {
+		form.Set("ignore_queues", m.cfg.IgnoreQueues)
+	}
 	status, body, err := m.post(ctx, "give-me-job", form)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,10 @@ type Config struct {
 	UpdateInterval time.Duration // time between job-update calls
 	KillGrace      time.Duration // SIGTERM to SIGKILL delay when killing a job
 	Token          string        // sent as "Authorization: Bearer"; "" for none
+	// Queues, comma-separated, are the only queues to take jobs from;
+	// else IgnoreQueues are those not to. The WEBAPP decides.
+	Queues       string
+	IgnoreQueues string
 
 	// BackoffMin and BackoffMax bound the delay between retries while the
 	// WEBAPP is unreachable; zero means 1s and 60s.

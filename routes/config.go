@@ -76,6 +76,19 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 			Timeout: int64(h.Timeout.Seconds()), Section: h.Section,
 		}
 	}
+	queues := statedb.QueueConfig{Queues: make([]statedb.Queue, len(cfg.Queues)),
+		Lorries: map[string]string{}, Hosts: map[string]string{}}
+	for i, q := range cfg.Queues {
+		queues.Queues[i] = statedb.Queue{Name: q.Name, Threads: q.Threads, Sort: q.Sort, Schedule: q.Schedule}
+	}
+	for _, l := range cfg.Lorries {
+		if l.Queue != confgit.DefaultQueue {
+			queues.Lorries[l.Path] = l.Queue
+		}
+	}
+	for _, h := range cfg.Hosts {
+		queues.Hosts[h.Name] = h.Queue
+	}
 	fileErrors := make([]statedb.FileError, len(cfg.Errors))
 	for i, e := range cfg.Errors {
 		fileErrors[i] = statedb.FileError{File: e.File, Error: e.Error}
@@ -88,6 +101,9 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 			return err
 		}
 		if _, err := tx.SetConfigHosts(ctx, hosts); err != nil {
+			return err
+		}
+		if err := tx.SetConfigQueues(ctx, queues); err != nil {
 			return err
 		}
 		return tx.SetConfigState(ctx, statedb.ConfigState{

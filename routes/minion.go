@@ -60,7 +60,8 @@ func (s *Server) leaseTerms() leaseTerms {
 }
 
 func minionParams(p params) (statedb.MinionID, error) {
-	m := statedb.MinionID{Name: p["minion"], Host: p["host"]}
+	m := statedb.MinionID{Name: p["minion"], Host: p["host"],
+		Queues: queueList(p["queues"]), IgnoreQueues: queueList(p["ignore_queues"])}
 	if p["pid"] != "" {
 		pid, err := p.int("pid")
 		if err != nil {

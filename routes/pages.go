@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -863,6 +864,15 @@ type minionsView struct {
 	pageBase
 	AliveWithin int64
 	Minions     []minionView
+	// Hosts are the minion hosts, and any other capped host, with their
+	// caps on running jobs.
+	Hosts []hostCapView
+}
+
+type hostCapView struct {
+	Host    string
+	MaxJobs string // "" when there is no cap
+	Running int
 }
 
 func (s *Server) minionsHTML(w http.ResponseWriter, r *http.Request) error {
@@ -895,6 +905,11 @@ func (s *Server) minionsHTML(w http.ResponseWriter, r *http.Request) error {
 			}
 			v.Minions = append(v.Minions, mv)
 		}
+		caps, err := tx.HostLimits(r.Context())
+		if err != nil {
+			return err
+		}
+		v.Hosts = hostCaps(v.Minions, caps)
 		return nil
 	})
 	if err != nil {
@@ -902,6 +917,30 @@ func (s *Server) minionsHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.pageBase = livePage(w, r, "Minions", "minions", v.Now)
 	return writePage(w, http.StatusOK, "minions.html", v)
+}
+
+// hostCaps lists the hosts of minions and the capped hosts, by name.
+func hostCaps(minions []minionView, caps map[string]int64) []hostCapView {
+	byHost := map[string]*hostCapView{}
+	for h, n := range caps {
+		byHost[h] = &hostCapView{Host: h, MaxJobs: strconv.FormatInt(n, 10)}
+	}
+	for _, m := range minions {
+		hc := byHost[m.Host]
+		if hc == nil {
+			hc = &hostCapView{Host: m.Host}
+			byHost[m.Host] = hc
+		}
+		if m.JobID != nil {
+			hc.Running++
+		}
+	}
+	out := make([]hostCapView, 0, len(byHost))
+	for _, hc := range byHost {
+		out = append(out, *hc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	return out
 }
 
 // --- static files ---

@@ -137,6 +137,9 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/move-to-top-html", s.action(s.move(true), saidMove(true)))
 		r.Post("/move-to-bottom-html", s.action(s.move(false), saidMove(false)))
 		r.Post("/set-max-jobs-html", s.action(s.setMaxJobs, saidMaxJobs))
+		r.Get("/get-host-max-jobs", s.handle(s.getHostMaxJobs))
+		r.Post("/set-host-max-jobs", s.handle(s.setHostMaxJobs))
+		r.Post("/set-host-max-jobs-html", s.action(s.setHostMaxJobs, saidHostMaxJobs))
 
 		// Jobs.
 		r.Get("/list-running-jobs", s.handle(s.listRunningJobs))

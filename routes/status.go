@@ -24,6 +24,8 @@ const lowDiskBytes = 1 << 30
 type statusJSON struct {
 	RunningQueue bool                `json:"running_queue"`
 	MaxJobs      *int64              `json:"max_jobs"`
+	Queues       []queueJSON         `json:"queues"`
+	HostMaxJobs  map[string]int64    `json:"host_max_jobs"`
 	Lorries      statedb.LorryCounts `json:"lorries"`
 	Hosts        []hostJSON          `json:"hosts"`
 	RunningJobs  []int64             `json:"running_jobs"`
@@ -46,6 +48,12 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 		return st, err
 	}
 	if st.MaxJobs, err = tx.MaxJobs(ctx); err != nil {
+		return st, err
+	}
+	if st.Queues, err = queueStates(ctx, tx); err != nil {
+		return st, err
+	}
+	if st.HostMaxJobs, err = tx.HostLimits(ctx); err != nil {
 		return st, err
 	}
 	if st.Lorries, err = tx.CountLorries(ctx); err != nil {

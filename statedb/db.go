@@ -212,6 +212,8 @@ type session struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 	begin string
+	// schedules are the queues' threads-schedules parsed, by their text.
+	schedules map[string][]ThreadsEntry
 }
 
 func newSession(ctx context.Context, pool *sql.DB, readOnly bool) (*session, error) {

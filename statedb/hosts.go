@@ -236,5 +236,8 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		}
 		ch.Removed++
 	}
+	if err := tx.syncHostQueue(ctx, host); err != nil {
+		return ch, nil, err
+	}
 	return ch, clashes, nil
 }

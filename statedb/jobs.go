@@ -155,9 +155,15 @@ type MinionID struct {
 	Name string
 	Host string
 	PID  int64
+	// Queues, if any, are the only queues the minion takes work from;
+	// else it takes any but IgnoreQueues.
+	Queues       []string
+	IgnoreQueues []string
 }
 
-// GiveMeJob hands the first due lorry of the queue to the minion m, or
+// GiveMeJob hands the first due lorry of the queue to the minion m, within
+// max_jobs, the limits of the queues and of m's host and the queues m
+// takes (see pickLorry), or
 // says in Idle why there is nothing to do. Either way the minion is
 // recorded as seen. A minion that asks again
 // while it owns a running job gets that job again; a minion that comes back
@@ -249,10 +255,12 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	if err != nil {
 		return a, fmt.Errorf("find due lorry: %w", err)
 	}
-	l, err := scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_queue
-		WHERE running_job IS NULL AND next_due <= ? ORDER BY queue_pos LIMIT 1`, tx.Now))
+	l, idle, err := tx.pickLorry(ctx, m)
 	if err != nil {
-		return a, fmt.Errorf("find due lorry: %w", err)
+		return a, err
+	}
+	if idle != "" {
+		return Assignment{Idle: idle}, nil
 	}
 
 	// A scraper's job keeps its spec, commit and runtime, so that it is
@@ -262,10 +270,10 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		text = l.Text
 	}
 	res, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
-			text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)`,
+			text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`,
 		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
-		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python)
+		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue)
 	if err != nil {
 		return a, fmt.Errorf("create job for %q: %w", l.Path, err)
 	}

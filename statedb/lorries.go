@@ -35,6 +35,8 @@ type Lorry struct {
 	// UpstreamHead is the branch that the upstream's HEAD named, as the
 	// last successful job that knew it reported; empty when unknown.
 	UpstreamHead string
+	// Queue is the queue the entry is handed out from.
+	Queue string
 }
 
 // Runtime is the runtime a scraper runs in, as a commit of CONFGIT
@@ -49,7 +51,7 @@ type Runtime struct {
 const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
 	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
 	last_run_error, disk_usage, description, default_branch,
-	commit_id, runtime_name, runtime_version, runtime_id, runtime_python, upstream_head`
+	commit_id, runtime_name, runtime_version, runtime_id, runtime_python, upstream_head, queue`
 
 type scanner interface{ Scan(...any) error }
 
@@ -59,7 +61,7 @@ func scanLorry(row scanner) (Lorry, error) {
 	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
 		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
 		&l.LastRunError, &du, &l.Description, &l.DefaultBranch,
-		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python, &l.UpstreamHead)
+		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python, &l.UpstreamHead, &l.Queue)
 	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
 	return l, err
 }

@@ -43,7 +43,9 @@ type Config struct {
 	KeepUnused     time.Duration
 	TokenFile      string
 
-	Logger *slog.Logger
+	Logger       *slog.Logger
+	Queues       string // --queues, sent with give-me-job
+	IgnoreQueues string // --ignore-queues, sent with give-me-job
 }
 
 // httpTimeout bounds each request to the WEBAPP, so that a hung connection
@@ -111,6 +113,8 @@ func run(ctx context.Context, cfg Config) error {
 		UpdateInterval: cfg.UpdateInterval,
 		KillGrace:      cfg.KillGrace,
 		Token:          token,
+		Queues:         cfg.Queues,
+		IgnoreQueues:   cfg.IgnoreQueues,
 	}, &http.Client{Timeout: httpTimeout}, log)
 
 	// Before asking for work: the WEBAPP ends the job of an earlier run
@@ -118,7 +122,8 @@ func run(ctx context.Context, cfg Config) error {
 	if err := m.CleanUp(ctx); err != nil {
 		return err
 	}
-	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea)
+	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea,
+		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues)
 	defer log.Info("minion stopped")
 	if cfg.Once {
 		ran, err := m.RunOnce(ctx)
@@ -166,6 +171,8 @@ Flags:
 	fs.Var((*stringList)(&cfg.PipArgs), "pip-arg", "pass `arg` to pip install when building a runtime; repeat for more")
 	fs.DurationVar(&cfg.KeepUnused, "keep-unused", 72*time.Hour, "gc removes even the newest runtime of a scraper when unused this long")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "`file` of the minion token to send the WEBAPP (lorry-controller-webapp token create --role minion); its name must be --name, or the start of it before a \"-\"")
+	fs.StringVar(&cfg.Queues, "queues", "", "take jobs only from these `queues`, comma-separated (wins over --ignore-queues)")
+	fs.StringVar(&cfg.IgnoreQueues, "ignore-queues", "", "take no jobs from these `queues`, comma-separated")
 	var old oldWebapp
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
 	for _, w := range warnings {

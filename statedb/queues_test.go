@@ -1,0 +1,240 @@
+package statedb
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// queues configures the queues and which lorry is in which.
+func (f *fixture) queues(t *testing.T, qs []Queue, lorries map[string]string) {
+	t.Helper()
+	f.update(t, func(tx *Tx) error {
+		return tx.SetConfigQueues(context.Background(), QueueConfig{Queues: qs, Lorries: lorries})
+	})
+}
+
+func (f *fixture) finish(t *testing.T, a Assignment) {
+	t.Helper()
+	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Exit: exit(0)}); err != nil {
+		t.Fatalf("finish job %d: %v", a.Job.ID, err)
+	}
+}
+
+func minion(name, host string) MinionID { return MinionID{Name: name, Host: host, PID: 1} }
+
+func TestQueueThreads(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.lorries(t, "h1", "h2", "h3", "s1", "s2")
+	f.queues(t, []Queue{{Name: "heavy", Threads: exit(2)}},
+		map[string]string{"h1": "heavy", "h2": "heavy", "h3": "heavy"})
+	if got := f.lorry(t, "h1").Queue; got != "heavy" {
+		t.Errorf("h1 is in queue %q; want heavy", got)
+	}
+	if got := f.lorry(t, "s1").Queue; got != DefaultQueue {
+		t.Errorf("s1 is in queue %q; want %s", got, DefaultQueue)
+	}
+	var got []string
+	var first Assignment
+	for i := range 4 {
+		a := f.mustGive(t, minion(fmt.Sprint("m", i), "h"))
+		if i == 0 {
+			first = a
+		}
+		if a.Job.Path != a.Lorry.Path {
+			t.Fatalf("job path %q, lorry %q", a.Job.Path, a.Lorry.Path)
+		}
+		got = append(got, a.Lorry.Path)
+	}
+	// The third heavy one waits while the small ones flow.
+	want := []string{"h1", "h2", "s1", "s2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("handed out %v; want %v", got, want)
+	}
+	f.idle(t, minion("m9", "h"), "heavy full, nothing else due")
+	f.finish(t, first)
+	if a := f.mustGive(t, minion("m9", "h")); a.Lorry.Path != "h3" {
+		t.Errorf("after a heavy job ended got %q; want h3", a.Lorry.Path)
+	}
+}
+
+func TestQueueThreadsZeroAndGlobalMax(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b", "c", "d")
+	f.queues(t, []Queue{{Name: "off", Threads: exit(0)}}, map[string]string{"a": "off"})
+	f.update(t, func(tx *Tx) error { return tx.SetMaxJobs(ctx, exit(2)) })
+	if a := f.mustGive(t, minion("m1", "h")); a.Lorry.Path != "b" {
+		t.Errorf("got %q; want b, as queue off has threads 0", a.Lorry.Path)
+	}
+	f.mustGive(t, minion("m2", "h"))
+	f.idle(t, minion("m3", "h"), "max_jobs 2 with 2 running, whatever the queues")
+}
+
+func TestQueueSortOrders(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sort string
+		want []string
+	}{
+		{"queue-order", SortQueueOrder, []string{"a", "b", "c"}},
+		{"fifo", SortFIFO, []string{"c", "a", "b"}},
+		{"lifo", SortLIFO, []string{"b", "a", "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			f.lorries(t, "a", "b", "c")
+			f.queues(t, []Queue{{Name: "q", Sort: tc.sort}}, map[string]string{"a": "q", "b": "q", "c": "q"})
+			// Make them due at different times: c longest, b most recently.
+			for p, due := range map[string]int64{"a": 500, "b": 900, "c": 100} {
+				f.update(t, func(tx *Tx) error {
+					_, err := tx.exec(context.Background(), `UPDATE lorries SET next_due = ? WHERE path = ?`, due, p)
+					return err
+				})
+			}
+			var got []string
+			for i := range 3 {
+				got = append(got, f.mustGive(t, minion(fmt.Sprint("m", i), "h")).Lorry.Path)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("sort %s handed out %v; want %v", tc.sort, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestThreadsSchedule(t *testing.T) {
+	f := newFixture(t, Options{})
+	night := `{"cron": "0 22 * * *", "dst_fixes": ["skip", "repeat_use_only_early"], "timezone": "UTC",
+		"max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`
+	day := `{"cron": "0 6 * * *", "dst_fixes": ["skip", "repeat_use_only_early"], "timezone": "UTC",
+		"max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`
+	sched := `[{"schedule": ` + night + `, "threads": 3}, {"schedule": ` + day + `, "threads": 1}]`
+	var paths []string
+	in := map[string]string{}
+	for i := range 5 {
+		p := fmt.Sprint("h", i)
+		paths = append(paths, p)
+		in[p] = "heavy"
+	}
+	f.lorries(t, paths...)
+	f.queues(t, []Queue{{Name: "heavy", Threads: exit(2), Schedule: sched}}, in)
+
+	noon := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC).Unix()
+	f.clock.Set(noon)
+	var states []QueueState
+	f.db.View(context.Background(), func(tx *Tx) error {
+		var err error
+		states, err = tx.QueueStates(context.Background())
+		return err
+	})
+	for _, st := range states {
+		if st.Name == "heavy" && (st.Now == nil || *st.Now != 1 || st.Active != 1 || st.Due != 5) {
+			t.Errorf("heavy at noon: now %v, active %d, due %d; want 1, 1, 5", st.Now, st.Active, st.Due)
+		}
+	}
+	f.mustGive(t, minion("m0", "h"))
+	f.idle(t, minion("m1", "h"), "by day one heavy job at a time")
+
+	f.clock.Set(noon + 10*3600) // 22:00
+	f.mustGive(t, minion("m1", "h"))
+	f.mustGive(t, minion("m2", "h"))
+	f.idle(t, minion("m3", "h"), "by night three heavy jobs at a time")
+
+	f.clock.Set(noon + 18*3600) // 06:00 the next day
+	f.idle(t, minion("m3", "h"), "by day again, three running over the limit of one")
+}
+
+func TestThreadsScheduleBeforeAnyFired(t *testing.T) {
+	item := `{"minute": 0, "hour": 6, "year": 2030, "dst_fixes": ["skip", "repeat_use_only_early"], "timezone": "UTC",
+		"max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`
+	sched, err := ParseThreadsSchedule(`[{"schedule": ` + item + `, "threads": 5}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	if got, active := ThreadsAt(exit(2), sched, now); got == nil || *got != 2 || active != -1 {
+		t.Errorf("before any entry fired: threads %v, active %d; want 2, -1", got, active)
+	}
+	later := time.Date(2030, 1, 1, 7, 0, 0, 0, time.UTC).Unix()
+	if got, active := ThreadsAt(exit(2), sched, later); got == nil || *got != 5 || active != 0 {
+		t.Errorf("after it fired: threads %v, active %d; want 5, 0", got, active)
+	}
+}
+
+func TestHostMaxJobs(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b", "c", "d")
+	f.update(t, func(tx *Tx) error { return tx.SetHostMaxJobs(ctx, "build", exit(1)) })
+	f.mustGive(t, minion("build-1", "build"))
+	f.idle(t, minion("build-2", "build"), "host build at its max_jobs 1")
+	f.mustGive(t, minion("other-1", "other"))
+	var got *int64
+	f.update(t, func(tx *Tx) error {
+		var err error
+		got, err = tx.HostMaxJobs(ctx, "build")
+		return err
+	})
+	if got == nil || *got != 1 {
+		t.Errorf("HostMaxJobs(build) = %v; want 1", got)
+	}
+	f.update(t, func(tx *Tx) error { return tx.SetHostMaxJobs(ctx, "build", nil) })
+	f.mustGive(t, minion("build-2", "build"))
+	if err := f.db.Update(ctx, func(tx *Tx) error { return tx.SetHostMaxJobs(ctx, "build", exit(-1)) }); err == nil {
+		t.Error("negative max_jobs accepted")
+	}
+}
+
+func TestMinionQueues(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.lorries(t, "a", "b", "c")
+	f.queues(t, []Queue{{Name: "x"}, {Name: "y"}}, map[string]string{"a": "x", "b": "y"})
+	only := MinionID{Name: "only", Host: "h", PID: 1, Queues: []string{"y"}}
+	if a := f.mustGive(t, only); a.Lorry.Path != "b" {
+		t.Errorf("--queues y got %q; want b", a.Lorry.Path)
+	}
+	ignore := MinionID{Name: "ignore", Host: "h", PID: 1, IgnoreQueues: []string{"x"}}
+	if a := f.mustGive(t, ignore); a.Lorry.Path != "c" {
+		t.Errorf("--ignore-queues x got %q; want c", a.Lorry.Path)
+	}
+	both := MinionID{Name: "both", Host: "h", PID: 1, Queues: []string{"x"}, IgnoreQueues: []string{"x"}}
+	if a := f.mustGive(t, both); a.Lorry.Path != "a" {
+		t.Errorf("--queues x --ignore-queues x got %q; want a, as --queues wins", a.Lorry.Path)
+	}
+	f.idle(t, MinionID{Name: "none", Host: "h", PID: 1, Queues: []string{"nosuch"}}, "a queue that does not exist")
+}
+
+func TestRemovedQueueFallsBackToDefault(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	f.queues(t, []Queue{{Name: "x"}}, map[string]string{"a": "x"})
+	// A later configuration keeps "a" (its file broke) but drops queue x.
+	f.queues(t, nil, nil)
+	if got := f.lorry(t, "a").Queue; got != DefaultQueue {
+		t.Errorf("queue of a after x was removed: %q; want %s", got, DefaultQueue)
+	}
+}
+
+func TestHostLorriesTakeTheHostsQueue(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.update(t, func(tx *Tx) error {
+		if _, err := tx.SetConfigHosts(ctx, []Host{{Name: "up", Type: "gitlab", Protocol: "https", Section: "{}"}}); err != nil {
+			return err
+		}
+		return tx.SetConfigQueues(ctx, QueueConfig{Queues: []Queue{{Name: "mirrors"}}, Hosts: map[string]string{"up": "mirrors"}})
+	})
+	f.update(t, func(tx *Tx) error {
+		_, _, err := tx.SetHostLorries(ctx, "up", []NewLorry{{Path: "up/r", Text: "{}", Kind: "lorry", Interval: 10}})
+		return err
+	})
+	if got := f.lorry(t, "up/r").Queue; got != "mirrors" {
+		t.Errorf("generated lorry in queue %q; want mirrors", got)
+	}
+	a := f.mustGive(t, minion("m", "h"))
+	if j := f.job(t, a.Job.ID); a.Lorry.Queue != "mirrors" {
+		t.Errorf("job %d handed from queue %q; want mirrors", j.ID, a.Lorry.Queue)
+	}
+}

@@ -59,6 +59,9 @@ type Result struct {
 	// upstream's default branch for git specs, the imported branch for
 	// archives, master for converted repositories.
 	Head string
+	// Refs are the refs the run changed downstream, or in the mirror when
+	// nothing is pushed; nil when that is unknown.
+	Refs *RefChanges
 	Err  error
 }
 
@@ -184,10 +187,36 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 		return res
 	}
 	res.Head = j.headBranch(ctx, after)
-	if url := j.pushURL(); url != "" {
-		res.Err = j.push(ctx, url, refspecs, prune)
+	url := j.pushURL()
+	if url == "" {
+		res.Refs = refChanges(before, after, keepAll)
+		return res
 	}
+	res.Refs, res.Err = j.pushCompared(ctx, url, refspecs, prune)
 	return res
+}
+
+// pushCompared pushes the mirror to url and says what that changed there.
+// The downstream's refs are listed before and after, as push reports
+// abbreviated object ids. A downstream whose refs cannot be listed is
+// pushed to all the same, and its changes are unknown (nil).
+func (j *job) pushCompared(ctx context.Context, url string, refspecs []string, prune bool) (*RefChanges, error) {
+	before, err := j.remoteRefs(ctx, url)
+	if err != nil {
+		fmt.Fprintf(j.out, "cannot tell what the push changes: %v\n", err)
+	}
+	if err := j.push(ctx, url, refspecs, prune); err != nil {
+		return nil, err
+	}
+	if before == nil {
+		return nil, nil
+	}
+	after, err := j.remoteRefs(ctx, url)
+	if err != nil {
+		fmt.Fprintf(j.out, "cannot tell what the push changed: %v\n", err)
+		return nil, nil
+	}
+	return refChanges(before, after, pushedBy(refspecs)), nil
 }
 
 func (j *job) pushURL() string {

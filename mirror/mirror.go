@@ -63,6 +63,9 @@ type Result struct {
 	// nothing is pushed; nil when that is unknown.
 	Refs *RefChanges
 	Err  error
+	// ErrorClass, with Err, names the kind of failure for those that an
+	// operator tells apart: ClassLFS, or "".
+	ErrorClass string
 }
 
 // Changes lists refs by what happened to them in the mirror.
@@ -73,6 +76,9 @@ type Changes struct {
 
 // String is the line lorry prints for the result.
 func (r Result) String() string {
+	if r.Err != nil && r.ErrorClass != "" {
+		return fmt.Sprintf("%s: FAILED: %v (%s)", r.Name, r.Err, r.ErrorClass)
+	}
 	if r.Err != nil {
 		return fmt.Sprintf("%s: FAILED: %v", r.Name, r.Err)
 	}
@@ -107,6 +113,9 @@ type job struct {
 	gitDir string // the bare mirror
 	opts   Options
 	out    io.Writer
+	// lfs says that the importer fetched the mirror's LFS objects, which
+	// are to be pushed with its refs.
+	lfs bool
 }
 
 // importer brings the upstream of j into j.gitDir, returning the refspecs
@@ -124,6 +133,7 @@ var allRefs = []string{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
 // Run mirrors one spec.
 func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 	res.Name = spec.Name
+	defer func() { res.ErrorClass = errorClass(res.Err) }()
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
@@ -204,6 +214,11 @@ func (j *job) pushCompared(ctx context.Context, url string, refspecs []string, p
 	before, err := j.remoteRefs(ctx, url)
 	if err != nil {
 		fmt.Fprintf(j.out, "cannot tell what the push changes: %v\n", err)
+	}
+	if j.lfs {
+		if err := j.pushLFS(ctx, url); err != nil {
+			return nil, err
+		}
 	}
 	if err := j.push(ctx, url, refspecs, prune); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -153,5 +154,18 @@ func TestResultRefsTruncated(t *testing.T) {
 				t.Errorf("got %d created, truncated %v; want %d, %v", len(got.Created), got.Truncated, tt.created, tt.truncated)
 			}
 		})
+	}
+}
+
+// A failed spec's error class goes into its entry; a success has none.
+func TestResultErrorClass(t *testing.T) {
+	r := newResultFile()
+	r.add(mirror.Result{Name: "failed", Err: errors.New("fetch the LFS objects"), ErrorClass: mirror.ClassLFS})
+	r.add(mirror.Result{Name: "ok", Refs: &mirror.RefChanges{}})
+	if got := r.Lorries["failed"]; got.OK || got.ErrorClass != "lfs" {
+		t.Errorf("failed spec: got %+v; want not ok, error_class lfs", got)
+	}
+	if got := r.Lorries["ok"]; !got.OK || got.ErrorClass != "" {
+		t.Errorf("ok spec: got %+v; want ok, no error_class", got)
 	}
 }

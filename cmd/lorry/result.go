@@ -25,6 +25,9 @@ type specResult struct {
 	// Refs are the refs the run changed downstream (in the mirror with
 	// --pull-only), when the run succeeded and that is known.
 	Refs *refChanges `json:"refs,omitempty"`
+	// ErrorClass names the kind of a failure that an operator tells
+	// apart, such as "lfs" for an LFS object that could not be mirrored.
+	ErrorClass string `json:"error_class,omitempty"`
 }
 
 // maxRefsPerKind bounds each list of refChanges: a first mirror of a
@@ -74,6 +77,8 @@ func (f *resultFile) add(res mirror.Result) {
 	if r.OK {
 		r.Head = res.Head
 		r.Refs = newRefChanges(res.Refs)
+	} else {
+		r.ErrorClass = res.ErrorClass
 	}
 	f.Lorries[res.Name] = r
 }

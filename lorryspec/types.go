@@ -17,6 +17,9 @@ type Git struct {
 	CheckCertificates *bool `json:"check-certificates"`
 	// Prune deletes downstream the branches and tags deleted upstream.
 	Prune bool `json:"prune"`
+	// LFS fetches every Git LFS object of the mirrored refs and pushes
+	// them downstream.
+	LFS bool `json:"lfs"`
 }
 
 // Archive imports a tarball, zip or gzip file as a commit.

@@ -27,6 +27,9 @@ type job struct {
 	// head is the branch the upstream's HEAD named, as lorry found it,
 	// sent with the final update of a job that succeeded.
 	head string
+	// refs are the refs the job changed, as JSON, sent with the final
+	// update of a job that succeeded.
+	refs string
 	// AllowLocalSources is the WEBAPP's --allow-local-sources, which
 	// lorry is given as its own.
 	AllowLocalSources bool `json:"allow_local_sources"`
@@ -168,6 +171,9 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 	}
 	if exit == 0 && j.head != "" {
 		form.Set("head", j.head)
+	}
+	if exit == 0 && j.refs != "" {
+		form.Set("refs", j.refs)
 	}
 	_, body, err := m.post(ctx, "job-update", form)
 	if err != nil {

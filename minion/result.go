@@ -28,23 +28,30 @@ func (m *Minion) newLorryResult(j *job) lorryResult {
 
 func (r lorryResult) remove() { os.Remove(r.path) }
 
-// head reads the branch that the upstream's HEAD named, for the final
-// update of job j. It is "" unless the job succeeded and lorry named one:
-// a lorry that wrote no file, or a file that cannot be read, is logged
-// and means no head, never a failed job.
-func (r lorryResult) head(log *slog.Logger, j *job, exit int) string {
+// maxRefsBytes bounds the ref changes sent with a final update, as the
+// WEBAPP bounds them; lorry bounds their number, so only refs of very long
+// names reach it, and those are dropped rather than refused.
+const maxRefsBytes = 2 << 20
+
+// read reads what lorry found for the final update of job j: the branch
+// that the upstream's HEAD named, and the refs the run changed, as JSON.
+// Both are "" unless the job succeeded and lorry named them: a lorry that
+// wrote no file, or a file that cannot be read, is logged and means
+// neither, never a failed job.
+func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs string) {
 	if exit != 0 {
-		return ""
+		return "", ""
 	}
 	data, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		log.Info("lorry wrote no result file", "result_file", r.path)
-		return ""
+		return "", ""
 	}
 	var res struct {
 		Lorries map[string]struct {
-			OK   bool   `json:"ok"`
-			Head string `json:"head"`
+			OK   bool        `json:"ok"`
+			Head string      `json:"head"`
+			Refs *refChanges `json:"refs"`
 		} `json:"lorries"`
 	}
 	if err == nil {
@@ -52,7 +59,7 @@ func (r lorryResult) head(log *slog.Logger, j *job, exit int) string {
 	}
 	if err != nil {
 		log.Warn("cannot read lorry's result file", "result_file", r.path, "err", err)
-		return ""
+		return "", ""
 	}
 	// The WEBAPP names the spec after the lorry's path; a spec named
 	// otherwise is still the job's only one.
@@ -63,7 +70,35 @@ func (r lorryResult) head(log *slog.Logger, j *job, exit int) string {
 		}
 	}
 	if !spec.OK {
-		return ""
+		return "", ""
 	}
-	return spec.Head
+	if spec.Refs != nil {
+		// Re-encoded from the shape the WEBAPP takes, so that fields it
+		// does not know are not sent.
+		data, err := json.Marshal(spec.Refs)
+		switch {
+		case err != nil:
+			log.Warn("cannot encode lorry's ref changes", "err", err)
+		case len(data) > maxRefsBytes:
+			log.Warn("lorry's ref changes are too large to report", "bytes", len(data), "max_bytes", maxRefsBytes)
+		default:
+			refs = string(data)
+		}
+	}
+	return spec.Head, refs
+}
+
+// refChanges are the refs a run changed, as lorry's result file and the
+// WEBAPP's refs parameter hold them.
+type refChanges struct {
+	Created   []refChange `json:"created"`
+	Updated   []refChange `json:"updated"`
+	Deleted   []refChange `json:"deleted"`
+	Truncated bool        `json:"truncated,omitempty"`
+}
+
+type refChange struct {
+	Ref string `json:"ref"`
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
 }

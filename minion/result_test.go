@@ -5,18 +5,22 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// The final update carries the head that lorry wrote to its result file,
+// The final update carries the head and the ref changes that lorry wrote to its result file,
 // only when the job succeeded and the file names one for the job's spec;
 // the file is gone after the job.
+const sha1 = "0123456789abcdef0123456789abcdef01234567"
+
 func TestFinalUpdateHead(t *testing.T) {
 	tests := []struct {
 		name   string
 		result string // written to --result-file; "" writes nothing
 		exit   int
 		want   string
+		refs   string // the refs parameter wanted; "" for none
 	}{
 		{name: "head", result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
 		{name: "spec named otherwise", result: `{"lorries": {"foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
@@ -26,6 +30,13 @@ func TestFinalUpdateHead(t *testing.T) {
 		{name: "no head", result: `{"lorries": {"delta/foo": {"ok": true}}}`, want: ""},
 		{name: "no file", want: ""},
 		{name: "not JSON", result: `{"lorries": `, want: ""},
+		{name: "refs", want: "trunk",
+			result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk", "refs": {"created": [{"ref": "refs/heads/trunk", "new": "` + sha1 + `", "extra": 1}], "updated": [], "deleted": [], "truncated": true}}}}`,
+			refs:   `{"created":[{"ref":"refs/heads/trunk","new":"` + sha1 + `"}],"updated":[],"deleted":[],"truncated":true}`},
+		{name: "refs of a failed job", exit: 1,
+			result: `{"lorries": {"delta/foo": {"ok": true, "refs": {"created": [{"ref": "refs/heads/trunk", "new": "` + sha1 + `"}]}}}}`},
+		{name: "refs too large", want: "trunk",
+			result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk", "refs": {"created": [{"ref": "refs/heads/` + strings.Repeat("x", maxRefsBytes) + `", "new": "` + sha1 + `"}]}}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,8 +69,11 @@ exit `+strconv.Itoa(tt.exit))
 			if got, sent := final.Form.Get("head"), final.Form.Has("head"); got != tt.want || sent != (tt.want != "") {
 				t.Errorf("head: got %q (sent %v), want %q", got, sent, tt.want)
 			}
+			if got, sent := final.Form.Get("refs"), final.Form.Has("refs"); got != tt.refs || sent != (tt.refs != "") {
+				t.Errorf("refs: got %q (sent %v), want %q", got, sent, tt.refs)
+			}
 			for i, q := range updates[:len(updates)-1] {
-				if q.Form.Has("head") {
+				if q.Form.Has("head") || q.Form.Has("refs") {
 					t.Errorf("update %d of a running job has head %q", i, q.Form.Get("head"))
 				}
 			}

@@ -35,7 +35,10 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 			// A first mirror of all branches and tags is a bare clone,
 			// which writes its refs packed and takes the upstream's HEAD:
 			// much faster than a fetch for a repository of many refs.
-			return push, g.Prune, j.cloneGit(ctx, args, g.URL)
+			if err := j.cloneGit(ctx, args, g.URL); err != nil {
+				return nil, false, err
+			}
+			return push, g.Prune, j.lfsOf(ctx, g, args)
 		}
 	}
 	// -c options apply to asking for the upstream's HEAD too.
@@ -61,7 +64,19 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, fmt.Errorf("no ref upstream matches the refspecs %s", strings.Join(fetch, " "))
 	}
 	j.followUpstreamHead(ctx, config, g.URL, fetch, refs)
-	return push, g.Prune, nil
+	return push, g.Prune, j.lfsOf(ctx, g, config)
+}
+
+// lfsOf fetches the LFS objects of the mirror when the spec asks for them.
+func (j *job) lfsOf(ctx context.Context, g *lorryspec.Git, config []string) error {
+	if !g.LFS {
+		return nil
+	}
+	if err := j.fetchLFS(ctx, g.URL, config); err != nil {
+		return err
+	}
+	j.lfs = true
+	return nil
 }
 
 // followUpstreamHead points the mirror's HEAD at the branch the upstream's

@@ -60,7 +60,13 @@ type Result struct {
 	// upstream's default branch for git specs, the imported branch for
 	// archives, master for converted repositories.
 	Head string
+	// Refs are the refs the run changed downstream, or in the mirror when
+	// nothing is pushed; nil when that is unknown.
+	Refs *RefChanges
 	Err  error
+	// ErrorClass, with Err, names the kind of failure for those that an
+	// operator tells apart: ClassLFS, or "".
+	ErrorClass string
 }
 
 // Changes lists refs by what happened to them in the mirror.
@@ -71,6 +77,9 @@ type Changes struct {
 
 // String is the line lorry prints for the result.
 func (r Result) String() string {
+	if r.Err != nil && r.ErrorClass != "" {
+		return fmt.Sprintf("%s: FAILED: %v (%s)", r.Name, r.Err, r.ErrorClass)
+	}
 	if r.Err != nil {
 		return fmt.Sprintf("%s: FAILED: %v", r.Name, r.Err)
 	}
@@ -105,6 +114,9 @@ type job struct {
 	gitDir string // the bare mirror
 	opts   Options
 	out    io.Writer
+	// lfs says that the importer fetched the mirror's LFS objects, which
+	// are to be pushed with its refs.
+	lfs bool
 }
 
 // importer brings the upstream of j into j.gitDir, returning the refspecs
@@ -122,6 +134,7 @@ var allRefs = []string{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
 // Run mirrors one spec.
 func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 	res.Name = spec.Name
+	defer func() { res.ErrorClass = errorClass(res.Err) }()
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
@@ -192,10 +205,41 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 		return res
 	}
 	res.Head = j.headBranch(ctx, after)
-	if url := j.pushURL(); url != "" {
-		res.Err = j.push(ctx, url, refspecs, prune)
+	url := j.pushURL()
+	if url == "" {
+		res.Refs = refChanges(before, after, keepAll)
+		return res
 	}
+	res.Refs, res.Err = j.pushCompared(ctx, url, refspecs, prune)
 	return res
+}
+
+// pushCompared pushes the mirror to url and says what that changed there.
+// The downstream's refs are listed before and after, as push reports
+// abbreviated object ids. A downstream whose refs cannot be listed is
+// pushed to all the same, and its changes are unknown (nil).
+func (j *job) pushCompared(ctx context.Context, url string, refspecs []string, prune bool) (*RefChanges, error) {
+	before, err := j.remoteRefs(ctx, url)
+	if err != nil {
+		fmt.Fprintf(j.out, "cannot tell what the push changes: %v\n", err)
+	}
+	if j.lfs {
+		if err := j.pushLFS(ctx, url); err != nil {
+			return nil, err
+		}
+	}
+	if err := j.push(ctx, url, refspecs, prune); err != nil {
+		return nil, err
+	}
+	if before == nil {
+		return nil, nil
+	}
+	after, err := j.remoteRefs(ctx, url)
+	if err != nil {
+		fmt.Fprintf(j.out, "cannot tell what the push changed: %v\n", err)
+		return nil, nil
+	}
+	return refChanges(before, after, pushedBy(refspecs)), nil
 }
 
 func (j *job) pushURL() string {

@@ -42,8 +42,12 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 	}
 	var j statedb.Job
 	var out string
+	var refs *statedb.RefChanges
 	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		if j, err = tx.Job(r.Context(), id); err != nil {
+			return err
+		}
+		if refs, err = jobRefs(tx, r, id); err != nil {
 			return err
 		}
 		out, err = tx.Output(r.Context(), id)
@@ -52,7 +56,9 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, jobWire(j, out))
+	answer := jobWire(j, out)
+	answer.Refs = refsWire(refs)
+	return ok(w, answer)
 }
 
 // onJob makes a handler that does change to the job named by the job_id

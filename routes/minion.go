@@ -196,6 +196,12 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if u.Head != "" && u.Exit == nil {
 		return errorf(http.StatusBadRequest, "head is reported with the final update only, with exit")
 	}
+	if u.Refs, err = p.refs("refs"); err != nil {
+		return err
+	}
+	if u.Refs != nil && u.Exit == nil {
+		return errorf(http.StatusBadRequest, "refs are reported with the final update only, with exit")
+	}
 	var kill bool
 	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
 		var err error

@@ -644,6 +644,39 @@ type jobPageView struct {
 	Next            int64
 	OutputSize      string
 	BackAfterRemove string
+	// Refs are the refs the job changed; nil when unknown.
+	Refs *refsView
+}
+
+// refsView is a job's ref changes as its page lists them.
+type refsView struct {
+	Rows      []refRowView
+	Truncated bool
+}
+
+type refRowView struct {
+	Change       string // created, updated or deleted
+	Ref          string
+	Old, New     string // object ids, shortened
+	OldID, NewID string
+}
+
+func refsRows(c *statedb.RefChanges) *refsView {
+	if c == nil {
+		return nil
+	}
+	short := func(id string) string { return id[:min(len(id), 10)] }
+	v := &refsView{Truncated: c.Truncated}
+	for _, kind := range []struct {
+		change string
+		refs   []statedb.RefChange
+	}{{"created", c.Created}, {"updated", c.Updated}, {"deleted", c.Deleted}} {
+		for _, r := range kind.refs {
+			v.Rows = append(v.Rows, refRowView{Change: kind.change, Ref: r.Ref,
+				Old: short(r.Old), New: short(r.New), OldID: r.Old, NewID: r.New})
+		}
+	}
+	return v
 }
 
 // outputSize says how much output a job printed and how much of it was
@@ -663,9 +696,13 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	var part statedb.OutputPart
 	var now int64
+	var refs *statedb.RefChanges
 	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		now = tx.Now
-		part, err = tx.OutputFrom(r.Context(), id, 0)
+		if part, err = tx.OutputFrom(r.Context(), id, 0); err != nil {
+			return err
+		}
+		refs, err = jobRefs(tx, r, id)
 		return err
 	})
 	if err != nil {
@@ -673,7 +710,7 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := jobPageView{pageBase: livePage(w, r, fmt.Sprintf("Job %d", id), "jobs", now),
 		Job: jobRow(part.Job, now), Output: part.Text, Next: part.Next, OutputSize: outputSize(part.Job),
-		BackAfterRemove: "/1.0/list-jobs-html"}
+		BackAfterRemove: "/1.0/list-jobs-html", Refs: refsRows(refs)}
 	if part.Job.Status == statedb.StatusRunning {
 		v.Refresh = 5
 	}

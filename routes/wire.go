@@ -120,6 +120,9 @@ type jobJSON struct {
 	// Runtime is a scraper's runtime and whether the minion built it for
 	// this job; null for a lorry.
 	Runtime *jobRuntimeJSON `json:"runtime"`
+	// Refs are the refs a successful job changed downstream; null when
+	// unknown.
+	Refs *refChangesJSON `json:"refs"`
 }
 
 // jobRuntimeJSON is the runtime of a scraper's job. Built and

@@ -313,6 +313,9 @@ type JobUpdate struct {
 	// Head is the branch the upstream's HEAD names, reported with a
 	// successful end; "" when not reported. It is kept on the lorry.
 	Head string
+	// Refs are the refs the job changed, reported with a successful end;
+	// nil when not reported. They are kept with the job.
+	Refs *RefChanges
 }
 
 // UpdateJob records a minion's report: it appends output, keeps the job
@@ -365,6 +368,11 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 			_, err := tx.exec(ctx, `UPDATE lorries SET upstream_head = ? WHERE path = ? AND running_job = ?`, u.Head, j.Path, j.ID)
 			if err != nil {
 				return false, fmt.Errorf("record upstream head of job %d on lorry %q: %w", j.ID, j.Path, err)
+			}
+		}
+		if status == StatusSucceeded && u.Refs != nil {
+			if err := tx.setJobRefs(ctx, j.ID, u.Refs); err != nil {
+				return false, err
 			}
 		}
 		return false, tx.endJob(ctx, j, status, u.Exit, "", true)

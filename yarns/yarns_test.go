@@ -359,6 +359,8 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"proxy-cut":      cmdProxySet(true),
 	"proxy-mend":     cmdProxySet(false),
 	"git-serve":      cmdServe("git-serve", "GITURL", gitHandler),
+	"lfs-serve":      cmdServe("lfs-serve", "GITURL", lfsHandler),
+	"lfs-object":     cmdLFSObject,
 	"file-serve":     cmdServe("file-serve", "FILEURL", fileHandler),
 	"serve-stop":     cmdServeStop,
 	"envsubst":       cmdEnvsubst,
@@ -1070,6 +1072,36 @@ func alive(pid int) bool {
 // --- upstream servers ---
 
 func gitHandler(root string) (http.Handler, error) { return githttp.Handler(root) }
+
+// lfsHandler serves the git repositories under root, as git-serve does,
+// with an LFS server beside them. Its objects come from lfs-object.
+func lfsHandler(root string) (http.Handler, error) {
+	h, err := githttp.Handler(root)
+	if err != nil {
+		return nil, err
+	}
+	return githttp.NewLFS(h), nil
+}
+
+// cmdLFSObject serves the content of FILE as an LFS object of the server
+// that lfs-serve started, and writes its pointer file to POINTER.
+func cmdLFSObject(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "lfs-object")
+	if len(args) != 2 {
+		ts.Fatalf("usage: lfs-object FILE POINTER")
+	}
+	var lfs *githttp.LFS
+	for _, srv := range state(ts).servers {
+		if l, ok := srv.Config.Handler.(*githttp.LFS); ok {
+			lfs = l
+		}
+	}
+	if lfs == nil {
+		ts.Fatalf("lfs-object: no lfs-serve server")
+	}
+	_, pointer := lfs.Add([]byte(ts.ReadFile(args[0])))
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(pointer), 0o644))
+}
 
 func fileHandler(root string) (http.Handler, error) { return http.FileServer(http.Dir(root)), nil }
 

@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"lorrycontroller/gittest"
+	"lorrycontroller/mirror"
 )
 
 // upstreamOnTrunk makes a repository whose HEAD is trunk, with a branch
@@ -75,9 +79,17 @@ func TestResultFile(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatalf("result file is not JSON: %v\n%s", err, data)
 	}
+	created := func(dir string, branches ...string) map[string]any {
+		id := gittest.Git(t, dir, nil, "rev-parse", "HEAD")
+		var refs []any
+		for _, b := range branches {
+			refs = append(refs, map[string]any{"ref": "refs/heads/" + b, "new": id})
+		}
+		return map[string]any{"created": refs, "updated": []any{}, "deleted": []any{}}
+	}
 	want := map[string]any{"lorries": map[string]any{
-		"delta/trunk":   map[string]any{"ok": true, "head": "trunk"},
-		"delta/other":   map[string]any{"ok": true, "head": "main"},
+		"delta/trunk":   map[string]any{"ok": true, "head": "trunk", "refs": created(trunk, "side", "trunk")},
+		"delta/other":   map[string]any{"ok": true, "head": "main", "refs": created(other, "main")},
 		"delta/missing": map[string]any{"ok": false},
 	}}
 	if !reflect.DeepEqual(got, want) {
@@ -112,7 +124,48 @@ func TestResultFileReplaced(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]specResult{"p": {OK: true, Head: "trunk"}}; !reflect.DeepEqual(got.Lorries, want) {
-		t.Errorf("result file = %s; want lorries %v", data, want)
+	if p, ok := got.Lorries["p"]; len(got.Lorries) != 1 || !ok || !p.OK || p.Head != "trunk" {
+		t.Errorf("result file = %s; want only p, ok, with head trunk", data)
+	}
+}
+
+// The ref changes in the result file are cut at maxRefsPerKind per kind,
+// and say so.
+func TestResultRefsTruncated(t *testing.T) {
+	many := make([]mirror.RefChange, maxRefsPerKind+1)
+	for i := range many {
+		many[i] = mirror.RefChange{Ref: fmt.Sprintf("refs/tags/t%05d", i), New: strings.Repeat("a", 40)}
+	}
+	tests := []struct {
+		name      string
+		in        mirror.RefChanges
+		created   int
+		truncated bool
+	}{
+		{name: "at the bound", in: mirror.RefChanges{Created: many[:maxRefsPerKind]}, created: maxRefsPerKind},
+		{name: "over it", in: mirror.RefChanges{Created: many}, created: maxRefsPerKind, truncated: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newResultFile()
+			r.add(mirror.Result{Name: "p", Refs: &tt.in})
+			got := r.Lorries["p"].Refs
+			if len(got.Created) != tt.created || got.Truncated != tt.truncated {
+				t.Errorf("got %d created, truncated %v; want %d, %v", len(got.Created), got.Truncated, tt.created, tt.truncated)
+			}
+		})
+	}
+}
+
+// A failed spec's error class goes into its entry; a success has none.
+func TestResultErrorClass(t *testing.T) {
+	r := newResultFile()
+	r.add(mirror.Result{Name: "failed", Err: errors.New("fetch the LFS objects"), ErrorClass: mirror.ClassLFS})
+	r.add(mirror.Result{Name: "ok", Refs: &mirror.RefChanges{}})
+	if got := r.Lorries["failed"]; got.OK || got.ErrorClass != "lfs" {
+		t.Errorf("failed spec: got %+v; want not ok, error_class lfs", got)
+	}
+	if got := r.Lorries["ok"]; !got.OK || got.ErrorClass != "" {
+		t.Errorf("ok spec: got %+v; want ok, no error_class", got)
 	}
 }

@@ -1,0 +1,57 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// A successful job's ref changes are kept with the job and go with it; a
+// failed job's are not kept.
+func TestJobRefs(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a")
+	changes := &RefChanges{
+		Created:   []RefChange{{Ref: "refs/tags/v1", New: "1111111111111111111111111111111111111111"}},
+		Updated:   []RefChange{{Ref: "refs/heads/main", Old: "2222222222222222222222222222222222222222", New: "3333333333333333333333333333333333333333"}},
+		Deleted:   []RefChange{},
+		Truncated: true,
+	}
+	refsOf := func(id int64) (*RefChanges, error) {
+		var c *RefChanges
+		err := f.db.View(ctx, func(tx *Tx) error {
+			var err error
+			c, err = tx.JobRefs(ctx, id)
+			return err
+		})
+		return c, err
+	}
+	run := func(exitCode int64, refs *RefChanges) int64 {
+		t.Helper()
+		f.clock.Set(f.clock.Now().Unix() + 1000)
+		a := f.mustGive(t, m1)
+		if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(exitCode), Refs: refs}); err != nil {
+			t.Fatal(err)
+		}
+		return a.Job.ID
+	}
+
+	ok := run(0, changes)
+	if got, err := refsOf(ok); err != nil || !reflect.DeepEqual(got, changes) {
+		t.Errorf("refs of a successful job: got %+v, %v; want %+v", got, err, changes)
+	}
+	failed := run(1, changes)
+	if got, err := refsOf(failed); !errors.Is(err, ErrNotFound) {
+		t.Errorf("refs of a failed job: got %+v, %v; want ErrNotFound", got, err)
+	}
+	none := run(0, nil)
+	if got, err := refsOf(none); !errors.Is(err, ErrNotFound) {
+		t.Errorf("refs of a job that reported none: got %+v, %v; want ErrNotFound", got, err)
+	}
+	f.update(t, func(tx *Tx) error { return tx.RemoveJob(ctx, ok) })
+	if got, err := refsOf(ok); !errors.Is(err, ErrNotFound) {
+		t.Errorf("refs of a removed job: got %+v, %v; want ErrNotFound", got, err)
+	}
+}

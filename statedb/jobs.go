@@ -505,6 +505,13 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 	if err != nil {
 		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
 	}
+	if status != StatusSucceeded {
+		err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: j.Path, JobID: j.ID, Kind: j.Kind,
+			Status: status, Exit: exit, Minion: j.Minion, Error: lastErr})
+		if err != nil {
+			return err
+		}
+	}
 	if heard {
 		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)
 	} else {

@@ -334,8 +334,24 @@ func TestHangingReceiver(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.runOnce(ctx) }()
 	<-arrived
-	// The POST is under way: a write, as job-update makes, goes through.
-	f.notify(t, statedb.EventJobFailed, failed)
+	// The POST is under way: a job is handed out and ends, as give-me-job
+	// and job-update do it, and its failure joins the outbox.
+	err := f.db.Update(ctx, func(tx *statedb.Tx) error {
+		_, err := tx.SetConfigLorries(ctx, []statedb.NewLorry{{Path: "a", Text: `{"a":{"type":"git"}}`, Kind: "lorry",
+			Interval: 60}}, statedb.Kept{})
+		if err != nil {
+			return err
+		}
+		a, err := tx.GiveMeJob(ctx, statedb.MinionID{Name: "m1", Host: "h", PID: 1})
+		if err != nil {
+			return err
+		}
+		_, err = tx.UpdateJob(ctx, statedb.JobUpdate{ID: a.Job.ID, Exit: exit(1)})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := len(f.deliveries(t)); n != 2 {
 		t.Fatalf("outbox holds %d deliveries; want 2", n)
 	}

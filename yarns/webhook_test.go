@@ -17,7 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// hookReceiver is the webhook receiver of webhook-receive: it records
+// hookReceiver is the webhook receiver of hook-serve: it records
 // every POST, checks its signature against the secret, and answers with
 // the codes it was given in turn, then 200.
 type hookReceiver struct {
@@ -56,14 +56,14 @@ func (h *hookReceiver) received() []string {
 	return append([]string(nil), h.posts...)
 }
 
-func cmdWebhookReceive(ts *testscript.TestScript, neg bool, args []string) {
-	noNeg(ts, neg, "webhook-receive")
+func cmdHookServe(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "hook-serve")
 	if len(args) < 1 {
-		ts.Fatalf("usage: webhook-receive SECRETFILE [CODE...]")
+		ts.Fatalf("usage: hook-serve SECRETFILE [CODE...]")
 	}
 	s := state(ts)
 	if s.hooks != nil {
-		ts.Fatalf("webhook-receive: a receiver runs already")
+		ts.Fatalf("hook-serve: a receiver runs already")
 	}
 	secret, err := os.ReadFile(ts.MkAbs(args[0]))
 	ts.Check(err)
@@ -71,7 +71,7 @@ func cmdWebhookReceive(ts *testscript.TestScript, neg bool, args []string) {
 	for _, a := range args[1:] {
 		code, err := strconv.Atoi(a)
 		if err != nil {
-			ts.Fatalf("webhook-receive: %q is no status code", a)
+			ts.Fatalf("hook-serve: %q is no status code", a)
 		}
 		h.codes = append(h.codes, code)
 	}
@@ -81,22 +81,22 @@ func cmdWebhookReceive(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("HOOKURL", srv.URL)
 }
 
-func cmdWebhookPosts(ts *testscript.TestScript, neg bool, args []string) {
-	noNeg(ts, neg, "webhook-posts")
+func cmdHookPosts(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "hook-posts")
 	want := 0
 	if len(args) == 2 && args[0] == "-wait" {
 		var err error
 		if want, err = strconv.Atoi(args[1]); err != nil {
-			ts.Fatalf("webhook-posts: -wait %q is not a number", args[1])
+			ts.Fatalf("hook-posts: -wait %q is not a number", args[1])
 		}
 		args = args[2:]
 	}
 	if len(args) != 0 {
-		ts.Fatalf("usage: webhook-posts [-wait N]")
+		ts.Fatalf("usage: hook-posts [-wait N]")
 	}
 	h := state(ts).hooks
 	if h == nil {
-		ts.Fatalf("webhook-posts: no webhook-receive runs")
+		ts.Fatalf("hook-posts: no hook-serve runs")
 	}
 	out := ts.Stdout()
 	deadline := time.Now().Add(waitLimit)
@@ -109,7 +109,7 @@ func cmdWebhookPosts(ts *testscript.TestScript, neg bool, args []string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("webhook-posts: %d posts after %v, want %d:\n%s", len(posts), waitLimit, want, strings.Join(posts, "\n"))
+			ts.Fatalf("hook-posts: %d posts after %v, want %d:\n%s", len(posts), waitLimit, want, strings.Join(posts, "\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -104,12 +104,12 @@
 //		Gitea, one a line, as "METHOD /path {JSON body, keys sorted}".
 //		With -wait, first wait until there are at least N of them.
 //
-// A webhook receiver runs in the test process too:
+// A receiver of the WEBAPP's notifications runs in the test process too:
 //
-//	webhook-receive SECRETFILE [CODE...]
-//		Start a receiver of the WEBAPP's notifications that answers
-//		with each CODE in turn, then 200; sets $HOOKURL.
-//	webhook-posts [-wait N]
+//	hook-serve SECRETFILE [CODE...]
+//		Start a webhook receiver that answers with each CODE in turn,
+//		then 200; sets $HOOKURL.
+//	hook-posts [-wait N]
 //		Print the POSTs received, one a line, as "METHOD EVENT
 //		DELIVERY signature-ok|signature-bad CODE BODY", where the
 //		signature is checked with the secret and CODE is the answer.
@@ -268,7 +268,7 @@ type scenario struct {
 	servers map[string]*httptest.Server
 	// fakes are the fake hosts, by the name the script gave them.
 	fakes map[string]fakeHost
-	// hooks is the receiver of webhook-receive.
+	// hooks is the receiver of hook-serve.
 	hooks *hookReceiver
 
 	lastBody []byte
@@ -330,38 +330,38 @@ func (s *scenario) showLogs(t testscript.T) {
 }
 
 var commands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"webapp-start":    cmdWebappStart,
-	"webapp-stop":     cmdWebappStop,
-	"webapp-restart":  cmdWebappRestart,
-	"minion-start":    cmdMinionStart,
-	"minion-stop":     cmdMinionStop,
-	"minion-kill":     cmdMinionKill,
-	"minion-wait":     cmdMinionWait,
-	"minion-pause":    cmdMinionSignal(syscall.SIGSTOP),
-	"minion-resume":   cmdMinionSignal(syscall.SIGCONT),
-	"api":             cmdAPI,
-	"api-token":       cmdAPIToken,
-	"json":            cmdJSON,
-	"wait-json":       cmdWaitJSON,
-	"wait-job":        cmdWaitJob,
-	"dump-queue":      cmdDumpQueue,
-	"confgit-commit":  cmdConfgitCommit,
-	"wait-dead":       cmdWaitDead,
-	"git-serve":       cmdServe("git-serve", "GITURL", gitHandler),
-	"file-serve":      cmdServe("file-serve", "FILEURL", fileHandler),
-	"serve-stop":      cmdServeStop,
-	"envsubst":        cmdEnvsubst,
-	"next-second":     cmdNextSecond,
-	"fake-gitlab":     cmdFakeHost("gitlab"),
-	"fake-gitea":      cmdFakeHost("gitea"),
-	"fake-github":     cmdFakeHost("github"),
-	"fake-repo":       cmdFakeRepo,
-	"fake-repos":      cmdFakeRepos,
-	"fake-remove":     cmdFakeRemove,
-	"fake-fail":       cmdFakeFail,
-	"fake-changes":    cmdFakeChanges,
-	"webhook-receive": cmdWebhookReceive,
-	"webhook-posts":   cmdWebhookPosts,
+	"webapp-start":   cmdWebappStart,
+	"webapp-stop":    cmdWebappStop,
+	"webapp-restart": cmdWebappRestart,
+	"minion-start":   cmdMinionStart,
+	"minion-stop":    cmdMinionStop,
+	"minion-kill":    cmdMinionKill,
+	"minion-wait":    cmdMinionWait,
+	"minion-pause":   cmdMinionSignal(syscall.SIGSTOP),
+	"minion-resume":  cmdMinionSignal(syscall.SIGCONT),
+	"api":            cmdAPI,
+	"api-token":      cmdAPIToken,
+	"json":           cmdJSON,
+	"wait-json":      cmdWaitJSON,
+	"wait-job":       cmdWaitJob,
+	"dump-queue":     cmdDumpQueue,
+	"confgit-commit": cmdConfgitCommit,
+	"wait-dead":      cmdWaitDead,
+	"git-serve":      cmdServe("git-serve", "GITURL", gitHandler),
+	"file-serve":     cmdServe("file-serve", "FILEURL", fileHandler),
+	"serve-stop":     cmdServeStop,
+	"envsubst":       cmdEnvsubst,
+	"next-second":    cmdNextSecond,
+	"fake-gitlab":    cmdFakeHost("gitlab"),
+	"fake-gitea":     cmdFakeHost("gitea"),
+	"fake-github":    cmdFakeHost("github"),
+	"fake-repo":      cmdFakeRepo,
+	"fake-repos":     cmdFakeRepos,
+	"fake-remove":    cmdFakeRemove,
+	"fake-fail":      cmdFakeFail,
+	"fake-changes":   cmdFakeChanges,
+	"hook-serve":     cmdHookServe,
+	"hook-posts":     cmdHookPosts,
 }
 
 // noNeg fails the script if a command that cannot be negated was.

@@ -112,7 +112,10 @@ func (s *Server) listHost(ctx context.Context, stored statedb.Host) lsResult {
 		res.Error = redact.URLs(err.Error())
 		s.Log.Error("list host", "host", stored.Name, "err", res.Error)
 		if err := s.DB.Update(ctx, func(tx *statedb.Tx) error {
-			return tx.RecordListing(ctx, stored.Name, statedb.HostListing{Error: res.Error})
+			if err := tx.RecordListing(ctx, stored.Name, statedb.HostListing{Error: res.Error}); err != nil {
+				return err
+			}
+			return tx.Notify(ctx, statedb.EventHostListingFailed, statedb.HostListingFailed{Host: stored.Name, Error: res.Error})
 		}); err != nil {
 			s.Log.Error("record listing", "host", stored.Name, "err", err)
 		}

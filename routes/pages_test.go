@@ -155,6 +155,7 @@ func TestPagesEscapeHostileTextAndHideSecrets(t *testing.T) {
 		{"/1.0/list-jobs-html", []string{"h/&lt;script&gt;alert(1)&lt;/script&gt;"}},
 		{"/1.0/hosts-html", []string{"gl.example"}},
 		{"/1.0/minions-html", []string{"m2", "h/plain"}},
+		{"/1.0/notifications-html", []string{"job-failed", string(templates.LorryURL(hostilePath))}},
 	}
 	for _, p := range pages {
 		t.Run(p.path, func(t *testing.T) {
@@ -674,14 +675,15 @@ func TestEveryPageTemplateRenders(t *testing.T) {
 	// Zero values reach every branch that an empty controller shows, and
 	// html/template checks field names only when it runs.
 	pages := map[string]any{
-		"status.html":  statusView{},
-		"jobs.html":    jobsView{},
-		"job.html":     jobPageView{},
-		"lorry.html":   lorryPageView{},
-		"hosts.html":   hostsView{},
-		"minions.html": minionsView{},
-		"error.html":   errorPage{},
-		"signin.html":  signInView{pageBase: pageBase{SignIn: true, Self: "/1.0/status-html"}},
+		"status.html":        statusView{},
+		"jobs.html":          jobsView{},
+		"job.html":           jobPageView{},
+		"lorry.html":         lorryPageView{},
+		"hosts.html":         hostsView{},
+		"minions.html":       minionsView{},
+		"notifications.html": notificationsView{},
+		"error.html":         errorPage{},
+		"signin.html":        signInView{pageBase: pageBase{SignIn: true, Self: "/1.0/status-html"}},
 	}
 	for name, data := range pages {
 		for _, static := range []bool{false, true} {

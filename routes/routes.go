@@ -61,6 +61,10 @@ type Server struct {
 
 	// ListHost lists an Upstream Host; nil means hosts cannot be listed.
 	ListHost HostLister
+	// Notifications says where notifications go, for the notifications
+	// page.
+	Notifications Notifications
+
 	// CheckHost, if set, checks a host section at read-configuration
 	// beyond what confgit knows: the keys of its type.
 	CheckHost func(confgit.Host) error
@@ -176,6 +180,11 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/give-me-job", s.handle(s.giveMeJob))
 		r.Post("/job-update", s.handle(s.jobUpdate))
 		r.Get("/minions-html", s.page(s.minionsHTML))
+
+		// Notifications: what was posted to the notification URL, and how
+		// the receiver answered.
+		r.Get("/notifications", s.handle(s.notifications))
+		r.Get("/notifications-html", s.page(s.notificationsHTML))
 
 		// Signing in with a token, for the pages' buttons.
 		if !s.InsecureNoAuth {

@@ -45,7 +45,7 @@ func newTestServer(t *testing.T, opts ...func(*Server)) *testServer {
 	dir := t.TempDir()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{Clock: fake})
+	db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{Clock: fake, Notify: everyEvent()})
 	if err != nil {
 		t.Fatal(err)
 	}

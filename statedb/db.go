@@ -47,6 +47,7 @@ type DB struct {
 	clock       clock.Clock
 	path        string
 	outputLimit int64
+	notify      map[string]bool
 }
 
 // Options tune a DB. The zero value is the real clock and the default
@@ -54,6 +55,9 @@ type DB struct {
 type Options struct {
 	Clock       clock.Clock
 	OutputLimit int64 // bytes of output kept per job
+	// Notify names the events that Tx.Notify puts into the outbox; the
+	// others it drops. Nil notifies of nothing.
+	Notify map[string]bool
 }
 
 // readSessions is how many reads can run at once.
@@ -84,7 +88,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	pool.SetMaxIdleConns(1 + readSessions)
 	pool.SetConnMaxLifetime(0)
 	pool.SetConnMaxIdleTime(0)
-	db := &DB{pool: pool, clock: clk, path: path, outputLimit: limit, reads: make(chan *session, readSessions)}
+	db := &DB{pool: pool, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
+		reads: make(chan *session, readSessions)}
 	fail := func(err error) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -258,6 +263,7 @@ type Tx struct {
 	s           *session
 	Now         int64
 	outputLimit int64
+	notify      map[string]bool
 }
 
 // Update runs fn in a write transaction (BEGIN IMMEDIATE), committing if it
@@ -287,7 +293,7 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit}); err != nil {
+	if err := fn(&Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}); err != nil {
 		// The rollback must happen even if ctx is what failed.
 		if _, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))

@@ -374,6 +374,11 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 			if err := tx.setJobRefs(ctx, j.ID, u.Refs); err != nil {
 				return false, err
 			}
+			if u.Refs.Any() {
+				if err := tx.Notify(ctx, EventRefsChanged, RefsChanged{Lorry: j.Path, JobID: j.ID, Refs: u.Refs}); err != nil {
+					return false, err
+				}
+			}
 		}
 		return false, tx.endJob(ctx, j, status, u.Exit, "", true)
 	}
@@ -527,6 +532,13 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 		j.Started, j.Started, exit, lastErr, j.DiskUsage, j.Path, j.ID)
 	if err != nil {
 		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
+	}
+	if status != StatusSucceeded {
+		err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: j.Path, JobID: j.ID, Kind: j.Kind,
+			Status: status, Exit: exit, Minion: j.Minion, Error: lastErr})
+		if err != nil {
+			return err
+		}
 	}
 	if heard {
 		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)

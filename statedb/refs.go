@@ -18,6 +18,11 @@ type RefChanges struct {
 	Truncated bool `json:"truncated"`
 }
 
+// Any says whether any ref changed.
+func (c *RefChanges) Any() bool {
+	return c != nil && len(c.Created)+len(c.Updated)+len(c.Deleted) > 0
+}
+
 // RefChange is one ref: Old is "" for a created ref, New "" for a deleted
 // one.
 type RefChange struct {

@@ -119,6 +119,17 @@
 //		Gitea, one a line, as "METHOD /path {JSON body, keys sorted}".
 //		With -wait, first wait until there are at least N of them.
 //
+// A receiver of the WEBAPP's notifications runs in the test process too:
+//
+//	hook-serve SECRETFILE [CODE...]
+//		Start a webhook receiver that answers with each CODE in turn,
+//		then 200; sets $HOOKURL.
+//	hook-posts [-wait N]
+//		Print the POSTs received, one a line, as "METHOD EVENT
+//		DELIVERY signature-ok|signature-bad CODE BODY", where the
+//		signature is checked with the secret and CODE is the answer.
+//		With -wait, first wait until there are at least N of them.
+//
 // Nothing waits a fixed time: every wait polls until a deadline.
 package yarns
 
@@ -275,6 +286,8 @@ type scenario struct {
 	// staller is the server of stall-serve, proxy the one of proxy-start.
 	staller *staller
 	proxy   *proxy
+	// hooks is the receiver of hook-serve.
+	hooks *hookReceiver
 
 	lastBody []byte
 }
@@ -373,6 +386,8 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"fake-remove":    cmdFakeRemove,
 	"fake-fail":      cmdFakeFail,
 	"fake-changes":   cmdFakeChanges,
+	"hook-serve":     cmdHookServe,
+	"hook-posts":     cmdHookPosts,
 }
 
 // noNeg fails the script if a command that cannot be negated was.

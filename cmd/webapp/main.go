@@ -12,9 +12,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,8 +25,11 @@ import (
 	"lorrycontroller/flagconf"
 	"lorrycontroller/hosts"
 	"lorrycontroller/journallog"
+	"lorrycontroller/redact"
 	"lorrycontroller/routes"
+	"lorrycontroller/secretfile"
 	"lorrycontroller/statedb"
+	"lorrycontroller/webhook"
 )
 
 // Config is everything the WEBAPP is told on its command line or in its
@@ -59,6 +64,13 @@ type Config struct {
 	AdminTokenFile string
 	// AllowLocalSources lets specs mirror files of the minions' machines.
 	AllowLocalSources bool
+	// NotifyURL is where notifications are posted, "" for nowhere;
+	// NotifySecretFile holds the secret they are signed with, and
+	// NotifyEvents the events to notify of (NotifyEventList parsed).
+	NotifyURL        string
+	NotifySecretFile string
+	NotifyEventList  string
+	NotifyEvents     map[string]bool
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -96,6 +108,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.ReadAccess, "read-access", accessAnonymous, "who may read the pages and the read-only routes: anonymous, or token (any token, or a signed-in browser)")
 	fs.StringVar(&c.MetricsAccess, "metrics-access", accessAnonymous, "who may read /metrics: anonymous or token")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "`file` of the admin token that \"lorry-controller-webapp call\" sends; the WEBAPP itself needs none")
+	fs.StringVar(&c.NotifyURL, "notify-url", "", "`url` to POST notifications of events to (docs/operations.md); empty: none")
+	fs.StringVar(&c.NotifySecretFile, "notify-secret-file", "", "`file` of the secret that signs each notification (HMAC-SHA256); needed with --notify-url")
+	fs.StringVar(&c.NotifyEventList, "notify-events", "", "comma-separated `events` to notify of, of "+strings.Join(statedb.Events, ", ")+"; empty: all")
 	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
 	var old oldListen
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
@@ -116,6 +131,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if c.GhostTimeout <= 0 {
 		return c, errors.New("--ghost-timeout must be positive")
+	}
+	if err := c.checkNotify(); err != nil {
+		return c, err
 	}
 	return c, checkLease(c)
 }
@@ -177,7 +195,18 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		fake = &clock.Fake{}
 		clk = fake
 	}
-	db, err := statedb.Open(ctx, cfg.StateDB, statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit})
+	var secret string
+	if cfg.NotifyURL != "" {
+		var warning string
+		var err error
+		if secret, warning, err = secretfile.Read(cfg.NotifySecretFile); err != nil {
+			return fmt.Errorf("--notify-secret-file: %w", err)
+		}
+		if warning != "" {
+			log.Warn("notification secret", "warning", warning)
+		}
+	}
+	db, err := statedb.Open(ctx, cfg.StateDB, statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents})
 	if err != nil {
 		return err
 	}
@@ -221,6 +250,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		MetricsNeedToken:  cfg.MetricsAccess == accessToken,
 		AllowLocalSources: cfg.AllowLocalSources,
 	}
+	var deliver func(context.Context)
+	if cfg.NotifyURL != "" {
+		srv.Notifications = routes.Notifications{URL: cfg.NotifyURL, Events: eventNames(cfg.NotifyEvents)}
+		d := &webhook.Deliverer{DB: db, URL: cfg.NotifyURL, Secret: []byte(secret), Log: log}
+		deliver = d.Run
+	}
 
 	lns, activated, err := listen(cfg.Listen)
 	if err != nil {
@@ -247,7 +282,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The database is migrated and the listeners are bound: requests are
 	// answered from now on.
 	notify(log, "READY=1\nSTATUS=serving on "+addr)
-	bg := startBackground(ctx, cfg, handler, log)
+	bg := startBackground(ctx, cfg, handler, deliver, log)
 	defer bg.stop()
 	select {
 	case err := <-errc:
@@ -260,6 +295,39 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// checkNotify checks the notification settings and parses the events.
+// They are the WEBAPP's own, not CONFGIT's, as they carry a secret.
+func (c *Config) checkNotify() error {
+	if c.NotifyURL == "" {
+		if c.NotifySecretFile != "" || c.NotifyEventList != "" {
+			c.Warnings = append(c.Warnings, "notify-secret-file and notify-events do nothing without notify-url")
+		}
+		return nil
+	}
+	u, err := url.Parse(c.NotifyURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--notify-url %q is no http or https URL", redact.URLs(c.NotifyURL))
+	}
+	if c.NotifySecretFile == "" {
+		return errors.New("--notify-url needs --notify-secret-file: receivers tell our notifications from forged ones by their signature")
+	}
+	if c.NotifyEvents, err = webhook.ParseEvents(c.NotifyEventList); err != nil {
+		return fmt.Errorf("--notify-events: %w", err)
+	}
+	return nil
+}
+
+// eventNames lists the events of set in the order of statedb.Events.
+func eventNames(set map[string]bool) []string {
+	var out []string
+	for _, e := range statedb.Events {
+		if set[e] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // writeAddrFile writes addr so that a reader never sees a partial address.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
@@ -59,7 +60,8 @@ func notify(log *slog.Logger, state string) {
 }
 
 // background is the work the WEBAPP does besides serving requests: the
-// watchdog and, with --periodic-work, the timers' work.
+// watchdog, the delivery of notifications and, with --periodic-work, the
+// timers' work.
 type background struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -67,8 +69,8 @@ type background struct {
 
 // startBackground starts the watchdog if systemd asks for one
 // (WatchdogSec=), and the periodic work if cfg asks for it. Both go through
-// h, the WEBAPP's own routes.
-func startBackground(ctx context.Context, cfg Config, h http.Handler, log *slog.Logger) *background {
+// h, the WEBAPP's own routes. deliver, if not nil, delivers notifications.
+func startBackground(ctx context.Context, cfg Config, h http.Handler, deliver func(context.Context), log *slog.Logger) *background {
 	ctx, cancel := context.WithCancel(ctx)
 	b := &background{cancel: cancel, done: make(chan struct{})}
 	var runs []func(context.Context)
@@ -88,6 +90,10 @@ func startBackground(ctx context.Context, cfg Config, h http.Handler, log *slog.
 		p := &periodic{h: h, tasks: periodicTasks, log: log}
 		log.Info("doing the periodic work in-process")
 		runs = append(runs, p.Run)
+	}
+	if deliver != nil {
+		log.Info("delivering notifications", "events", strings.Join(eventNames(cfg.NotifyEvents), ","))
+		runs = append(runs, deliver)
 	}
 	go func() {
 		defer close(b.done)

@@ -1,0 +1,149 @@
+package routes
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"lorrycontroller/statedb"
+)
+
+// notificationsShown is how many deliveries the notifications routes list.
+const notificationsShown = 100
+
+// Notifications says where notifications go, for the notifications page;
+// the zero value is "nowhere". Whether an event is put into the outbox is
+// the database's to decide (statedb.Options.Notify).
+type Notifications struct {
+	URL    string
+	Events []string
+}
+
+// deliveryJSON is one delivery as the notifications route shows it.
+type deliveryJSON struct {
+	ID       int64  `json:"id"`
+	Event    string `json:"event"`
+	Time     int64  `json:"time"`
+	Status   string `json:"status"`
+	Attempts int64  `json:"attempts"`
+	LastTry  *int64 `json:"last_try"`
+	// LastCode is the receiver's last HTTP status, null if it never
+	// answered.
+	LastCode  *int64 `json:"last_code"`
+	LastError string `json:"last_error"`
+	// NextTry is null unless the delivery is pending.
+	NextTry *int64          `json:"next_try"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+func deliveryWire(d statedb.Delivery) deliveryJSON {
+	w := deliveryJSON{ID: d.ID, Event: d.Event, Time: d.Created, Status: d.Status, Attempts: d.Attempts,
+		LastTry: d.LastTry, LastCode: d.LastCode, LastError: d.LastError, Payload: json.RawMessage(d.Payload)}
+	if d.Status == statedb.DeliveryPending {
+		next := d.NextTry
+		w.NextTry = &next
+	}
+	return w
+}
+
+// notificationsJSON is the answer of the notifications route.
+type notificationsJSON struct {
+	Enabled bool     `json:"enabled"`
+	Target  string   `json:"target"`
+	Events  []string `json:"events"`
+	// Counts are the deliveries in the outbox by status.
+	Counts     map[string]int64 `json:"counts"`
+	Deliveries []deliveryJSON   `json:"deliveries"`
+}
+
+// target shows where notifications go without what may be secret in the
+// URL: its user, path and query can all be credentials.
+func target(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return ""
+	}
+	t := p.Scheme + "://" + p.Host
+	if p.Path != "" && p.Path != "/" || p.RawQuery != "" {
+		t += "/…"
+	}
+	return t
+}
+
+func (s *Server) readNotifications(r *http.Request) (notificationsJSON, int64, error) {
+	n := notificationsJSON{Enabled: s.Notifications.URL != "", Target: target(s.Notifications.URL),
+		Events: s.Notifications.Events, Deliveries: []deliveryJSON{}}
+	if n.Events == nil {
+		n.Events = []string{}
+	}
+	var now int64
+	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		now = tx.Now
+		var err error
+		if n.Counts, err = tx.DeliveryCounts(r.Context()); err != nil {
+			return err
+		}
+		ds, err := tx.Deliveries(r.Context(), notificationsShown)
+		for _, d := range ds {
+			n.Deliveries = append(n.Deliveries, deliveryWire(d))
+		}
+		return err
+	})
+	return n, now, err
+}
+
+func (s *Server) notifications(w http.ResponseWriter, r *http.Request) error {
+	n, _, err := s.readNotifications(r)
+	if err != nil {
+		return err
+	}
+	return ok(w, n)
+}
+
+// deliveryView is one row of the notifications page.
+type deliveryView struct {
+	deliveryJSON
+	Class string
+	// Lorry and Host are what the event is about, where it says.
+	Lorry string
+	Host  string
+	JobID int64
+}
+
+type notificationsView struct {
+	pageBase
+	notificationsJSON
+	Rows []deliveryView
+}
+
+func (s *Server) notificationsHTML(w http.ResponseWriter, r *http.Request) error {
+	n, now, err := s.readNotifications(r)
+	if err != nil {
+		return err
+	}
+	v := notificationsView{notificationsJSON: n}
+	for _, d := range n.Deliveries {
+		row := deliveryView{deliveryJSON: d}
+		var about struct {
+			Lorry string `json:"lorry"`
+			Host  string `json:"host"`
+			JobID int64  `json:"job_id"`
+		}
+		json.Unmarshal(d.Payload, &about)
+		row.Lorry, row.Host, row.JobID = about.Lorry, about.Host, about.JobID
+		switch d.Status {
+		case statedb.DeliveryDelivered:
+			row.Class = "s-ok"
+		case statedb.DeliveryFailed:
+			row.Class = "s-failed"
+		case statedb.DeliveryPending:
+			row.Class = "s-waiting"
+			if d.Attempts > 0 {
+				row.Class = "s-error"
+			}
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	v.pageBase = livePage(w, r, "Notifications", "notifications", now)
+	return writePage(w, http.StatusOK, "notifications.html", v)
+}

@@ -1,0 +1,220 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// The events a notification can be about. Their payloads are the types
+// below; docs/operations.md shows them as the receiver sees them.
+const (
+	EventJobFailed         = "job-failed"
+	EventLorryHardFailed   = "lorry-hard-failed"
+	EventLorryRecovered    = "lorry-recovered"
+	EventRefsChanged       = "refs-changed"
+	EventHostListingFailed = "host-listing-failed"
+)
+
+// Events are all the events, in the order the documentation gives them.
+var Events = []string{EventJobFailed, EventLorryHardFailed, EventLorryRecovered, EventRefsChanged, EventHostListingFailed}
+
+// JobFailed is the payload of job-failed: a job ended other than
+// successfully, whether by its own exit, a kill, a lorry-timeout, a lost
+// minion, or a downstream repository that could not be prepared.
+type JobFailed struct {
+	Lorry  string `json:"lorry"`
+	JobID  int64  `json:"job_id"`
+	Kind   string `json:"kind"`
+	Status string `json:"status"`
+	// Exit is null when the job never reported one (lost, not prepared).
+	Exit   *int64 `json:"exit"`
+	Minion string `json:"minion"`
+	// Error is the lorry's last_run_error: what ended the job and the
+	// tail of its output.
+	Error string `json:"error"`
+}
+
+// LorryHardFailed is the payload of lorry-hard-failed: a lorry failed so
+// many times in a row that it is no longer retried by itself.
+type LorryHardFailed struct {
+	Lorry    string `json:"lorry"`
+	JobID    int64  `json:"job_id"`
+	Failures int64  `json:"failures"`
+	Error    string `json:"error"`
+}
+
+// LorryRecovered is the payload of lorry-recovered: a lorry succeeded
+// after Failures failed runs in a row.
+type LorryRecovered struct {
+	Lorry    string `json:"lorry"`
+	JobID    int64  `json:"job_id"`
+	Failures int64  `json:"failures"`
+}
+
+// RefsChanged is the payload of refs-changed: a successful job moved refs
+// of its lorry's mirror downstream.
+type RefsChanged struct {
+	Lorry string      `json:"lorry"`
+	JobID int64       `json:"job_id"`
+	Refs  *RefChanges `json:"refs"`
+}
+
+// HostListingFailed is the payload of host-listing-failed: listing an
+// Upstream Host failed, so its lorries stay as they were.
+type HostListingFailed struct {
+	Host  string `json:"host"`
+	Error string `json:"error"`
+}
+
+// Notify puts a notification of event with payload (one of the payload
+// types above) into the outbox, as part of the transaction, if the
+// database was opened to notify of that event (Options.Notify); else it
+// does nothing. The delivery happens later, elsewhere: this is one INSERT.
+func (tx *Tx) Notify(ctx context.Context, event string, payload any) error {
+	if !slices.Contains(Events, event) {
+		return fmt.Errorf("notify: unknown event %q: %w", event, ErrInvalid)
+	}
+	if !tx.notify[event] {
+		return nil
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("notify %s: %w", event, err)
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return fmt.Errorf("notify %s: the payload is not a JSON object: %w", event, ErrInvalid)
+	}
+	_, err = tx.exec(ctx, `INSERT INTO outbox (event, payload, created, next_try) VALUES (?, ?, ?, ?)`,
+		event, string(body), tx.Now, tx.Now)
+	if err != nil {
+		return fmt.Errorf("notify %s: %w", event, err)
+	}
+	return nil
+}
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is one notification in the outbox and how its delivery went.
+type Delivery struct {
+	ID      int64
+	Event   string
+	Payload string // a JSON object
+	Created int64
+	Status  string
+	// Attempts counts the POSTs made so far.
+	Attempts int64
+	// NextTry is when a pending delivery is tried next.
+	NextTry int64
+	LastTry *int64
+	// LastCode is the receiver's last HTTP status; nil if it never
+	// answered.
+	LastCode *int64
+	// LastError says why the last attempt failed; "" if it did not.
+	LastError string
+}
+
+const deliveryColumns = `id, event, payload, created, status, attempts, next_try, last_try, last_code, last_error`
+
+func scanDeliveries(rows *sql.Rows, err error) ([]Delivery, error) {
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	defer rows.Close()
+	out := []Delivery{}
+	for rows.Next() {
+		var d Delivery
+		var last, code sql.NullInt64
+		if err := rows.Scan(&d.ID, &d.Event, &d.Payload, &d.Created, &d.Status, &d.Attempts,
+			&d.NextTry, &last, &code, &d.LastError); err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
+		}
+		d.LastTry, d.LastCode = nullInt(last), nullInt(code)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return out, nil
+}
+
+// DueDeliveries lists up to limit pending deliveries whose time has come,
+// oldest first.
+func (tx *Tx) DueDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
+	return scanDeliveries(tx.query(ctx, `SELECT `+deliveryColumns+` FROM outbox INDEXED BY outbox_due
+		WHERE status = 'pending' AND next_try <= ? ORDER BY next_try, id LIMIT ?`, tx.Now, limit))
+}
+
+// Deliveries lists the newest limit deliveries, newest first.
+func (tx *Tx) Deliveries(ctx context.Context, limit int) ([]Delivery, error) {
+	return scanDeliveries(tx.query(ctx, `SELECT `+deliveryColumns+` FROM outbox ORDER BY id DESC LIMIT ?`, limit))
+}
+
+// DeliveryCounts counts the deliveries by status.
+func (tx *Tx) DeliveryCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := tx.query(ctx, `SELECT status, COUNT(*) FROM outbox GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, fmt.Errorf("count deliveries: %w", err)
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+// DeliveryAttempt is the outcome of one POST of a delivery.
+type DeliveryAttempt struct {
+	// Status is the delivery's state after the attempt: delivered, pending
+	// again (to be tried at NextTry), or failed for good.
+	Status  string
+	NextTry int64
+	// Code is the receiver's HTTP status, 0 if it did not answer.
+	Code  int
+	Error string
+}
+
+// RecordDelivery records an attempt to deliver notification id, made now.
+func (tx *Tx) RecordDelivery(ctx context.Context, id int64, a DeliveryAttempt) error {
+	if !slices.Contains([]string{DeliveryPending, DeliveryDelivered, DeliveryFailed}, a.Status) {
+		return fmt.Errorf("record delivery %d: status %q: %w", id, a.Status, ErrInvalid)
+	}
+	var code *int
+	if a.Code != 0 {
+		code = &a.Code
+	}
+	res, err := tx.exec(ctx, `UPDATE outbox SET status = ?, attempts = attempts + 1, next_try = ?,
+			last_try = ?, last_code = ?, last_error = ?
+		WHERE id = ? AND status = 'pending'`,
+		a.Status, a.NextTry, tx.Now, code, a.Error, id)
+	if err != nil {
+		return fmt.Errorf("record delivery %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("no pending delivery %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// RemoveOldDeliveries forgets the deliveries that were delivered or given
+// up more than maxAge seconds ago, so that the outbox stays small.
+func (tx *Tx) RemoveOldDeliveries(ctx context.Context, maxAge int64) (int64, error) {
+	res, err := tx.exec(ctx, `DELETE FROM outbox WHERE status != 'pending' AND last_try < ?`, tx.Now-maxAge)
+	if err != nil {
+		return 0, fmt.Errorf("remove old deliveries: %w", err)
+	}
+	return res.RowsAffected()
+}

@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -53,5 +54,34 @@ func TestJobRefs(t *testing.T) {
 	f.update(t, func(tx *Tx) error { return tx.RemoveJob(ctx, ok) })
 	if got, err := refsOf(ok); !errors.Is(err, ErrNotFound) {
 		t.Errorf("refs of a removed job: got %+v, %v; want ErrNotFound", got, err)
+	}
+}
+
+// A successful job that changed refs puts one refs-changed into the outbox,
+// with its changes; one that changed none, or failed, puts none.
+func TestRefsChangedNotified(t *testing.T) {
+	f := newFixture(t, Options{Notify: map[string]bool{EventRefsChanged: true}})
+	f.lorries(t, "a", "b", "c")
+	changes := &RefChanges{Updated: []RefChange{{Ref: "refs/heads/main",
+		Old: "2222222222222222222222222222222222222222", New: "3333333333333333333333333333333333333333"}}}
+	for _, r := range []struct {
+		exit int64
+		refs *RefChanges
+	}{{0, changes}, {0, &RefChanges{}}, {1, changes}} {
+		a := f.mustGive(t, m1)
+		if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(r.exit), Refs: r.refs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds := f.outbox(t)
+	if len(ds) != 1 || ds[0].Event != EventRefsChanged {
+		t.Fatalf("outbox %+v; want one refs-changed", ds)
+	}
+	var p RefsChanged
+	if err := json.Unmarshal([]byte(ds[0].Payload), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Lorry != "a" || p.JobID != 1 || !reflect.DeepEqual(p.Refs, changes) {
+		t.Errorf("refs-changed payload %+v; want lorry a, job 1, refs %+v", p, changes)
 	}
 }

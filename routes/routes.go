@@ -39,6 +39,10 @@ type Server struct {
 	// GhostTimeout is how long a running job may go without an update
 	// before remove-ghost-jobs ends it.
 	GhostTimeout time.Duration
+	// ClaimTimeout is how long a job handed out may stay claimed, its
+	// minion not having confirmed that it started it, before it ends
+	// orphaned; 0 is DefaultClaimTimeout.
+	ClaimTimeout time.Duration
 	// JobMaxAge is how long remove-old-jobs keeps finished jobs by default.
 	JobMaxAge time.Duration
 	// FakeClock, if set, is the debug clock that pretend-time moves.

@@ -249,7 +249,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	insert, err := tx.s.stmt(ctx, `INSERT INTO lorries
 		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due,
 		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python)
-		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0,
+		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0,
 		 ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return ch, err

@@ -38,6 +38,7 @@ type Config struct {
 	AddrFile      string
 	StatusHTML    string
 	GhostTimeout  time.Duration
+	ClaimTimeout  time.Duration
 	JobMaxAge     time.Duration
 	OutputLimit   int64
 	DebugFakeTime bool
@@ -78,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.AddrFile, "addr-file", "", "write the bound address to this `file` once listening")
 	fs.StringVar(&c.StatusHTML, "status-html", "", "`path` of the on-disk status page that status-html rewrites")
 	fs.DurationVar(&c.GhostTimeout, "ghost-timeout", 15*time.Minute, "end running jobs with no update for this `duration` (remove-ghost-jobs)")
+	fs.DurationVar(&c.ClaimTimeout, "claim-timeout", routes.DefaultClaimTimeout, "end as orphaned a job handed out whose minion has not confirmed starting it within this `duration`")
 	fs.DurationVar(&c.JobMaxAge, "job-max-age", 30*24*time.Hour, "default age beyond which remove-old-jobs forgets finished jobs")
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
@@ -109,6 +111,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if c.GhostTimeout <= 0 {
 		return c, errors.New("--ghost-timeout must be positive")
+	}
+	if c.ClaimTimeout <= 0 {
+		return c, errors.New("--claim-timeout must be positive")
 	}
 	return c, nil
 }
@@ -185,6 +190,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Log:          log,
 		StatusHTML:   cfg.StatusHTML,
 		GhostTimeout: cfg.GhostTimeout,
+		ClaimTimeout: cfg.ClaimTimeout,
 		JobMaxAge:    cfg.JobMaxAge,
 		FakeClock:    fake,
 

@@ -55,6 +55,23 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	// A job whose downstream cannot be prepared, or a scraper whose files
 	// cannot be read, fails at once, and the next due lorry is tried, so
 	// one bad downstream never blocks the queue.
+	var retired bool
+	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		if retired, _, err = tx.MinionRetired(r.Context(), m.Name); err != nil || !retired {
+			return err
+		}
+		return tx.TouchRetiredMinion(r.Context(), m)
+	})
+	if err != nil {
+		return err
+	}
+	if retired {
+		// Told at every request until un-retired, so that a retired
+		// minion started again by hand exits again.
+		s.Log.Info("retired minion told to exit", "minion", m.Name, "pid", m.PID)
+		return ok(w, map[string]bool{"retire": true})
+	}
 	for range maxPrepareTries {
 		var a statedb.Assignment
 		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
@@ -155,10 +172,15 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if u.Head != "" && u.Exit == nil {
 		return errorf(http.StatusBadRequest, "head is reported with the final update only, with exit")
 	}
-	var kill bool
+	var kill, retire bool
 	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
 		var err error
-		kill, err = tx.UpdateJob(r.Context(), u)
+		if kill, err = tx.UpdateJob(r.Context(), u); err != nil {
+			return err
+		}
+		if u.Minion.Name != "" {
+			retire, _, err = tx.MinionRetired(r.Context(), u.Minion.Name)
+		}
 		return err
 	})
 	if err != nil {
@@ -169,6 +191,9 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 		if *u.Exit == 0 {
 			s.finishDownstream(r.Context(), u.ID)
 		}
+	}
+	if retire {
+		return ok(w, map[string]bool{"kill": kill, "retire": true})
 	}
 	return ok(w, map[string]bool{"kill": kill})
 }

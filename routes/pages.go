@@ -876,7 +876,7 @@ func (s *Server) minionsHTML(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, m := range minions {
-			mv := minionView{minionJSON: minionWire(m)}
+			mv := minionView{minionJSON: minionWire(m, tx.Now, v.AliveWithin)}
 			alive := tx.Now-m.LastSeen <= v.AliveWithin
 			switch {
 			case !alive:

@@ -162,6 +162,10 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/give-me-job", s.handle(s.giveMeJob))
 		r.Post("/job-update", s.handle(s.jobUpdate))
 		r.Get("/minions-html", s.page(s.minionsHTML))
+		r.Post("/retire-minion", s.handle(s.retireMinion(true)))
+		r.Post("/unretire-minion", s.handle(s.retireMinion(false)))
+		r.Post("/retire-minion-html", s.action(s.retireMinion(true), saidRetireMinion))
+		r.Post("/unretire-minion-html", s.action(s.retireMinion(false), saidRetireMinion))
 
 		// Signing in with a token, for the pages' buttons.
 		if !s.InsecureNoAuth {

@@ -177,8 +177,16 @@ type minionJSON struct {
 	PID      int64  `json:"pid"`
 	LastSeen int64  `json:"last_seen"`
 	JobID    *int64 `json:"job_id"`
+	// Health is NEW, HEALTHY, UNHEALTHY or MUST_DIE (retired).
+	Health string `json:"health"`
+	// Retired and Kill say whether it is retired, and whether its job is
+	// killed rather than finished first.
+	Retired bool `json:"retired"`
+	Kill    bool `json:"kill"`
 }
 
-func minionWire(m statedb.Minion) minionJSON {
-	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID}
+// minionWire shows m at now, given the ghost timeout in seconds.
+func minionWire(m statedb.Minion, now, ghostTimeout int64) minionJSON {
+	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID,
+		Health: minionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
 }

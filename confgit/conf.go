@@ -76,6 +76,9 @@ type lorriesSection struct {
 	globs    [][]string
 	interval time.Duration
 	timeout  time.Duration
+	// schedule, if set, replaces interval for the section's entries
+	// that have none of their own.
+	schedule schedule
 }
 
 type parsedConf struct {
@@ -202,6 +205,11 @@ func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection,
 	}
 	if ls.timeout, err = intervalKey(sec, "lorry-timeout", DefaultLorryTimeout); err != nil {
 		return fail("lorry-timeout", err)
+	}
+	if v, ok := sec["schedule"]; ok {
+		if ls.schedule, err = parseSchedule(v); err != nil {
+			return fail("schedule", err)
+		}
 	}
 	return ls, nil
 }

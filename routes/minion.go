@@ -75,6 +75,9 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	for range maxPrepareTries {
 		var a statedb.Assignment
 		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+			if err := s.tickSchedules(r.Context(), tx); err != nil {
+				return err
+			}
 			if err := s.orphanClaimedJobs(r.Context(), tx); err != nil {
 				return err
 			}

@@ -36,6 +36,9 @@ type lorryJSON struct {
 	// UpstreamHead is the branch the upstream's HEAD named at the last
 	// successful job, which the downstream's default branch follows.
 	UpstreamHead string `json:"upstream_head"`
+	// Schedule says in words when the entry runs; null when its interval
+	// decides.
+	Schedule *string `json:"schedule"`
 }
 
 type lorryRuntimeJSON struct {
@@ -60,6 +63,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
+		Schedule: describeSchedule(l.Schedule),
 	}
 }
 

@@ -521,15 +521,21 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 	if status == StatusOrphaned {
 		// The job never ran: it is no run of its lorry, which is due
 		// again at once, its last run as it was.
-		_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL, next_due = ? WHERE path = ? AND running_job = ?`,
+		// A scheduled lorry's due time is kept at or before the instant
+		// its schedule was last dealt with, where a tick leaves it due.
+		_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL,
+				next_due = CASE WHEN schedule != '' THEN MIN(?1, cron_handled) ELSE ?1 END
+			WHERE path = ?2 AND running_job = ?3`,
 			tx.Now, j.Path, j.ID)
 		if err != nil {
 			return fmt.Errorf("free lorry %q of job %d: %w", j.Path, j.ID, err)
 		}
 		return tx.freeMinion(ctx, j, heard)
 	}
+	// A scheduled lorry is due next at the first event its schedule has
+	// not dealt with.
 	_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?,
-			next_due = ? + interval, last_run_exit = ?, last_run_error = ?,
+			next_due = CASE WHEN schedule != '' THEN cron_next ELSE ? + interval END, last_run_exit = ?, last_run_error = ?,
 			disk_usage = COALESCE(?, disk_usage)
 		WHERE path = ? AND running_job = ?`,
 		j.Started, j.Started, exit, lastErr, j.DiskUsage, j.Path, j.ID)

@@ -226,6 +226,18 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	notify(log, "READY=1\nSTATUS=serving on "+addr)
 	bg := startBackground(ctx, cfg, handler, log)
 	defer bg.stop()
+	// The schedules tick, and unconfirmed claims end, whether or not the
+	// timers' work is done in-process.
+	schedCtx, stopSched := context.WithCancel(ctx)
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		(&routes.Scheduler{Server: srv}).Run(schedCtx)
+	}()
+	defer func() {
+		stopSched()
+		<-schedDone
+	}()
 	select {
 	case err := <-errc:
 		return err

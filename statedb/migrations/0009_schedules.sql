@@ -8,6 +8,9 @@ ALTER TABLE lorries ADD COLUMN cron_wall INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE lorries ADD COLUMN cron_mono INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE lorries ADD COLUMN cron_boot TEXT NOT NULL DEFAULT '';
 ALTER TABLE lorries ADD COLUMN cron_handled INTEGER NOT NULL DEFAULT 0;
+-- cron_next is the next event the state has not dealt with: next_due once
+-- a job ends.
+ALTER TABLE lorries ADD COLUMN cron_next INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX lorries_scheduled ON lorries (path) WHERE schedule != '';
 
 -- A job handed out is claimed until its minion confirms it: a live job is

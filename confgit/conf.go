@@ -77,6 +77,9 @@ type lorriesSection struct {
 	interval time.Duration
 	timeout  time.Duration
 	queue    string
+	// schedule, if set, replaces interval for the section's entries
+	// that have none of their own.
+	schedule schedule
 }
 
 type parsedConf struct {
@@ -236,6 +239,11 @@ func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection,
 	}
 	if ls.queue, err = queueKey(sec); err != nil {
 		return fail("queue", err)
+	}
+	if v, ok := sec["schedule"]; ok {
+		if ls.schedule, err = parseSchedule(v); err != nil {
+			return fail("schedule", err)
+		}
 	}
 	return ls, nil
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"lorrycontroller/cron"
 	"lorrycontroller/lorryspec"
 	"maps"
 	"slices"
@@ -61,6 +62,11 @@ type Lorry struct {
 	File     string // the .lorry or .scraper file that defines it
 	Interval time.Duration
 	Timeout  time.Duration // "lorry-timeout" of the section
+	// Schedule is the "schedule" of the spec, or else of the section, as
+	// compact JSON with sorted keys; "" for none, when Interval applies.
+	// Cron is it parsed.
+	Schedule string
+	Cron     *cron.Item
 	// Runtime is the runtime a scraper runs in, as of this commit; zero
 	// for a lorry.
 	Runtime Runtime
@@ -281,6 +287,12 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
 				continue
 			}
+			sched, err := specSchedule(s.Value, ls.schedule)
+			if err != nil {
+				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+				b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)
+				continue
+			}
 			if first, dup := b.from[p]; dup {
 				b.report(name, fmt.Sprintf("spec %q: path %q is already defined by %s", key, p, first))
 				continue
@@ -299,6 +311,8 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				File:     name,
 				Interval: ls.interval,
 				Timeout:  ls.timeout,
+				Schedule: sched.text,
+				Cron:     sched.item,
 				Runtime:  c.runtime,
 				Queue:    ls.queue,
 			})

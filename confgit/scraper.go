@@ -30,7 +30,7 @@ type Scraper struct {
 // scraperKeys are the keys a scraper spec may have. Unlike a .lorry spec,
 // an unknown key is refused: a misspelt "env" or "fd-args" would otherwise
 // change what runs without a word.
-var scraperKeys = []string{"runtime", "module", "command", "args", "config", "env", "fd-args"}
+var scraperKeys = []string{"runtime", "module", "command", "args", "config", "env", "fd-args", "schedule"}
 
 // reservedEnv are the variables the minion sets for a scraper, which a spec
 // may not override.

@@ -23,6 +23,8 @@ type job struct {
 	Text    string  `json:"text"`
 	Timeout float64 `json:"timeout"` // seconds; enforced by the WEBAPP
 	PushURL string  `json:"push_url"`
+	// Retire, alone in an answer, says that the minion is retired.
+	Retire bool `json:"retire"`
 
 	// head is the branch the upstream's HEAD named, as lorry found it,
 	// sent with the final update of a job that succeeded.
@@ -138,6 +140,10 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 	if err := json.Unmarshal(body, &j); err != nil {
 		return nil, fmt.Errorf("give-me-job: decode answer: %w", err)
 	}
+	if j.Retire {
+		m.retired.Store(true)
+		return nil, ErrRetired
+	}
 	if j.ID == 0 {
 		return nil, fmt.Errorf("give-me-job: answer has no job_id: %s", snippet(body))
 	}
@@ -180,7 +186,8 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 		return false, err
 	}
 	var answer struct {
-		Kill bool `json:"kill"`
+		Kill   bool `json:"kill"`
+		Retire bool `json:"retire"`
 		leaseTerms
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
@@ -190,6 +197,9 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 		m.log.Warn("job-update: cannot decode answer", "job_id", j.ID, "err", err, "body", snippet(body))
 	}
 	j.renew(answer.leaseTerms, sent)
+	if answer.Retire && !m.retired.Swap(true) {
+		m.log.Info("webapp retired this minion; it exits after the job", "job_id", j.ID, "kill", answer.Kill)
+	}
 	return answer.Kill, nil
 }
 

@@ -12,6 +12,7 @@ package minion
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"lorrycontroller/proc"
@@ -72,6 +74,9 @@ type Minion struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
+	// retired is set when an answer of the WEBAPP says that the minion
+	// is retired: it finishes its job, if any, and exits.
+	retired atomic.Bool
 }
 
 // New returns a Minion. A nil client means one with a 30s timeout; a nil
@@ -102,14 +107,18 @@ func New(cfg Config, client *http.Client, logger *slog.Logger) *Minion {
 	return &Minion{cfg: cfg, client: client, log: logger}
 }
 
-// Run asks for and runs jobs until ctx is done. A job running then is
-// killed and its end reported before Run returns.
-func (m *Minion) Run(ctx context.Context) {
+// Run asks for and runs jobs until ctx is done, or until the WEBAPP
+// retires the minion (ErrRetired). A job running then is killed and its
+// end reported before Run returns.
+func (m *Minion) Run(ctx context.Context) error {
 	bo := m.newBackoff()
 	for {
 		ran, err := m.RunOnce(ctx)
+		if errors.Is(err, ErrRetired) {
+			return err
+		}
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		var wait time.Duration
 		switch {
@@ -124,7 +133,7 @@ func (m *Minion) Run(ctx context.Context) {
 			wait = m.cfg.Sleep
 		}
 		if !sleep(ctx, wait) {
-			return
+			return nil
 		}
 	}
 }
@@ -132,8 +141,12 @@ func (m *Minion) Run(ctx context.Context) {
 // RunOnce asks the WEBAPP for a job and, if there is one, runs it to the
 // end and reports it. It says whether there was a job; an error means the
 // WEBAPP could not be asked. Problems with the job itself are reported to
-// the WEBAPP and logged, not returned.
+// the WEBAPP and logged, not returned. ErrRetired says that the WEBAPP
+// retired the minion, in its answer to give-me-job or to a job-update.
 func (m *Minion) RunOnce(ctx context.Context) (bool, error) {
+	if m.retired.Load() {
+		return false, ErrRetired
+	}
 	j, err := m.giveMeJob(ctx)
 	if err != nil {
 		return false, err
@@ -142,6 +155,9 @@ func (m *Minion) RunOnce(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	m.runJob(ctx, j)
+	if m.retired.Load() {
+		return true, ErrRetired
+	}
 	return true, nil
 }
 
@@ -196,6 +212,9 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		log.Warn("cannot record the job's process group", "err", err)
 	}
 	log.Info("job started", "pid", p.Pid(), "lorry_cmd", m.cfg.LorryCmd)
+	if !m.confirm(ctx, log, j, p) {
+		return
+	}
 
 	if !m.watch(ctx, log, j, p, out) {
 		return

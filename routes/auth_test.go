@@ -166,8 +166,8 @@ func TestMinionCannotActAsAnother(t *testing.T) {
 			if code, body := tc.do(); code != tc.status {
 				t.Errorf("%d %s; want %d", code, body, tc.status)
 			}
-			if _, j := as.call(t, "GET", "/1.0/job/1", nil); j["status"] != "running" || j["minion"] != "build-01-1" {
-				t.Errorf("job 1 is %v of %v; want running, of build-01-1", j["status"], j["minion"])
+			if _, j := as.call(t, "GET", "/1.0/job/1", nil); j["status"] != "claimed" || j["minion"] != "build-01-1" {
+				t.Errorf("job 1 is %v of %v; want claimed, of build-01-1", j["status"], j["minion"])
 			}
 		})
 	}

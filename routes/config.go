@@ -54,6 +54,7 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 		lorries[i] = statedb.NewLorry{
 			Path: l.Path, Text: l.Text, Kind: KindLorry, FromPath: l.File,
 			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
+			Schedule: l.Schedule,
 		}
 		// A scraper records the commit it was read from, whose files its
 		// next job is handed with the runtime of that same commit.
@@ -97,6 +98,13 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 	err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
 		var err error
 		kept := statedb.Kept{FromPaths: cfg.Kept.Files, Paths: cfg.Kept.Paths}
+		// A scheduled entry is first due at its first event from now,
+		// not at once.
+		for i, l := range cfg.Lorries {
+			if l.Cron != nil {
+				lorries[i].FirstDue, _ = l.Cron.FirstMatch(tx.Now)
+			}
+		}
 		if changes, err = tx.SetConfigLorries(ctx, lorries, kept); err != nil {
 			return err
 		}

@@ -26,8 +26,8 @@ var jobDurationBuckets = []float64{10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 
 
 // jobStatuses are reported even when no job has them, so that a rate or
 // an alert over them never meets a missing series.
-var jobStatuses = []string{statedb.StatusRunning, statedb.StatusSucceeded, statedb.StatusFailed,
-	statedb.StatusKilled, statedb.StatusTimedOut, statedb.StatusLost}
+var jobStatuses = []string{statedb.StatusClaimed, statedb.StatusRunning, statedb.StatusSucceeded, statedb.StatusFailed,
+	statedb.StatusKilled, statedb.StatusTimedOut, statedb.StatusLost, statedb.StatusOrphaned}
 
 // Minion states, as the metrics tell them.
 const (

@@ -93,9 +93,32 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	// A job whose downstream cannot be prepared, or a scraper whose files
 	// cannot be read, fails at once, and the next due lorry is tried, so
 	// one bad downstream never blocks the queue.
+	var retired bool
+	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		if retired, _, err = tx.MinionRetired(r.Context(), m.Name); err != nil || !retired {
+			return err
+		}
+		return tx.TouchRetiredMinion(r.Context(), m)
+	})
+	if err != nil {
+		return err
+	}
+	if retired {
+		// Told at every request until un-retired, so that a retired
+		// minion started again by hand exits again.
+		s.Log.Info("retired minion told to exit", "minion", m.Name, "pid", m.PID)
+		return ok(w, map[string]bool{"retire": true})
+	}
 	for range maxPrepareTries {
 		var a statedb.Assignment
 		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+			if err := s.tickSchedules(r.Context(), tx); err != nil {
+				return err
+			}
+			if err := s.orphanClaimedJobs(r.Context(), tx); err != nil {
+				return err
+			}
 			var err error
 			a, err = tx.GiveMeJob(r.Context(), m)
 			return err
@@ -202,10 +225,15 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if u.Refs != nil && u.Exit == nil {
 		return errorf(http.StatusBadRequest, "refs are reported with the final update only, with exit")
 	}
-	var kill bool
+	var kill, retire bool
 	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
 		var err error
-		kill, err = tx.UpdateJob(r.Context(), u)
+		if kill, err = tx.UpdateJob(r.Context(), u); err != nil {
+			return err
+		}
+		if u.Minion.Name != "" {
+			retire, _, err = tx.MinionRetired(r.Context(), u.Minion.Name)
+		}
 		return err
 	})
 	if err != nil {
@@ -218,9 +246,10 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return ok(w, struct {
-		Kill bool `json:"kill"`
+		Kill   bool `json:"kill"`
+		Retire bool `json:"retire,omitempty"`
 		leaseTerms
-	}{kill, s.leaseTerms()})
+	}{kill, retire, s.leaseTerms()})
 }
 
 // finishDownstream lets the Downstream Host set what needs the pushed

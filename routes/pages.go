@@ -470,12 +470,14 @@ func jobRow(j statedb.Job, now int64) jobView {
 		v.Took = *j.Ended - j.Started
 	}
 	switch {
-	case j.Status == statedb.StatusRunning && j.Kill:
+	case j.Live() && j.Kill:
 		v.State, v.Class = "stopping", "s-killing"
-	case j.Exit == nil && j.Status == statedb.StatusRunning:
+	case j.Exit == nil && j.Live():
 		v.ExitText = "none yet"
 	case j.Exit == nil && j.Status == statedb.StatusLost:
 		v.ExitText = "none: the minion never reported the end"
+	case j.Status == statedb.StatusOrphaned:
+		v.ExitText = "none: the minion never started it"
 	}
 	return v
 }
@@ -604,9 +606,9 @@ func (s *Server) listJobsHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.pageBase = livePage(w, r, "Jobs", "jobs", v.Now)
 	v.Filter, v.Filtered = f, f != (statedb.JobFilter{})
-	v.Statuses = options(f.Status, "", "All", statedb.StatusRunning, "Running", statedb.StatusSucceeded, "Succeeded",
+	v.Statuses = options(f.Status, "", "All", statedb.StatusClaimed, "Claimed", statedb.StatusRunning, "Running", statedb.StatusSucceeded, "Succeeded",
 		statedb.StatusFailed, "Failed", statedb.StatusKilled, "Killed", statedb.StatusTimedOut, "Timed out",
-		statedb.StatusLost, "Lost")
+		statedb.StatusLost, "Lost", statedb.StatusOrphaned, "Orphaned")
 	v.Table.Now = v.Now
 	for _, j := range p.Jobs {
 		v.Table.Jobs = append(v.Table.Jobs, jobRow(j, v.Now))
@@ -711,7 +713,7 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 	v := jobPageView{pageBase: livePage(w, r, fmt.Sprintf("Job %d", id), "jobs", now),
 		Job: jobRow(part.Job, now), Output: part.Text, Next: part.Next, OutputSize: outputSize(part.Job),
 		BackAfterRemove: "/1.0/list-jobs-html", Refs: refsRows(refs)}
-	if part.Job.Status == statedb.StatusRunning {
+	if part.Job.Live() {
 		v.Refresh = 5
 	}
 	return writePage(w, http.StatusOK, "job.html", v)
@@ -921,7 +923,7 @@ func (s *Server) minionsHTML(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		for _, m := range minions {
-			mv := minionView{minionJSON: minionWire(m)}
+			mv := minionView{minionJSON: minionWire(m, tx.Now, v.AliveWithin)}
 			alive := tx.Now-m.LastSeen <= v.AliveWithin
 			switch {
 			case !alive:

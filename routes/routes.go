@@ -51,6 +51,10 @@ type Server struct {
 	// OutputLimit is the output kept per job, which a minion need not
 	// hold more of; zero means statedb.DefaultOutputLimit.
 	OutputLimit int64
+	// ClaimTimeout is how long a job handed out may stay claimed, its
+	// minion not having confirmed that it started it, before it ends
+	// orphaned; 0 is DefaultClaimTimeout.
+	ClaimTimeout time.Duration
 	// JobMaxAge is how long remove-old-jobs keeps finished jobs by default.
 	JobMaxAge time.Duration
 	// FakeClock, if set, is the debug clock that pretend-time moves.
@@ -180,6 +184,10 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/give-me-job", s.handle(s.giveMeJob))
 		r.Post("/job-update", s.handle(s.jobUpdate))
 		r.Get("/minions-html", s.page(s.minionsHTML))
+		r.Post("/retire-minion", s.handle(s.retireMinion(true)))
+		r.Post("/unretire-minion", s.handle(s.retireMinion(false)))
+		r.Post("/retire-minion-html", s.action(s.retireMinion(true), saidRetireMinion))
+		r.Post("/unretire-minion-html", s.action(s.retireMinion(false), saidRetireMinion))
 
 		// Notifications: what was posted to the notification URL, and how
 		// the receiver answered.

@@ -76,7 +76,7 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	}
 	st.Minions = make([]minionJSON, len(minions))
 	for i, m := range minions {
-		st.Minions[i] = minionWire(m)
+		st.Minions[i] = minionWire(m, tx.Now, s.aliveWithin())
 	}
 	if st.Config, err = tx.ConfigState(ctx); err != nil {
 		return st, err

@@ -37,6 +37,9 @@ type lorryJSON struct {
 	// successful job, which the downstream's default branch follows.
 	UpstreamHead string `json:"upstream_head"`
 	Queue        string `json:"queue"`
+	// Schedule says in words when the entry runs; null when its interval
+	// decides.
+	Schedule *string `json:"schedule"`
 }
 
 type lorryRuntimeJSON struct {
@@ -62,6 +65,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
 		Queue: l.Queue,
+		Schedule: describeSchedule(l.Schedule),
 	}
 }
 
@@ -182,8 +186,16 @@ type minionJSON struct {
 	PID      int64  `json:"pid"`
 	LastSeen int64  `json:"last_seen"`
 	JobID    *int64 `json:"job_id"`
+	// Health is NEW, HEALTHY, UNHEALTHY or MUST_DIE (retired).
+	Health string `json:"health"`
+	// Retired and Kill say whether it is retired, and whether its job is
+	// killed rather than finished first.
+	Retired bool `json:"retired"`
+	Kill    bool `json:"kill"`
 }
 
-func minionWire(m statedb.Minion) minionJSON {
-	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID}
+// minionWire shows m at now, given the ghost timeout in seconds.
+func minionWire(m statedb.Minion, now, ghostTimeout int64) minionJSON {
+	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID,
+		Health: minionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
 }

@@ -206,7 +206,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 			bottom++
 			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
 					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch)
-				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0, ?, ?)`,
+				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?)`,
 				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch)
 			if err != nil {
 				return ch, nil, fmt.Errorf("add lorry %q: %w", l.Path, err)

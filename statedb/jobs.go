@@ -7,15 +7,28 @@ import (
 	"fmt"
 )
 
-// Job states, after Disbatch's task states.
+// Job states, after Disbatch's task states. A job is live while claimed or
+// running; docs/api.md lists them with Disbatch's and Bistro's names.
 const (
+	// StatusClaimed is a job handed out whose minion has not yet said
+	// that its process started.
+	StatusClaimed   = "claimed"
 	StatusRunning   = "running"
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
 	StatusKilled    = "killed"
 	StatusTimedOut  = "timed-out"
 	StatusLost      = "lost"
+	// StatusOrphaned is a claimed job never confirmed within the claim
+	// timeout: it never ran, so it does not count as a run.
+	StatusOrphaned = "orphaned"
 )
+
+// liveStatus is the SQL condition of a live job: claimed or running.
+const liveStatus = `status IN ('claimed', 'running')`
+
+// Live says whether the job is claimed or running: not over yet.
+func (j Job) Live() bool { return j.Status == StatusClaimed || j.Status == StatusRunning }
 
 // Job is one run of a lorry.
 type Job struct {
@@ -109,9 +122,9 @@ func (tx *Tx) JobIDs(ctx context.Context) ([]int64, error) {
 	return tx.jobIDs(ctx, `SELECT id FROM jobs ORDER BY id`)
 }
 
-// RunningJobIDs lists the running jobs, oldest first.
+// RunningJobIDs lists the live jobs, claimed or running, oldest first.
 func (tx *Tx) RunningJobIDs(ctx context.Context) ([]int64, error) {
-	return tx.jobIDs(ctx, `SELECT id FROM jobs WHERE status = 'running' ORDER BY id`)
+	return tx.jobIDs(ctx, `SELECT id FROM jobs WHERE `+liveStatus+` ORDER BY id`)
 }
 
 // JobsOfLorry lists the newest jobs of the lorry at path, newest first.
@@ -171,7 +184,7 @@ type MinionID struct {
 // was left of the job before asking.
 func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	var a Assignment
-	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND status = 'running'`, m.Name)
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND `+liveStatus, m.Name)
 	if err != nil {
 		return a, fmt.Errorf("find jobs of minion %s: %w", m.Name, err)
 	}
@@ -236,7 +249,7 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	}
 	if max != nil {
 		var n int64
-		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE status = 'running'`).Scan(&n); err != nil {
+		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE `+liveStatus).Scan(&n); err != nil {
 			return a, fmt.Errorf("count running jobs: %w", err)
 		}
 		if n >= *max {
@@ -271,7 +284,7 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	}
 	res, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
 			text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?, ?, ?)`,
 		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
 		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue)
 	if err != nil {
@@ -292,7 +305,7 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	}
 	l.RunningJob = &id
 	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,
-		Started: tx.Now, Updated: tx.Now, Status: StatusRunning, Timeout: l.Timeout,
+		Started: tx.Now, Updated: tx.Now, Status: StatusClaimed, Timeout: l.Timeout,
 		Text: text, CommitID: l.CommitID, Runtime: l.Runtime}
 	return Assignment{Job: j, Lorry: l}, nil
 }
@@ -328,7 +341,7 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 	if err != nil {
 		return false, err
 	}
-	if j.Status != StatusRunning {
+	if !j.Live() {
 		return false, fmt.Errorf("job %d is %s: %w", j.ID, j.Status, ErrConflict)
 	}
 	if u.Minion.Name != "" && u.Minion.Name != j.Minion {
@@ -336,6 +349,13 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 	}
 	if u.Minion.PID != 0 && u.Minion.PID != j.PID {
 		return false, fmt.Errorf("job %d belongs to pid %d of minion %s, not %d: %w", j.ID, j.PID, j.Minion, u.Minion.PID, ErrConflict)
+	}
+	if j.Status == StatusClaimed {
+		// The first word from the minion confirms that the process
+		// started: the two-phase hand-out's second phase.
+		if err := tx.confirmJob(ctx, &j); err != nil {
+			return false, err
+		}
 	}
 	for _, out := range [][]byte{u.Stdout, u.Stderr} {
 		if err := tx.appendOutput(ctx, &j, out); err != nil {
@@ -383,7 +403,7 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 		return false, tx.endJob(ctx, j, status, u.Exit, "", true)
 	}
 
-	if _, err := tx.exec(ctx, `UPDATE minions SET last_seen = ? WHERE name = ?`, tx.Now, j.Minion); err != nil {
+	if _, err := tx.exec(ctx, `UPDATE minions SET last_seen = ?, heard = heard + 1 WHERE name = ?`, tx.Now, j.Minion); err != nil {
 		return false, fmt.Errorf("record minion %s: %w", j.Minion, err)
 	}
 	if !j.Kill && j.Timeout > 0 && tx.Now-j.Started > j.Timeout {
@@ -406,7 +426,7 @@ func (tx *Tx) StopJob(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	if j.Status != StatusRunning {
+	if !j.Live() {
 		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
 	}
 	if j.Kill {
@@ -427,7 +447,7 @@ func (tx *Tx) FailJob(ctx context.Context, id int64, why string) error {
 	if err != nil {
 		return err
 	}
-	if j.Status != StatusRunning {
+	if !j.Live() {
 		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
 	}
 	return tx.endJob(ctx, j, StatusFailed, nil, why, false)
@@ -440,8 +460,8 @@ func (tx *Tx) RemoveJob(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
-	if j.Status == StatusRunning {
-		return fmt.Errorf("job %d is still running: %w", id, ErrConflict)
+	if j.Live() {
+		return fmt.Errorf("job %d is still %s: %w", id, j.Status, ErrConflict)
 	}
 	if _, err := tx.exec(ctx, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("remove job %d: %w", id, err)
@@ -449,10 +469,11 @@ func (tx *Tx) RemoveJob(ctx context.Context, id int64) error {
 	return nil
 }
 
-// RemoveGhostJobs ends as lost the running jobs that no minion has reported
-// on for longer than timeout seconds, freeing their lorries.
+// RemoveGhostJobs ends as lost the live jobs that no minion has reported
+// on for longer than timeout seconds, freeing their lorries. A claimed job
+// gets that long too, however short the claim timeout.
 func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, error) {
-	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status = 'running' AND updated < ? ORDER BY id`, tx.Now-timeout)
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+liveStatus+` AND updated < ? ORDER BY id`, tx.Now-timeout)
 	if err != nil {
 		return nil, fmt.Errorf("find ghost jobs: %w", err)
 	}
@@ -483,7 +504,7 @@ func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, erro
 // RemoveOldJobs forgets finished jobs that ended more than maxAge seconds
 // ago, always keeping the newest job of each lorry.
 func (tx *Tx) RemoveOldJobs(ctx context.Context, maxAge int64) (int64, error) {
-	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE status != 'running' AND ended < ?
+	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE NOT `+liveStatus+` AND ended < ?
 		AND id NOT IN (SELECT MAX(id) FROM jobs GROUP BY path)`, tx.Now-maxAge)
 	if err != nil {
 		return 0, fmt.Errorf("remove old jobs: %w", err)
@@ -525,8 +546,24 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 			lastErr += ":\n" + string(tail)
 		}
 	}
+	if status == StatusOrphaned {
+		// The job never ran: it is no run of its lorry, which is due
+		// again at once, its last run as it was.
+		// A scheduled lorry's due time is kept at or before the instant
+		// its schedule was last dealt with, where a tick leaves it due.
+		_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL,
+				next_due = CASE WHEN schedule != '' THEN MIN(?1, cron_handled) ELSE ?1 END
+			WHERE path = ?2 AND running_job = ?3`,
+			tx.Now, j.Path, j.ID)
+		if err != nil {
+			return fmt.Errorf("free lorry %q of job %d: %w", j.Path, j.ID, err)
+		}
+		return tx.freeMinion(ctx, j, heard)
+	}
+	// A scheduled lorry is due next at the first event its schedule has
+	// not dealt with.
 	_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?,
-			next_due = ? + interval, last_run_exit = ?, last_run_error = ?,
+			next_due = CASE WHEN schedule != '' THEN cron_next ELSE ? + interval END, last_run_exit = ?, last_run_error = ?,
 			disk_usage = COALESCE(?, disk_usage)
 		WHERE path = ? AND running_job = ?`,
 		j.Started, j.Started, exit, lastErr, j.DiskUsage, j.Path, j.ID)
@@ -540,6 +577,12 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 			return err
 		}
 	}
+	return tx.freeMinion(ctx, j, heard)
+}
+
+// freeMinion records that j's minion no longer has it.
+func (tx *Tx) freeMinion(ctx context.Context, j Job, heard bool) error {
+	var err error
 	if heard {
 		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)
 	} else {

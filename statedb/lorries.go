@@ -37,6 +37,9 @@ type Lorry struct {
 	UpstreamHead string
 	// Queue is the queue the entry is handed out from.
 	Queue string
+	// Schedule is the lorry's schedule (a cron item's JSON), which
+	// replaces Interval; "" for none.
+	Schedule string
 }
 
 // Runtime is the runtime a scraper runs in, as a commit of CONFGIT
@@ -51,7 +54,7 @@ type Runtime struct {
 const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
 	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
 	last_run_error, disk_usage, description, default_branch,
-	commit_id, runtime_name, runtime_version, runtime_id, runtime_python, upstream_head, queue`
+	commit_id, runtime_name, runtime_version, runtime_id, runtime_python, upstream_head, queue, schedule`
 
 type scanner interface{ Scan(...any) error }
 
@@ -61,7 +64,7 @@ func scanLorry(row scanner) (Lorry, error) {
 	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
 		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
 		&l.LastRunError, &du, &l.Description, &l.DefaultBranch,
-		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python, &l.UpstreamHead, &l.Queue)
+		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python, &l.UpstreamHead, &l.Queue, &l.Schedule)
 	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
 	return l, err
 }
@@ -187,6 +190,11 @@ type NewLorry struct {
 	DefaultBranch string
 	CommitID      string  // for a scraper: the CONFGIT commit it was read from
 	Runtime       Runtime // for a scraper: its runtime at CommitID
+	// Schedule, if not "", replaces Interval, and FirstDue is its first
+	// event at or after now: when a new entry, or one whose schedule
+	// changed, is first due.
+	Schedule string
+	FirstDue int64
 }
 
 // LorryChanges counts what applying a configuration did to the run queue.
@@ -222,10 +230,11 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		lastRun              sql.NullInt64
 		commit               string
 		runtime              Runtime
+		schedule             string
 	}
 	existing := make(map[string]have)
 	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, last_run,
-		commit_id, runtime_name, runtime_version, runtime_id, runtime_python FROM lorries`)
+		commit_id, runtime_name, runtime_version, runtime_id, runtime_python, schedule FROM lorries`)
 	if err != nil {
 		return ch, fmt.Errorf("read lorries: %w", err)
 	}
@@ -233,7 +242,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		var p string
 		var h have
 		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated, &h.lastRun,
-			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python); err != nil {
+			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python, &h.schedule); err != nil {
 			rows.Close()
 			return ch, fmt.Errorf("read lorries: %w", err)
 		}
@@ -251,15 +260,31 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	insert, err := tx.s.stmt(ctx, `INSERT INTO lorries
 		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due,
 		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python)
-		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status = 'running'), 0,
+		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0,
 		 ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return ch, err
+	}
+	// A schedule, new or changed, starts its stateful cron now: its
+	// events up to now are dealt with (none fires), and the first due is
+	// its first event at or after now.
+	setSchedule, err := tx.s.stmt(ctx, `UPDATE lorries SET
+		next_due = CASE WHEN ?1 = '' THEN (CASE WHEN last_run IS NULL THEN 0 ELSE last_run + interval END)
+			WHEN schedule = ?1 THEN next_due ELSE ?2 END,
+		cron_wall = CASE WHEN ?1 = '' THEN 0 WHEN schedule = ?1 THEN cron_wall ELSE ?3 END,
+		cron_mono = CASE WHEN ?1 != '' AND schedule = ?1 THEN cron_mono ELSE 0 END,
+		cron_boot = CASE WHEN ?1 != '' AND schedule = ?1 THEN cron_boot ELSE '' END,
+		cron_handled = CASE WHEN ?1 = '' THEN 0 WHEN schedule = ?1 THEN cron_handled ELSE ?3 - 1 END,
+		cron_next = CASE WHEN ?1 = '' THEN 0 WHEN schedule = ?1 THEN cron_next ELSE ?2 END,
+		schedule = ?1
+		WHERE path = ?4`)
 	if err != nil {
 		return ch, err
 	}
 	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
 		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
 		upstream_head = '',
-		next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END,
+		next_due = CASE WHEN schedule != '' THEN next_due WHEN last_run IS NULL THEN 0 ELSE last_run + ? END,
 		commit_id = ?, runtime_name = ?, runtime_version = ?, runtime_id = ?, runtime_python = ?
 		WHERE path = ?`)
 	if err != nil {
@@ -284,12 +309,22 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 				l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python); err != nil {
 				return ch, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
+			if l.Schedule != "" {
+				if _, err := setSchedule.ExecContext(ctx, l.Schedule, l.FirstDue, tx.Now, l.Path); err != nil {
+					return ch, fmt.Errorf("schedule lorry %q: %w", l.Path, err)
+				}
+			}
 			ch.Added++
 		case h.generated || h.text != l.Text || h.kind != l.Kind || h.fromPath != l.FromPath ||
-			h.interval != l.Interval || h.timeout != l.Timeout || h.runtime != l.Runtime:
+			h.interval != l.Interval || h.timeout != l.Timeout || h.runtime != l.Runtime || h.schedule != l.Schedule:
 			if _, err := update.ExecContext(ctx, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Interval,
 				l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Path); err != nil {
 				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
+			if l.Schedule != "" || h.schedule != "" {
+				if _, err := setSchedule.ExecContext(ctx, l.Schedule, l.FirstDue, tx.Now, l.Path); err != nil {
+					return ch, fmt.Errorf("schedule lorry %q: %w", l.Path, err)
+				}
 			}
 			ch.Changed++
 		case h.commit != l.CommitID:

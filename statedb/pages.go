@@ -248,7 +248,7 @@ func (tx *Tx) RecentJobs(ctx context.Context, path string, limit int) ([]Job, er
 
 // RunningJobs returns the running jobs, oldest first.
 func (tx *Tx) RunningJobs(ctx context.Context) ([]Job, error) {
-	return tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status = 'running' ORDER BY id`)
+	return tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+liveStatus+` ORDER BY id`)
 }
 
 func (tx *Tx) scanJobs(ctx context.Context, query string, args ...any) ([]Job, error) {

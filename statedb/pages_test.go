@@ -137,7 +137,7 @@ func TestJobPages(t *testing.T) {
 		{name: "newer than 1", after: true, id: 1, want: "4 3 2 newer=true older=true"},
 		{name: "newer than 4", after: true, id: 4, want: "7 6 5 newer=false older=true"},
 		{name: "failed", filter: JobFilter{Status: StatusFailed}, id: all, want: "6 4 2 newer=false older=false"},
-		{name: "running", filter: JobFilter{Status: StatusRunning}, id: all, want: "7 newer=false older=false"},
+		{name: "claimed", filter: JobFilter{Status: StatusClaimed}, id: all, want: "7 newer=false older=false"},
 		{name: "path", filter: JobFilter{Path: "P/3"}, id: all, want: "4 newer=false older=false"},
 		{name: "nothing", filter: JobFilter{Status: StatusLost}, id: all, want: " newer=false older=false"},
 	}

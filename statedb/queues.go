@@ -346,12 +346,12 @@ func (tx *Tx) QueueStates(ctx context.Context) ([]QueueState, error) {
 	return out, nil
 }
 
-// runningByQueueAndHost counts the running jobs by queue, and those on the
+// runningByQueueAndHost counts the live (claimed or running) jobs by queue, and those on the
 // minion host named. The running jobs are few (one per busy minion), so
 // this is cheap however long the run queue is.
 func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (byQueue map[string]int64, onHost int64, err error) {
 	rows, err := tx.query(ctx, `SELECT queue, host = ?, COUNT(*) FROM jobs
-		WHERE status = 'running' GROUP BY queue, host = ?`, host, host)
+		WHERE `+liveStatus+` GROUP BY queue, host = ?`, host, host)
 	if err != nil {
 		return nil, 0, fmt.Errorf("count running jobs: %w", err)
 	}

@@ -32,7 +32,9 @@ var Funcs = template.FuncMap{
 	"lorryURL": LorryURL,
 	"jobURL":   JobURL,
 	"button":   NewButton,
-	"field":    func(name string, value any) [2]string { return [2]string{name, fmt.Sprint(value)} },
+	// healthClass is the style of a minion's health badge.
+	"healthClass": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "_", "-") },
+	"field":       func(name string, value any) [2]string { return [2]string{name, fmt.Sprint(value)} },
 }
 
 // deref reads an int64 or a *int64; ok is false for a nil pointer and for

@@ -72,7 +72,13 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	if err := run(ctx, cfg); err != nil {
+	err = run(ctx, cfg)
+	if errors.Is(err, minion.ErrRetired) {
+		// A status of its own, which the systemd unit does not restart.
+		cfg.Logger.Info("retired: exiting", "exit", minion.ExitRetired)
+		os.Exit(minion.ExitRetired)
+	}
+	if err != nil {
 		cfg.Logger.Error("minion failed", "err", err)
 		os.Exit(1)
 	}
@@ -127,7 +133,7 @@ func run(ctx context.Context, cfg Config) error {
 	defer log.Info("minion stopped")
 	if cfg.Once {
 		ran, err := m.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
+		if errors.Is(err, minion.ErrRetired) || err != nil && ctx.Err() == nil {
 			return err
 		}
 		if !ran {
@@ -135,8 +141,7 @@ func run(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	}
-	m.Run(ctx)
-	return nil
+	return m.Run(ctx)
 }
 
 // parseArgs reads the command line and the --config file it names, if any;

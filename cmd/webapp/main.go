@@ -45,6 +45,7 @@ type Config struct {
 	GhostTimeout  time.Duration
 	Lease         time.Duration
 	KillGrace     time.Duration
+	ClaimTimeout  time.Duration
 	JobMaxAge     time.Duration
 	OutputLimit   int64
 	DebugFakeTime bool
@@ -96,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.GhostTimeout, "ghost-timeout", 15*time.Minute, "end running jobs with no update for this `duration` (remove-ghost-jobs)")
 	fs.DurationVar(&c.Lease, "lease", 0, "a minion kills its job after this `duration` without delivering an update; 0: half of --ghost-timeout")
 	fs.DurationVar(&c.KillGrace, "kill-grace", routes.DefaultKillGrace, "longest `duration` a minion waits between SIGTERM and SIGKILL when killing a job")
+	fs.DurationVar(&c.ClaimTimeout, "claim-timeout", routes.DefaultClaimTimeout, "end as orphaned a job handed out whose minion has not confirmed starting it within this `duration`")
 	fs.DurationVar(&c.JobMaxAge, "job-max-age", 30*24*time.Hour, "default age beyond which remove-old-jobs forgets finished jobs")
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
@@ -131,6 +133,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if c.GhostTimeout <= 0 {
 		return c, errors.New("--ghost-timeout must be positive")
+	}
+	if c.ClaimTimeout <= 0 {
+		return c, errors.New("--claim-timeout must be positive")
 	}
 	if err := c.checkNotify(); err != nil {
 		return c, err
@@ -242,6 +247,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Lease:        cfg.Lease,
 		KillGrace:    cfg.KillGrace,
 		OutputLimit:  cfg.OutputLimit,
+		ClaimTimeout: cfg.ClaimTimeout,
 		JobMaxAge:    cfg.JobMaxAge,
 		FakeClock:    fake,
 
@@ -284,6 +290,18 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	notify(log, "READY=1\nSTATUS=serving on "+addr)
 	bg := startBackground(ctx, cfg, handler, deliver, log)
 	defer bg.stop()
+	// The schedules tick, and unconfirmed claims end, whether or not the
+	// timers' work is done in-process.
+	schedCtx, stopSched := context.WithCancel(ctx)
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		(&routes.Scheduler{Server: srv}).Run(schedCtx)
+	}()
+	defer func() {
+		stopSched()
+		<-schedDone
+	}()
 	select {
 	case err := <-errc:
 		return err

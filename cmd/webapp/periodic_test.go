@@ -62,6 +62,11 @@ func TestPeriodicRunOnce(t *testing.T) {
 	if err != nil || code != 200 {
 		t.Fatalf("give-me-job = %d %v", code, err)
 	}
+	// Confirmed, it is running: left unconfirmed, it would end orphaned.
+	code, _, err = serveInProcess(ctx, h, http.MethodPost, "/1.0/job-update?job_id=1&minion=m&pid=1&exit=no")
+	if err != nil || code != 200 {
+		t.Fatalf("job-update = %d %v", code, err)
+	}
 	fake.Set(1000 + 3*3600)
 	if errs := p.runOnce(ctx); len(errs) > 0 {
 		t.Fatalf("runOnce: %v", errs)

@@ -64,7 +64,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
-		Queue: l.Queue,
+		Queue:    l.Queue,
 		Schedule: describeSchedule(l.Schedule),
 	}
 }

@@ -54,6 +54,10 @@ type Server struct {
 	// reads racing (a push hook and a timer) never apply an older commit
 	// over a newer one.
 	configMu sync.Mutex
+	// copyMu guards copyErr, why the last write of the on-disk status
+	// page failed ("" if it did not).
+	copyMu  sync.Mutex
+	copyErr string
 }
 
 // Handler returns the WEBAPP's routes. All of them are registered here.

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +34,22 @@ type statusJSON struct {
 	Timestamp    int64               `json:"timestamp"`
 	DiskFree     int64               `json:"disk_free"`
 	WarningMsg   string              `json:"warning_msg"`
+}
+
+// copyFailed notes the outcome of the last write of the on-disk status
+// page: why it failed, or "" if it was written.
+func (s *Server) copyFailed(why string) {
+	s.copyMu.Lock()
+	defer s.copyMu.Unlock()
+	s.copyErr = why
+}
+
+// copyFailure is why the last write of the on-disk status page failed,
+// or "" if it did not.
+func (s *Server) copyFailure() string {
+	s.copyMu.Lock()
+	defer s.copyMu.Unlock()
+	return s.copyErr
 }
 
 // collectStatus reads everything status shows but the run queue.
@@ -74,12 +92,14 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 		st.Config.Errors = []statedb.FileError{}
 	}
 	st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
-	switch {
-	case st.DiskFree >= 0 && st.DiskFree < lowDiskBytes:
-		st.WarningMsg = fmt.Sprintf("only %d bytes free on the state database's disk", st.DiskFree)
-	case st.Config.Failure != "" && st.Config.FailAt >= st.Config.ReadAt:
-		st.WarningMsg = "last read-configuration failed: " + st.Config.Failure
+	var warnings []string
+	if st.DiskFree >= 0 && st.DiskFree < lowDiskBytes {
+		warnings = append(warnings, fmt.Sprintf("only %d bytes free on the state database's disk", st.DiskFree))
 	}
+	if st.Config.Failure != "" && st.Config.FailAt >= st.Config.ReadAt {
+		warnings = append(warnings, "last read-configuration failed: "+st.Config.Failure)
+	}
+	st.WarningMsg = strings.Join(warnings, "; ")
 	return st, nil
 }
 
@@ -99,6 +119,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 		st, err := s.collectStatus(ctx, tx)
 		if err != nil {
 			return err
+		}
+		// The pages show a failed copy in a banner of their own.
+		if why := s.copyFailure(); why != "" {
+			why = "the on-disk copy of the status page could not be written: " + why
+			st.WarningMsg = strings.Join(slices.DeleteFunc([]string{st.WarningMsg, why}, isEmpty), "; ")
 		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -150,14 +175,31 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// Without the sync, a crash soon after the rename can leave an empty
+	// file under the new name.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// The rename itself lasts only once the directory is synced.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
+	}
 	return nil
 }
+
+func isEmpty(s string) bool { return s == "" }
 
 func (s *Server) healthCheck(w http.ResponseWriter, r *http.Request) error {
 	if err := s.DB.Ping(r.Context()); err != nil {

@@ -206,5 +206,11 @@ func (s *Server) healthCheck(w http.ResponseWriter, r *http.Request) error {
 		s.Log.Error("health check", "err", err)
 		return errorf(http.StatusServiceUnavailable, "state database does not answer")
 	}
+	// A database that answers reads but takes no writes (a full disk)
+	// gives no jobs and loses their output: that is no health.
+	if err := s.DB.CheckWrites(r.Context()); err != nil {
+		s.Log.Error("health check", "err", err)
+		return errorf(http.StatusServiceUnavailable, "state database does not take writes")
+	}
 	return ok(w, map[string]bool{"ok": true})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -113,40 +114,73 @@ func diskFree(dir string) int64 {
 	return int64(fs.Bavail) * int64(fs.Bsize)
 }
 
+// statusPage is how many lorries of the run queue status reads in one
+// read transaction before writing them.
+const statusPage = 1000
+
+// status writes the run queue a page at a time, each page read in a read
+// transaction of its own that ends before the page is written: a client
+// that reads slowly, or not at all, must never keep a read session (and
+// with four of them, every read) waiting on the network.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	return s.DB.View(ctx, func(tx *statedb.Tx) error {
-		st, err := s.collectStatus(ctx, tx)
-		if err != nil {
+	var st statusJSON
+	var page []statedb.Lorry
+	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+		var err error
+		if st, err = s.collectStatus(ctx, tx); err != nil {
 			return err
 		}
-		// The pages show a failed copy in a banner of their own.
-		if why := s.copyFailure(); why != "" {
-			why = "the on-disk copy of the status page could not be written: " + why
-			st.WarningMsg = strings.Join(slices.DeleteFunc([]string{st.WarningMsg, why}, isEmpty), "; ")
-		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(st); err != nil {
-			return err
-		}
-		head := bytes.TrimSpace(buf.Bytes())
-		w.Header().Set("Content-Type", "application/json")
-		bw := bufio.NewWriterSize(w, 64<<10)
-		bw.Write(head[:len(head)-1])
-		bw.WriteString(`,"run_queue":[`)
-		first := true
-		err = tx.EachLorry(ctx, func(l statedb.Lorry) error {
-			if !first {
+		page, err = tx.LorriesAfter(ctx, math.MinInt64, statusPage)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// The pages show a failed copy in a banner of their own.
+	if why := s.copyFailure(); why != "" {
+		why = "the on-disk copy of the status page could not be written: " + why
+		st.WarningMsg = strings.Join(slices.DeleteFunc([]string{st.WarningMsg, why}, isEmpty), "; ")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
+		return err
+	}
+	head := bytes.TrimSpace(buf.Bytes())
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head[:len(head)-1])
+	bw.WriteString(`,"run_queue":[`)
+	// The queue may change between pages. A lorry handed out or moved to
+	// the bottom meanwhile comes round again at the end, and is not
+	// written twice; one moved to the top meanwhile is missed.
+	written := map[string]bool{}
+	for {
+		for _, l := range page {
+			if written[l.Path] {
+				continue
+			}
+			if len(written) > 0 {
 				bw.WriteByte(',')
 			}
-			first = false
+			written[l.Path] = true
 			buf.Reset()
 			if err := enc.Encode(lorryWire(l)); err != nil {
 				return err
 			}
-			_, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+			if _, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))); err != nil {
+				return nil // the client went away
+			}
+		}
+		if len(page) < statusPage {
+			break
+		}
+		after := page[len(page)-1].QueuePos
+		err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+			var err error
+			page, err = tx.LorriesAfter(ctx, after, statusPage)
 			return err
 		})
 		if err != nil {
@@ -154,9 +188,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 			s.Log.Error("status", "err", err)
 			return nil
 		}
-		bw.WriteString("]}\n")
-		return bw.Flush()
-	})
+	}
+	bw.WriteString("]}\n")
+	return bw.Flush()
 }
 
 // writeFileAtomic replaces path with data so that readers see either the

@@ -58,6 +58,9 @@ type Server struct {
 	// page failed ("" if it did not).
 	copyMu  sync.Mutex
 	copyErr string
+	// bodyBudget bounds the memory of the request bodies being read.
+	bodiesOnce sync.Once
+	bodyBudget *budget
 }
 
 // Handler returns the WEBAPP's routes. All of them are registered here.
@@ -82,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 	r.Route("/1.0", func(r chi.Router) {
 		// No other site may have a browser change anything here.
 		r.Use(s.refuseCrossOrigin)
+		r.Use(s.limitBodies)
 
 		// The pages (-html) answer HTML. Their buttons post to routes named
 		// like the API's with -html, which do what the API route does and
@@ -146,6 +150,24 @@ func (s *Server) Handler() http.Handler {
 		}
 	})
 	return r
+}
+
+// limitBodies answers 413 to a body that says it is over its route's
+// limit, before the route sees it: job-update takes up to maxBody, every
+// other route smallBody. A body that does not say its length is stopped
+// at the limit as it is read.
+func (s *Server) limitBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := int64(smallBody)
+		if r.URL.Path == "/1.0/job-update" {
+			limit = maxBody
+		}
+		if r.ContentLength > limit {
+			s.handle(func(http.ResponseWriter, *http.Request) error { return tooLarge(limit) })(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) logRequests(next http.Handler) http.Handler {

@@ -257,9 +257,12 @@ type JobUpdate struct {
 	ID     int64
 	Minion MinionID
 	// Exit is nil while the job runs, else its exit code: the job is over.
-	Exit      *int64
-	Stdout    []byte
-	Stderr    []byte
+	Exit   *int64
+	Stdout []byte
+	Stderr []byte
+	// Spooled is output too big to hold in memory, appended after Stdout
+	// and Stderr, in order.
+	Spooled   []OutputSource
 	DiskUsage *int64
 }
 
@@ -284,6 +287,11 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 	}
 	for _, out := range [][]byte{u.Stdout, u.Stderr} {
 		if err := tx.appendOutput(ctx, &j, out); err != nil {
+			return false, err
+		}
+	}
+	for _, src := range u.Spooled {
+		if err := tx.appendFrom(ctx, &j, src); err != nil {
 			return false, err
 		}
 	}

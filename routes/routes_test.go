@@ -35,7 +35,7 @@ type testServer struct {
 	conf *stubConfig
 }
 
-func newTestServer(t *testing.T) *testServer {
+func newTestServer(t testing.TB) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	fake := &clock.Fake{}
@@ -57,7 +57,7 @@ func newTestServer(t *testing.T) *testServer {
 }
 
 // call makes a request and decodes a JSON answer into a map.
-func (ts *testServer) call(t *testing.T, method, path string, form url.Values) (int, map[string]any) {
+func (ts *testServer) call(t testing.TB, method, path string, form url.Values) (int, map[string]any) {
 	t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -82,7 +82,7 @@ func (ts *testServer) call(t *testing.T, method, path string, form url.Values) (
 	return resp.StatusCode, m
 }
 
-func (ts *testServer) configure(t *testing.T, paths ...string) {
+func (ts *testServer) configure(t testing.TB, paths ...string) {
 	t.Helper()
 	var ls []confgit.Lorry
 	for _, p := range paths {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,34 @@ func TestSlowStatusReadersHoldNoSession(t *testing.T) {
 	code, body := getWithin(t, url+"/1.0/status")
 	if code != 200 || strings.Count(body, `"path":`) != len(paths) {
 		t.Errorf("status with 8 slow readers = %d with %d lorries; want 200 with %d", code, strings.Count(body, `"path":`), len(paths))
+	}
+}
+
+// BenchmarkHealthWithSlowReaders asks for the health check 200 times
+// while 8 clients that never read hold status answers of 20,000 lorries
+// open, and reports how long it took.
+func BenchmarkHealthWithSlowReaders(b *testing.B) {
+	for range b.N {
+		ts := newTestServer(b)
+		paths := make([]string, 20000)
+		for i := range paths {
+			paths[i] = fmt.Sprintf("delta/project-%05d/repository", i)
+		}
+		ts.configure(b, paths...)
+		url := smallBufferServer(b, ts.Handler())
+		slowReaders(b, url, "/1.0/status", 8)
+		var times []time.Duration
+		for range 200 {
+			start := time.Now()
+			if code, body := getWithin(b, url+"/1.0/health-check"); code != 200 {
+				b.Fatalf("health-check = %d %s", code, body)
+			}
+			times = append(times, time.Since(start))
+		}
+		slices.Sort(times)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		b.ReportMetric(ms(times[len(times)/2]), "health-p50-ms")
+		b.ReportMetric(ms(times[len(times)*99/100]), "health-p99-ms")
+		b.ReportMetric(ms(times[len(times)-1]), "health-max-ms")
 	}
 }

@@ -540,7 +540,13 @@ func (r *redactor) emit(n int) error {
 	if n == 0 {
 		return nil
 	}
-	_, err := io.WriteString(r.w, redact.URLs(string(r.carry[:n])))
+	var err error
+	if bytes.Contains(r.carry[:n], []byte("://")) {
+		_, err = io.WriteString(r.w, redact.URLs(string(r.carry[:n])))
+	} else {
+		// No URL: most output, and quicker to tell than to redact.
+		_, err = r.w.Write(r.carry[:n])
+	}
 	r.carry = append(r.carry[:0], r.carry[n:]...)
 	if err != nil {
 		return fmt.Errorf("spool output: %w", err)

@@ -27,7 +27,7 @@ func FuzzReadParams(f *testing.F) {
 		}
 		r := httptest.NewRequest(http.MethodPost, "/1.0/job-update?"+query, bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentType)
-		p, err := readParams(r)
+		p, err := (&Server{}).readParams(r)
 		if err != nil {
 			var he *httpError
 			if !errors.As(err, &he) || he.code != http.StatusBadRequest {

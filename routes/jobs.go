@@ -65,7 +65,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 // parameter and answers {"job_id": id, key: true}.
 func (s *Server) onJob(what, key string, change func(*statedb.Tx, context.Context, int64) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		p, err := readParams(r)
+		p, err := s.readParams(r)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeOldJobs(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
+	p, err := s.readParams(r)
 	if err != nil {
 		return err
 	}

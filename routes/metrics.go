@@ -57,7 +57,7 @@ var (
 	descHostRepos      = desc("host_repos", "Repositories the last successful listing of the Upstream Host found.", "host")
 	descDBBytes        = desc("statedb_bytes", "Size of the state database's files on disk, write-ahead log included.")
 	descDBFree         = desc("statedb_free_bytes", "Part of the state database file left free by deleted rows.")
-	descDBUp           = desc("statedb_up", "1 if the state database answered this scrape's queries, 0 if not.")
+	descDBUp           = desc("statedb_up", "1 if the state database answered this scrape's queries and takes writes, 0 if not.")
 )
 
 // metrics reads the figures from the state database at each scrape, so
@@ -149,6 +149,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	up := 1.0
 	if err := m.collect(ctx, ch); err != nil {
 		m.log.Error("metrics: read state database", "err", err)
+		up = 0
+	} else if err := m.db.CheckWrites(ctx); err != nil {
+		m.log.Error("metrics: write state database", "err", err)
 		up = 0
 	}
 	ch <- prometheus.MustNewConstMetric(descDBUp, prometheus.GaugeValue, up)

@@ -3,6 +3,7 @@ package routes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -246,5 +247,48 @@ func TestHealthCheck(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*healthCheckTimeout {
 		t.Errorf("health-check took %v; want at most about %v", d, healthCheckTimeout)
+	}
+}
+
+// TestHealthCheckWhenWritesFail fills the state database: reads still
+// answer, but the health check and statedb_up must say that writes do not,
+// until there is room again.
+func TestHealthCheckWhenWritesFail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ts := newTestServer(t)
+	ts.configure(t, "a/b")
+	h := ts.Handler()
+	code, offer := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
+	if code != 200 {
+		t.Fatalf("give-me-job = %d %v", code, offer)
+	}
+	id := fmt.Sprint(offer["job_id"])
+	update := url.Values{"job_id": {id}, "exit": {"no"}, "minion": {"m"}, "stdout": {strings.Repeat("x", 1<<20)}}
+
+	size, err := ts.DB.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.DB.LimitSize(ctx, size); err != nil {
+		t.Fatal(err)
+	}
+	if code, m := ts.call(t, "POST", "/1.0/job-update", update); code != 500 {
+		t.Fatalf("job-update into a full database = %d %v; want 500", code, m)
+	}
+	if code, m := ts.call(t, "GET", "/1.0/health-check", nil); code != 503 || !strings.Contains(fmt.Sprint(m["error"]), "writes") {
+		t.Errorf("health-check with a full database = %d %v; want 503 saying writes fail", code, m)
+	}
+	checkMetrics(t, "full database", scrape(t, h), []wantMetric{{name: "lorry_controller_statedb_up", value: 0}})
+
+	if err := ts.DB.LimitSize(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if code, m := ts.call(t, "GET", "/1.0/health-check", nil); code != 200 {
+		t.Errorf("health-check once there is room = %d %v; want 200", code, m)
+	}
+	checkMetrics(t, "room again", scrape(t, h), []wantMetric{{name: "lorry_controller_statedb_up", value: 1}})
+	if code, m := ts.call(t, "POST", "/1.0/job-update", update); code != 200 {
+		t.Errorf("job-update once there is room = %d %v; want 200", code, m)
 	}
 }

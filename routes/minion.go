@@ -73,7 +73,7 @@ func minionParams(p params) (statedb.MinionID, error) {
 }
 
 func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
+	p, err := s.readParams(r)
 	if err != nil {
 		return err
 	}
@@ -180,13 +180,22 @@ func (s *Server) downstream() hosts.Downstream {
 }
 
 func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
+	// The output is streamed from the body into spools, with credentials
+	// hidden on the way (git and the tools lorry runs may print the URLs
+	// they were given), and read back in pieces as it is stored.
+	head, tail := s.DB.OutputCaps()
+	b, err := s.readBody(r, maxBody, updateMemory, streamFields, head, tail)
 	if err != nil {
 		return err
 	}
-	// Output is stored with credentials hidden: git and the tools lorry
-	// runs may print the URLs they were given.
-	u := statedb.JobUpdate{Stdout: []byte(redact.URLs(p["stdout"])), Stderr: []byte(redact.URLs(p["stderr"]))}
+	defer b.Close()
+	p := b.params
+	var u statedb.JobUpdate
+	for _, f := range streamFields {
+		if sp := b.stream(f); sp != nil {
+			u.Spooled = append(u.Spooled, sp)
+		}
+	}
 	if u.ID, err = p.jobID(); err != nil {
 		return err
 	}
@@ -292,7 +301,7 @@ func downstreamRepo(l statedb.Lorry) hosts.DownstreamRepo {
 }
 
 func (s *Server) pretendTime(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
+	p, err := s.readParams(r)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"math"
 	"net/http"
 	"net/url"
@@ -188,8 +189,10 @@ type statusView struct {
 	Queue        []lorryView
 	Page         int
 	Pager        pager
-	// CopyFailed says that the on-disk copy could not be written.
+	// CopyFailed says that the on-disk copy could not be written, and
+	// CopyError why.
 	CopyFailed bool
+	CopyError  string
 }
 
 type runningView struct {
@@ -375,15 +378,13 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	code := http.StatusOK
 	if _, err := s.writeStatusCopy(disk); err != nil {
-		// The page still shows, with the failure; the status code tells
-		// the timer that asked for the copy.
-		s.Log.Error("status-html copy", "err", err)
-		v.CopyFailed, code = true, http.StatusInternalServerError
+		// The page is what was asked for: it shows whatever became of the
+		// copy, which the log and status's warning_msg tell too.
+		v.CopyFailed, v.CopyError = true, s.copyFailure()
 	}
 	v.pageBase = livePage(w, r, "Status", "status", v.Now)
-	return writePage(w, code, "status.html", v)
+	return writePage(w, http.StatusOK, "status.html", v)
 }
 
 // RenderStatus renders the on-disk copy of the status page (the first page
@@ -408,10 +409,23 @@ func (s *Server) writeStatusCopy(v statusView) ([]byte, error) {
 	}
 	if s.StatusHTML != "" {
 		if err := writeFileAtomic(s.StatusHTML, page); err != nil {
+			s.Log.Error("status-html copy", "err", err)
+			s.copyFailed(copyWarning(err))
 			return nil, err
 		}
+		s.copyFailed("")
 	}
 	return page, nil
+}
+
+// copyWarning says why the on-disk status page could not be written,
+// without its path, which pages and status show to anyone.
+func copyWarning(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err.Error()
 }
 
 // --- rows shared by the pages ---

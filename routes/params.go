@@ -1,66 +1,26 @@
 package routes
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"lorrycontroller/confgit"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// maxBody bounds a request body; job-update carries the largest ones.
-const maxBody = 32 << 20
-
 // params are a request's parameters: query parameters and the form-encoded
 // or JSON body, the body winning.
 type params map[string]string
 
-func readParams(r *http.Request) (params, error) {
-	p := params{}
-	for k, v := range r.URL.Query() {
-		p[k] = v[len(v)-1]
+// readParams reads the parameters of a request to any route but
+// job-update: its body is small.
+func (s *Server) readParams(r *http.Request) (params, error) {
+	b, err := s.readBody(r, smallBody, smallBody+(32<<10), nil, 0, 0)
+	if err != nil {
+		return nil, err
 	}
-	if r.Body == nil || r.Method == http.MethodGet {
-		return p, nil
-	}
-	body := http.MaxBytesReader(nil, r.Body, maxBody)
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch ct {
-	case "application/json":
-		var m map[string]any
-		dec := json.NewDecoder(body)
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil && err != io.EOF {
-			return nil, errorf(http.StatusBadRequest, "JSON body: %v", err)
-		}
-		for k, v := range m {
-			switch v := v.(type) {
-			case string:
-				p[k] = v
-			case json.Number:
-				p[k] = v.String()
-			case bool:
-				p[k] = strconv.FormatBool(v)
-			case nil:
-				p[k] = ""
-			default:
-				return nil, errorf(http.StatusBadRequest, "JSON body: %s must be a string or number", k)
-			}
-		}
-	default:
-		r.Body = body
-		if err := r.ParseForm(); err != nil {
-			return nil, errorf(http.StatusBadRequest, "form body: %v", err)
-		}
-		for k, v := range r.PostForm {
-			p[k] = v[len(v)-1]
-		}
-	}
-	return p, nil
+	return b.params, nil
 }
 
 func (p params) required(name string) (string, error) {

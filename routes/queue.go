@@ -38,7 +38,7 @@ func (s *Server) listQueue(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) move(top bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		p, err := readParams(r)
+		p, err := s.readParams(r)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (s *Server) getMaxJobs(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) setMaxJobs(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
+	p, err := s.readParams(r)
 	if err != nil {
 		return err
 	}

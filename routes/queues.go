@@ -81,7 +81,7 @@ type hostMaxJobsJSON struct {
 }
 
 func (s *Server) setHostMaxJobs(w http.ResponseWriter, r *http.Request) error {
-	p, err := readParams(r)
+	p, err := s.readParams(r)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func minionHealth(m statedb.Minion, now, ghostTimeout int64) string {
 // have its job killed, or un-retires it with "retire=false".
 func (s *Server) retireMinion(retire bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		p, err := readParams(r)
+		p, err := s.readParams(r)
 		if err != nil {
 			return err
 		}

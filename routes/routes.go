@@ -92,6 +92,13 @@ type Server struct {
 	// reads racing (a push hook and a timer) never apply an older commit
 	// over a newer one.
 	configMu sync.Mutex
+	// copyMu guards copyErr, why the last write of the on-disk status
+	// page failed ("" if it did not).
+	copyMu  sync.Mutex
+	copyErr string
+	// bodyBudget bounds the memory of the request bodies being read.
+	bodiesOnce sync.Once
+	bodyBudget *budget
 }
 
 // Handler returns the WEBAPP's routes. All of them are registered here.
@@ -120,6 +127,7 @@ func (s *Server) Handler() http.Handler {
 		// Who may do what is decided here, for every route below; see
 		// auth.go.
 		r.Use(s.authorize)
+		r.Use(s.limitBodies)
 
 		// The pages (-html) answer HTML. Their buttons post to routes named
 		// like the API's with -html, which do what the API route does and
@@ -206,6 +214,24 @@ func (s *Server) Handler() http.Handler {
 		}
 	})
 	return r
+}
+
+// limitBodies answers 413 to a body that says it is over its route's
+// limit, before the route sees it: job-update takes up to maxBody, every
+// other route smallBody. A body that does not say its length is stopped
+// at the limit as it is read.
+func (s *Server) limitBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := int64(smallBody)
+		if r.URL.Path == "/1.0/job-update" {
+			limit = maxBody
+		}
+		if r.ContentLength > limit {
+			s.handle(func(http.ResponseWriter, *http.Request) error { return tooLarge(limit) })(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) logRequests(next http.Handler) http.Handler {

@@ -40,7 +40,7 @@ type testServer struct {
 
 // newTestServer starts a Server that asks for no token, unless one of
 // opts says otherwise.
-func newTestServer(t *testing.T, opts ...func(*Server)) *testServer {
+func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	fake := &clock.Fake{}
@@ -65,7 +65,7 @@ func newTestServer(t *testing.T, opts ...func(*Server)) *testServer {
 }
 
 // call makes a request and decodes a JSON answer into a map.
-func (ts *testServer) call(t *testing.T, method, path string, form url.Values) (int, map[string]any) {
+func (ts *testServer) call(t testing.TB, method, path string, form url.Values) (int, map[string]any) {
 	t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -93,7 +93,7 @@ func (ts *testServer) call(t *testing.T, method, path string, form url.Values) (
 	return resp.StatusCode, m
 }
 
-func (ts *testServer) configure(t *testing.T, paths ...string) {
+func (ts *testServer) configure(t testing.TB, paths ...string) {
 	t.Helper()
 	var ls []confgit.Lorry
 	for _, p := range paths {

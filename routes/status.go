@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -36,6 +39,22 @@ type statusJSON struct {
 	WarningMsg   string              `json:"warning_msg"`
 	// AllowLocalSources is the WEBAPP's --allow-local-sources.
 	AllowLocalSources bool `json:"allow_local_sources"`
+}
+
+// copyFailed notes the outcome of the last write of the on-disk status
+// page: why it failed, or "" if it was written.
+func (s *Server) copyFailed(why string) {
+	s.copyMu.Lock()
+	defer s.copyMu.Unlock()
+	s.copyErr = why
+}
+
+// copyFailure is why the last write of the on-disk status page failed,
+// or "" if it did not.
+func (s *Server) copyFailure() string {
+	s.copyMu.Lock()
+	defer s.copyMu.Unlock()
+	return s.copyErr
 }
 
 // collectStatus reads everything status shows but the run queue.
@@ -85,12 +104,14 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 		st.Config.Errors = []statedb.FileError{}
 	}
 	st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
-	switch {
-	case st.DiskFree >= 0 && st.DiskFree < lowDiskBytes:
-		st.WarningMsg = fmt.Sprintf("only %d bytes free on the state database's disk", st.DiskFree)
-	case st.Config.Failure != "" && st.Config.FailAt >= st.Config.ReadAt:
-		st.WarningMsg = "last read-configuration failed: " + st.Config.Failure
+	var warnings []string
+	if st.DiskFree >= 0 && st.DiskFree < lowDiskBytes {
+		warnings = append(warnings, fmt.Sprintf("only %d bytes free on the state database's disk", st.DiskFree))
 	}
+	if st.Config.Failure != "" && st.Config.FailAt >= st.Config.ReadAt {
+		warnings = append(warnings, "last read-configuration failed: "+st.Config.Failure)
+	}
+	st.WarningMsg = strings.Join(warnings, "; ")
 	return st, nil
 }
 
@@ -104,35 +125,73 @@ func diskFree(dir string) int64 {
 	return int64(fs.Bavail) * int64(fs.Bsize)
 }
 
+// statusPage is how many lorries of the run queue status reads in one
+// read transaction before writing them.
+const statusPage = 1000
+
+// status writes the run queue a page at a time, each page read in a read
+// transaction of its own that ends before the page is written: a client
+// that reads slowly, or not at all, must never keep a read session (and
+// with four of them, every read) waiting on the network.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	return s.DB.View(ctx, func(tx *statedb.Tx) error {
-		st, err := s.collectStatus(ctx, tx)
-		if err != nil {
+	var st statusJSON
+	var page []statedb.Lorry
+	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+		var err error
+		if st, err = s.collectStatus(ctx, tx); err != nil {
 			return err
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(st); err != nil {
-			return err
-		}
-		head := bytes.TrimSpace(buf.Bytes())
-		w.Header().Set("Content-Type", "application/json")
-		bw := bufio.NewWriterSize(w, 64<<10)
-		bw.Write(head[:len(head)-1])
-		bw.WriteString(`,"run_queue":[`)
-		first := true
-		err = tx.EachLorry(ctx, func(l statedb.Lorry) error {
-			if !first {
+		page, err = tx.LorriesAfter(ctx, math.MinInt64, statusPage)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// The pages show a failed copy in a banner of their own.
+	if why := s.copyFailure(); why != "" {
+		why = "the on-disk copy of the status page could not be written: " + why
+		st.WarningMsg = strings.Join(slices.DeleteFunc([]string{st.WarningMsg, why}, isEmpty), "; ")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
+		return err
+	}
+	head := bytes.TrimSpace(buf.Bytes())
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head[:len(head)-1])
+	bw.WriteString(`,"run_queue":[`)
+	// The queue may change between pages. A lorry handed out or moved to
+	// the bottom meanwhile comes round again at the end, and is not
+	// written twice; one moved to the top meanwhile is missed.
+	written := map[string]bool{}
+	for {
+		for _, l := range page {
+			if written[l.Path] {
+				continue
+			}
+			if len(written) > 0 {
 				bw.WriteByte(',')
 			}
-			first = false
+			written[l.Path] = true
 			buf.Reset()
 			if err := enc.Encode(lorryWire(l)); err != nil {
 				return err
 			}
-			_, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+			if _, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))); err != nil {
+				return nil // the client went away
+			}
+		}
+		if len(page) < statusPage {
+			break
+		}
+		after := page[len(page)-1].QueuePos
+		err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+			var err error
+			page, err = tx.LorriesAfter(ctx, after, statusPage)
 			return err
 		})
 		if err != nil {
@@ -140,9 +199,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 			s.Log.Error("status", "err", err)
 			return nil
 		}
-		bw.WriteString("]}\n")
-		return bw.Flush()
-	})
+	}
+	bw.WriteString("]}\n")
+	return bw.Flush()
 }
 
 // writeFileAtomic replaces path with data so that readers see either the
@@ -161,19 +220,42 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// Without the sync, a crash soon after the rename can leave an empty
+	// file under the new name.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// The rename itself lasts only once the directory is synced.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
+	}
 	return nil
 }
+
+func isEmpty(s string) bool { return s == "" }
 
 func (s *Server) healthCheck(w http.ResponseWriter, r *http.Request) error {
 	if err := s.DB.Ping(r.Context()); err != nil {
 		s.Log.Error("health check", "err", err)
 		return errorf(http.StatusServiceUnavailable, "state database does not answer")
+	}
+	// A database that answers reads but takes no writes (a full disk)
+	// gives no jobs and loses their output: that is no health.
+	if err := s.DB.CheckWrites(r.Context()); err != nil {
+		s.Log.Error("health check", "err", err)
+		return errorf(http.StatusServiceUnavailable, "state database does not take writes")
 	}
 	return ok(w, map[string]bool{"ok": true})
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"lorrycontroller/clock"
 
@@ -44,6 +45,8 @@ type DB struct {
 	pool        *sql.DB
 	write       *session
 	reads       chan *session
+	health      chan *session
+	lastWrite   atomic.Pointer[writeOutcome]
 	clock       clock.Clock
 	path        string
 	outputLimit int64
@@ -84,12 +87,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	pool.SetMaxOpenConns(1 + readSessions)
-	pool.SetMaxIdleConns(1 + readSessions)
+	pool.SetMaxOpenConns(2 + readSessions)
+	pool.SetMaxIdleConns(2 + readSessions)
 	pool.SetConnMaxLifetime(0)
 	pool.SetConnMaxIdleTime(0)
 	db := &DB{pool: pool, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
-		reads: make(chan *session, readSessions)}
+		reads: make(chan *session, readSessions), health: make(chan *session, 1)}
 	fail := func(err error) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -107,6 +110,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 		db.reads <- s
 	}
+	s, err := newSession(ctx, pool, true)
+	if err != nil {
+		return fail(err)
+	}
+	db.health <- s
 	return db, nil
 }
 
@@ -119,6 +127,9 @@ func (db *DB) Close() error {
 	for len(db.reads) > 0 {
 		errs = append(errs, (<-db.reads).close())
 	}
+	for len(db.health) > 0 {
+		errs = append(errs, (<-db.health).close())
+	}
 	errs = append(errs, db.pool.Close())
 	return errors.Join(errs...)
 }
@@ -128,14 +139,6 @@ func (db *DB) Path() string { return db.path }
 
 // Now is the current time of the injected clock, in Unix seconds.
 func (db *DB) Now() int64 { return db.clock.Now().Unix() }
-
-// Ping checks that the database answers a query.
-func (db *DB) Ping(ctx context.Context) error {
-	return db.View(ctx, func(tx *Tx) error {
-		var one int
-		return tx.queryRow(ctx, `SELECT 1`).Scan(&one)
-	})
-}
 
 // SchemaVersion is the number of the newest migration applied.
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
@@ -271,7 +274,7 @@ type Tx struct {
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 	db.write.mu.Lock()
 	defer db.write.mu.Unlock()
-	return db.runTx(ctx, db.write, fn)
+	return db.runWrite(ctx, fn)
 }
 
 // View runs fn in a read-only transaction, which sees one consistent

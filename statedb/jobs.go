@@ -315,9 +315,12 @@ type JobUpdate struct {
 	ID     int64
 	Minion MinionID
 	// Exit is nil while the job runs, else its exit code: the job is over.
-	Exit      *int64
-	Stdout    []byte
-	Stderr    []byte
+	Exit   *int64
+	Stdout []byte
+	Stderr []byte
+	// Spooled is output too big to hold in memory, appended after Stdout
+	// and Stderr, in order.
+	Spooled   []OutputSource
 	DiskUsage *int64
 	// RuntimeBuilt and RuntimeBuildSeconds, when set, say how a scraper's
 	// runtime was got ready for the job.
@@ -359,6 +362,11 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 	}
 	for _, out := range [][]byte{u.Stdout, u.Stderr} {
 		if err := tx.appendOutput(ctx, &j, out); err != nil {
+			return false, err
+		}
+	}
+	for _, src := range u.Spooled {
+		if err := tx.appendFrom(ctx, &j, src); err != nil {
 			return false, err
 		}
 	}

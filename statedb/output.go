@@ -3,6 +3,7 @@ package statedb
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -14,39 +15,73 @@ const DefaultOutputLimit = 8 << 20
 // lorry's last_run_error.
 const lastErrorBytes = 2048
 
-// appendOutput stores data after j's output. The first half of the cap is
-// the head and is kept for good; after that, data goes to the tail, whose
-// oldest chunks are dropped whenever it grows past the other half.
+// OutputSource is output too big to hold in memory whole, such as a
+// spooled request body. Len is how many bytes it has. ReadAt is asked only
+// for what appending it can keep: bytes within its first OutputCaps head
+// bytes, and within its last OutputCaps tail bytes.
+type OutputSource interface {
+	io.ReaderAt
+	Len() int64
+}
+
+// OutputCaps are how many bytes of a job's output are kept from its start
+// (head) and from its end (tail).
+func (db *DB) OutputCaps() (head, tail int64) {
+	return db.outputLimit / 2, db.outputLimit - db.outputLimit/2
+}
+
+// outputPiece bounds a chunk of output, and so the memory one append
+// takes, whatever the size of the output appended.
+const outputPiece = 256 << 10
+
+// bytesSource is output held in memory.
+type bytesSource []byte
+
+func (b bytesSource) Len() int64 { return int64(len(b)) }
+func (b bytesSource) ReadAt(p []byte, off int64) (int, error) {
+	return copy(p, b[off:]), nil
+}
+
+// appendOutput stores data after j's output.
 func (tx *Tx) appendOutput(ctx context.Context, j *Job, data []byte) error {
-	if len(data) == 0 {
+	return tx.appendFrom(ctx, j, bytesSource(data))
+}
+
+// appendFrom stores src after j's output. The first half of the cap is
+// the head and is kept for good; after that, output goes to the tail,
+// whose oldest chunks are dropped whenever it grows past the other half.
+// What would be dropped at once is never read or written.
+func (tx *Tx) appendFrom(ctx context.Context, j *Job, src OutputSource) error {
+	n := src.Len()
+	if n == 0 {
 		return nil
 	}
-	j.OutputBytes += int64(len(data))
+	j.OutputBytes += n
 	headCap := tx.outputLimit / 2
 	tailCap := tx.outputLimit - headCap
+	var off int64
 	if j.headBytes < headCap {
-		n := min(int64(len(data)), headCap-j.headBytes)
-		if err := tx.insertChunk(ctx, j, false, data[:n]); err != nil {
+		off = min(n, headCap-j.headBytes)
+		if err := tx.insertChunks(ctx, j, false, src, 0, off); err != nil {
 			return err
 		}
-		j.headBytes += n
-		data = data[n:]
-		if len(data) == 0 {
+		j.headBytes += off
+		if off == n {
 			return nil
 		}
 	}
-	if int64(len(data)) >= tailCap {
-		j.CutBytes += j.tailBytes + int64(len(data)) - tailCap
-		data = data[int64(len(data))-tailCap:]
+	if n-off >= tailCap {
+		j.CutBytes += j.tailBytes + n - off - tailCap
+		off = n - tailCap
 		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = ? AND tail = 1`, j.ID); err != nil {
 			return fmt.Errorf("trim output of job %d: %w", j.ID, err)
 		}
 		j.tailBytes = 0
 	}
-	if err := tx.insertChunk(ctx, j, true, data); err != nil {
+	if err := tx.insertChunks(ctx, j, true, src, off, n); err != nil {
 		return err
 	}
-	j.tailBytes += int64(len(data))
+	j.tailBytes += n - off
 	for j.tailBytes > tailCap {
 		var seq, n int64
 		err := tx.queryRow(ctx, `SELECT seq, length(data) FROM job_output
@@ -59,6 +94,32 @@ func (tx *Tx) appendOutput(ctx context.Context, j *Job, data []byte) error {
 		}
 		j.tailBytes -= n
 		j.CutBytes += n
+	}
+	return nil
+}
+
+// insertChunks stores bytes [from, to) of src as chunks of at most
+// outputPiece bytes.
+func (tx *Tx) insertChunks(ctx context.Context, j *Job, tail bool, src OutputSource, from, to int64) error {
+	var buf []byte
+	for from < to {
+		k := min(to-from, outputPiece)
+		var data []byte
+		if b, ok := src.(bytesSource); ok {
+			data = b[from : from+k]
+		} else {
+			if buf == nil {
+				buf = make([]byte, min(to-from, outputPiece))
+			}
+			data = buf[:k]
+			if _, err := src.ReadAt(data, from); err != nil {
+				return fmt.Errorf("append output of job %d: %w", j.ID, err)
+			}
+		}
+		if err := tx.insertChunk(ctx, j, tail, data); err != nil {
+			return err
+		}
+		from += k
 	}
 	return nil
 }

@@ -98,6 +98,28 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 	return out, rows.Err()
 }
 
+// LorriesAfter returns at most limit lorries of the run queue in queue
+// order, from the first whose queue position is after pos. It walks the
+// queue's index from pos, so a caller that reads the queue a page at a
+// time, with the last position of each page, never reads it twice.
+func (tx *Tx) LorriesAfter(ctx context.Context, pos int64, limit int) ([]Lorry, error) {
+	rows, err := tx.query(ctx, `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_queue
+		WHERE queue_pos > ? ORDER BY queue_pos LIMIT ?`, pos, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list lorries: %w", err)
+	}
+	defer rows.Close()
+	out := []Lorry{}
+	for rows.Next() {
+		l, err := scanLorry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list lorries: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
 // failingOnly is the filter that the lorries_failing index answers.
 var failingOnly = LorryFilter{State: LorryFailing}
 

@@ -1,6 +1,7 @@
 package statedb
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -738,5 +739,60 @@ func TestSetHostLorries(t *testing.T) {
 	f.update(t, func(tx *Tx) error { _, err := tx.SetConfigHosts(ctx, nil); return err })
 	if got := strings.Join(f.queue(t), " "); got != "conf/x" {
 		t.Errorf("queue after the host went = %q; want conf/x", got)
+	}
+}
+
+// keptOnly is output that can be read only where appending may keep it,
+// as a spool holds it.
+type keptOnly struct {
+	data       []byte
+	head, tail int64
+}
+
+func (k keptOnly) Len() int64 { return int64(len(k.data)) }
+func (k keptOnly) ReadAt(p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
+	if end > k.head && off < int64(len(k.data))-k.tail {
+		return 0, fmt.Errorf("read [%d, %d) of %d: not kept", off, end, len(k.data))
+	}
+	return copy(p, k.data[off:]), nil
+}
+
+func TestSpooledOutputStoredAsIfInMemory(t *testing.T) {
+	ctx := context.Background()
+	const limit = 3*outputPiece + 1000
+	var want string
+	for _, spooled := range []bool{false, true} {
+		f := newFixture(t, Options{OutputLimit: limit})
+		f.lorries(t, "a")
+		a := f.mustGive(t, m1)
+		head, tail := f.db.OutputCaps()
+		for i, n := range []int{100, 5 * outputPiece, 7, 2*outputPiece + 3} {
+			data := bytes.Repeat([]byte{byte('a' + i)}, n)
+			copy(data, fmt.Sprintf("<%d>", i))
+			copy(data[n-3:], fmt.Sprintf("</%d", i))
+			u := JobUpdate{ID: a.Job.ID, Minion: m1, Stdout: data}
+			if spooled {
+				u = JobUpdate{ID: a.Job.ID, Minion: m1, Spooled: []OutputSource{keptOnly{data, head, tail}}}
+			}
+			if _, err := f.report(t, u); err != nil {
+				t.Fatalf("spooled %v: update %d: %v", spooled, i, err)
+			}
+		}
+		var out string
+		f.db.View(ctx, func(tx *Tx) error {
+			var err error
+			out, err = tx.Output(ctx, a.Job.ID)
+			return err
+		})
+		j := f.job(t, a.Job.ID)
+		if kept := int64(len(out)) - int64(len(fmt.Sprintf("\n[... %d bytes of output cut ...]\n", j.CutBytes))); kept > limit {
+			t.Errorf("spooled %v: %d bytes kept; want at most %d", spooled, kept, limit)
+		}
+		if !spooled {
+			want = out
+		} else if out != want {
+			t.Errorf("spooled output (%d bytes) differs from the same output in memory (%d bytes)", len(out), len(want))
+		}
 	}
 }

@@ -200,6 +200,14 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		fake = &clock.Fake{}
 		clk = fake
 	}
+	if cfg.StatusHTML != "" {
+		// Made now, so that a status-html request never fails for want of
+		// it, and a directory that cannot be made stops the start.
+		dir := filepath.Dir(cfg.StatusHTML)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("--status-html: make its directory %s: %w", dir, err)
+		}
+	}
 	var secret string
 	if cfg.NotifyURL != "" {
 		var warning string

@@ -63,6 +63,7 @@ type startOpts struct {
 	// WEBAPP's pid, as systemd does for socket activation.
 	listenPID bool
 	args      []string
+	bin       string // the WEBAPP to run; "" for webappBin
 }
 
 // cleanEnv is the test's environment without what systemd would have set.
@@ -79,16 +80,20 @@ func cleanEnv() []string {
 	return env
 }
 
-func startWebapp(t *testing.T, dir string, o startOpts) *webapp {
+func startWebapp(t testing.TB, dir string, o startOpts) *webapp {
 	t.Helper()
+	bin := webappBin
+	if o.bin != "" {
+		bin = o.bin
+	}
 	w := &webapp{dir: dir, stderr: filepath.Join(dir, "webapp.log"), exited: make(chan error, 1)}
 	args := append([]string{"--statedb", filepath.Join(dir, "state.db"),
 		"--configuration-directory", filepath.Join(dir, "confgit"),
 		"--addr-file", filepath.Join(dir, "addr")}, o.args...)
 	if o.listenPID {
-		w.cmd = exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, webappBin}, args...)...)
+		w.cmd = exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, bin}, args...)...)
 	} else {
-		w.cmd = exec.Command(webappBin, args...)
+		w.cmd = exec.Command(bin, args...)
 	}
 	w.cmd.Env = append(cleanEnv(), o.env...)
 	w.cmd.ExtraFiles = o.files
@@ -126,7 +131,7 @@ func startWebapp(t *testing.T, dir string, o startOpts) *webapp {
 	}
 }
 
-func (w *webapp) log(t *testing.T) string {
+func (w *webapp) log(t testing.TB) string {
 	b, _ := os.ReadFile(w.stderr)
 	return string(b)
 }

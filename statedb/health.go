@@ -1,0 +1,132 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// writeFresh is how long the outcome of a write transaction stands for
+// whether the database takes writes; after that, Healthy writes to find
+// out.
+const writeFresh = 10 * time.Second
+
+// writeOutcome is how the last write transaction ended.
+type writeOutcome struct {
+	at  time.Time
+	err error // nil: committed
+}
+
+// CheckWrites checks that the database takes writes. The last write
+// transaction tells, if it committed less than writeFresh ago; otherwise,
+// or if it failed, a small write of CheckWrites' own, unless a write is
+// under way, whose outcome will tell the next check. So a database that
+// filled up is seen at once, and one that has room again as soon as it
+// is checked.
+func (db *DB) CheckWrites(ctx context.Context) error {
+	last := db.lastWrite.Load()
+	if last != nil && last.err == nil && time.Since(last.at) < writeFresh {
+		return nil
+	}
+	if !db.write.mu.TryLock() {
+		if last != nil && last.err != nil {
+			return last.err
+		}
+		return nil
+	}
+	defer db.write.mu.Unlock()
+	return db.runWrite(ctx, func(tx *Tx) error {
+		// A row larger than a page needs new pages, as appending output
+		// does; the probe leaves nothing behind.
+		if _, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES ('write_probe', hex(zeroblob(8192)))
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`); err != nil {
+			return fmt.Errorf("write probe: %w", err)
+		}
+		if err := tx.deleteSetting(ctx, "write_probe"); err != nil {
+			return fmt.Errorf("write probe: %w", err)
+		}
+		return nil
+	})
+}
+
+// Ping checks that the database answers a query. It runs on a session
+// kept for it, so that readers holding every read session (slow clients
+// of long answers) never make it wait.
+func (db *DB) Ping(ctx context.Context) error {
+	var s *session
+	select {
+	case s = <-db.health:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { db.health <- s }()
+	return db.runTx(ctx, s, func(tx *Tx) error {
+		var one int
+		return tx.queryRow(ctx, `SELECT 1`).Scan(&one)
+	})
+}
+
+// runWrite runs fn as Update does, the write session already held, and
+// records whether the database took the write.
+func (db *DB) runWrite(ctx context.Context, fn func(*Tx) error) error {
+	err := db.runTx(ctx, db.write, fn)
+	switch {
+	case err == nil:
+		db.lastWrite.Store(&writeOutcome{at: time.Now()})
+	case storageFailure(err):
+		db.lastWrite.Store(&writeOutcome{at: time.Now(), err: err})
+	}
+	return err
+}
+
+// storageFailure tells an error of the database's storage (a full disk,
+// an I/O error, a database locked by another process for too long) from
+// what a transaction decided, such as ErrNotFound.
+func storageFailure(err error) bool {
+	var se interface{ Code() int }
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqliteBusy, sqliteLocked, sqliteNoMem, sqliteReadOnly, sqliteIOErr, sqliteCorrupt,
+		sqliteFull, sqliteCantOpen, sqliteNotADB:
+		return true
+	}
+	return false
+}
+
+// SQLite's primary result codes that say the database cannot be written.
+const (
+	sqliteBusy     = 5
+	sqliteLocked   = 6
+	sqliteNoMem    = 7
+	sqliteReadOnly = 8
+	sqliteIOErr    = 10
+	sqliteCorrupt  = 11
+	sqliteFull     = 13
+	sqliteCantOpen = 14
+	sqliteNotADB   = 26
+)
+
+// LimitSize caps the database file at about bytes, as a full disk would:
+// writes that need it to grow fail with "database or disk is full".
+// Zero lifts the cap. Tests use it to fill the database.
+func (db *DB) LimitSize(ctx context.Context, bytes int64) error {
+	db.write.mu.Lock()
+	defer db.write.mu.Unlock()
+	var pageSize int64
+	if err := db.write.conn.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return fmt.Errorf("limit size: %w", err)
+	}
+	pages := int64(0xfffffffe) // SQLite's own limit
+	if bytes > 0 {
+		pages = max(1, bytes/pageSize)
+	}
+	// PRAGMA takes no bound parameters; pages is our own integer.
+	var got int64
+	if err := db.write.conn.QueryRowContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages)).Scan(&got); err != nil {
+		return fmt.Errorf("limit size: %w", err)
+	}
+	return nil
+}

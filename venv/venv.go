@@ -166,6 +166,10 @@ type Cache struct {
 	log     *slog.Logger
 	locks   lockTable
 
+	// pipOK caches outerPip's answer by python.
+	pipMu sync.Mutex
+	pipOK map[string]bool
+
 	// checked, when set by tests, runs after Acquire found the
 	// environment complete, before it returns it.
 	checked func()

@@ -112,7 +112,7 @@ func BenchmarkScraperStart(b *testing.B) {
 		}
 	}
 	cold, warm = cold/time.Duration(n), warm/time.Duration(n)
-	// Not python3 itself, which may be a wrapper script (pyenv's): the
+	// Not python3 itself, which may be a wrapper script: the
 	// interpreter that the environment links to.
 	exe, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {

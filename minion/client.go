@@ -38,6 +38,15 @@ type job struct {
 	leaseTerms
 	OutputLimit int64 `json:"output_limit"` // bytes kept by the WEBAPP; 0: not said
 
+	// Scraper is what a job of kind scraper runs (scraper.go).
+	Scraper *scraperSpec `json:"scraper"`
+	// duDir is the directory whose disk usage the final update reports,
+	// when not the lorry's working directory.
+	duDir string
+	// runtime, once the scraper's runtime is ready, is reported with
+	// the next update that reaches the WEBAPP.
+	runtime *runtimeReport
+
 	// granted is when the lease was last renewed: when the request whose
 	// answer renewed it was sent, since the WEBAPP counted from then or
 	// later.
@@ -181,10 +190,15 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 	if exit == 0 && j.refs != "" {
 		form.Set("refs", j.refs)
 	}
+	if r := j.runtime; r != nil {
+		form.Set("runtime_built", strconv.FormatBool(r.built))
+		form.Set("runtime_build_seconds", strconv.FormatFloat(r.seconds, 'f', 3, 64))
+	}
 	_, body, err := m.post(ctx, "job-update", form)
 	if err != nil {
 		return false, err
 	}
+	j.runtime = nil
 	var answer struct {
 		Kill   bool `json:"kill"`
 		Retire bool `json:"retire"`

@@ -47,6 +47,10 @@ type fakeWebapp struct {
 	reqs      []request
 	giveMeJob func(n int) (int, string)
 	jobUpdate func(n int, form url.Values) (int, string)
+	// runtimeTar is served as every runtime's source; runtimeAuth is
+	// the Authorization header of the last download.
+	runtimeTar  []byte
+	runtimeAuth string
 }
 
 func newFakeWebapp(t *testing.T) *fakeWebapp {
@@ -54,6 +58,17 @@ func newFakeWebapp(t *testing.T) *fakeWebapp {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/1.0/give-me-job", f.handle("give-me-job", []string{"host", "pid", "minion"}))
 	mux.HandleFunc("/1.0/job-update", f.handle("job-update", []string{"job_id", "minion", "pid", "exit", "stdout", "stderr"}))
+	mux.HandleFunc("GET /1.0/runtime/{name}/{file}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		b := f.runtimeTar
+		f.runtimeAuth = r.Header.Get("Authorization")
+		f.mu.Unlock()
+		if b == nil {
+			http.Error(w, `{"error": "no such runtime"}`, http.StatusNotFound)
+			return
+		}
+		w.Write(b)
+	})
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

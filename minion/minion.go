@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"lorrycontroller/proc"
+	"lorrycontroller/venv"
 	"lorrycontroller/workarea"
 )
 
@@ -44,13 +45,24 @@ type Config struct {
 	Queues       string
 	IgnoreQueues string
 
+	// Runtimes is the cache of the scrapers' runtimes; without it, the
+	// minion fails scraper jobs.
+	Runtimes *venv.Cache
+	// JobEnv names the variables of the minion's environment that a
+	// scraper is given; it sees no others but TZ.
+	JobEnv []string
+	// Changed, when set, is asked between jobs whether the minion
+	// should stop so as to start again as a new program (see
+	// Restart); it returns why, or "".
+	Changed func() string
+
 	// BackoffMin and BackoffMax bound the delay between retries while the
 	// WEBAPP is unreachable; zero means 1s and 60s.
 	BackoffMin time.Duration
 	BackoffMax time.Duration
 }
 
-// KindLorry is the only kind of job a minion knows how to run.
+// KindLorry is a job that runs lorry to mirror a repository.
 const KindLorry = "lorry"
 
 // Exit codes reported for jobs that never ran a process, chosen like a
@@ -77,6 +89,11 @@ type Minion struct {
 	// retired is set when an answer of the WEBAPP says that the minion
 	// is retired: it finishes its job, if any, and exits.
 	retired atomic.Bool
+
+	// workDir is the scraper working directory, once taken.
+	workDir *venv.WorkDir
+	// restart is why Run returned between jobs, if Changed said so.
+	restart string
 }
 
 // New returns a Minion. A nil client means one with a 30s timeout; a nil
@@ -113,6 +130,13 @@ func New(cfg Config, client *http.Client, logger *slog.Logger) *Minion {
 func (m *Minion) Run(ctx context.Context) error {
 	bo := m.newBackoff()
 	for {
+		if m.cfg.Changed != nil {
+			if why := m.cfg.Changed(); why != "" {
+				m.restart = why
+				m.log.Info("minion idle and changed on disk: stopping to start again", "reason", why)
+				return nil
+			}
+		}
 		ran, err := m.RunOnce(ctx)
 		if errors.Is(err, ErrRetired) {
 			return err
@@ -137,6 +161,11 @@ func (m *Minion) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Restart says why Run returned while ctx was live: the program or its
+// configuration changed (Config.Changed), and the caller should start
+// the new one. It is "" otherwise.
+func (m *Minion) Restart() string { return m.restart }
 
 // RunOnce asks the WEBAPP for a job and, if there is one, runs it to the
 // end and reports it. It says whether there was a job; an error means the
@@ -166,8 +195,12 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	log.Info("got job", "kind", j.Kind, "timeout", j.Timeout, "lease", j.Lease)
 	out := newOutput(j.OutputLimit)
 
+	if j.Kind == KindScraper {
+		m.runScraper(ctx, log, j, out)
+		return
+	}
 	if j.Kind != KindLorry {
-		msg := fmt.Sprintf("lorry-controller-minion: cannot run job of kind %q: this minion runs only %q jobs\n", j.Kind, KindLorry)
+		msg := fmt.Sprintf("lorry-controller-minion: cannot run job of kind %q: this minion runs %q and %q jobs\n", j.Kind, KindLorry, KindScraper)
 		log.Error("unsupported job kind", "kind", j.Kind)
 		out.add(nil, []byte(msg))
 		m.finish(ctx, log, j, exitUnsupported, out)
@@ -352,7 +385,11 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 // running updates, so that only the last one carries the exit.
 func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int, out *output) {
 	var du *int64
-	n, err := workarea.DiskUsage(workarea.Dir(m.cfg.WorkingArea, j.Path))
+	duDir := j.duDir
+	if duDir == "" {
+		duDir = workarea.Dir(m.cfg.WorkingArea, j.Path)
+	}
+	n, err := workarea.DiskUsage(duDir)
 	if err != nil {
 		log.Warn("cannot measure disk usage", "err", err)
 	} else {

@@ -10,6 +10,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -36,6 +37,11 @@ type Command struct {
 	Args []string // arguments after the program name
 	Env  []string // environment; nil means the parent's
 	Dir  string   // working directory; empty means the parent's
+
+	// ExtraFiles are inherited by the child as descriptors 3, 4, ...,
+	// open across exec, as in exec.Cmd: the locks and pipes a job keeps
+	// for as long as any of its processes lives.
+	ExtraFiles []*os.File
 }
 
 // Process is a running (or finished) child started by Start.
@@ -70,6 +76,7 @@ func Start(c Command) (*Process, error) {
 	cmd := exec.Command(c.Name, c.Args...)
 	cmd.Env = c.Env
 	cmd.Dir = c.Dir
+	cmd.ExtraFiles = c.ExtraFiles
 	p := &Process{done: make(chan struct{}), exit: -1}
 	cmd.Stdout = &p.stdout
 	cmd.Stderr = &p.stderr

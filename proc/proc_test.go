@@ -159,6 +159,31 @@ func TestEnvAndDir(t *testing.T) {
 	}
 }
 
+// The child inherits ExtraFiles from descriptor 3 on, open.
+func TestExtraFiles(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.WriteString("from the parent\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	p, err := Start(Command{Name: "sh", Args: []string{"-c", "cat <&3"}, ExtraFiles: []*os.File{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exit := waitDone(t, p); exit != 0 {
+		_, stderr := p.NewOutput()
+		t.Fatalf("exit: got %d, want 0; stderr %q", exit, stderr)
+	}
+	out, _ := p.NewOutput()
+	if string(out) != "from the parent\n" {
+		t.Errorf("stdout: got %q, want what the parent wrote to descriptor 3", out)
+	}
+}
+
 func TestOwnProcessGroup(t *testing.T) {
 	p, err := Start(Command{Name: "sh", Args: []string{"-c", "sleep 1000"}})
 	if err != nil {

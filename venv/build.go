@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -97,18 +98,55 @@ func (c *Cache) build(ctx context.Context, rt Runtime, s slot, src Source) (err 
 		return fmt.Errorf("runtime %s: the source has no requirements.txt", s)
 	}
 
-	if err := c.run(ctx, s, "python -m venv", srcDir, rt.Python, "-m", "venv", dir); err != nil {
+	envPython := filepath.Join(dir, "bin", "python")
+	venvArgs := []string{"-m", "venv", dir}
+	pip, pipArgs := envPython, []string{"-m", "pip", "install"}
+	if c.outerPip(ctx, rt.Python) {
+		venvArgs = []string{"-m", "venv", "--without-pip", dir}
+		pip, pipArgs = rt.Python, []string{"-m", "pip", "--python", envPython, "install"}
+	}
+	if err := c.run(ctx, s, "python -m venv", srcDir, rt.Python, venvArgs...); err != nil {
 		return err
 	}
-	args := append([]string{"-m", "pip", "install"}, c.pipArgs...)
+	args := append(pipArgs, c.pipArgs...)
 	args = append(args, "-r", "requirements.txt")
 	if hasProject(srcDir) {
 		args = append(args, ".")
 	}
-	if err := c.run(ctx, s, "pip install", srcDir, filepath.Join(dir, "bin", "python"), args...); err != nil {
+	if err := c.run(ctx, s, "pip install", srcDir, pip, args...); err != nil {
 		return err
 	}
 	return c.markReady(rt, s)
+}
+
+// outerPipProbe succeeds, printing "outer-pip 42", when the python's own
+// pip can install into another environment (pip --python, from 22.3).
+const outerPipProbe = `import sys, pip
+v = tuple(int(x) for x in pip.__version__.split(".")[:2])
+sys.exit(0 if v >= (22, 3) and print("outer-pip", 6 * 7) is None else 1)`
+
+// outerPip says whether python's own pip can install into the new
+// environment, which then needs no pip of its own: python -m venv with
+// ensurepip copies pip into every environment, which takes several
+// seconds, where --without-pip takes a fraction of one. The answer is
+// asked once per python and kept.
+func (c *Cache) outerPip(ctx context.Context, python string) bool {
+	c.pipMu.Lock()
+	defer c.pipMu.Unlock()
+	if ok, found := c.pipOK[python]; found {
+		return ok
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", outerPipProbe)
+	cmd.Env = buildEnv()
+	out, err := cmd.Output()
+	ok := err == nil && strings.TrimSpace(string(out)) == "outer-pip 42"
+	if ctx.Err() == nil {
+		if c.pipOK == nil {
+			c.pipOK = map[string]bool{}
+		}
+		c.pipOK[python] = ok
+	}
+	return ok
 }
 
 func hasProject(dir string) bool {

@@ -36,8 +36,15 @@ func (c *Cache) cleanup(built slot) {
 		c.log.Warn("runtime cleanup", "runtime", built.name, "err", err)
 		return
 	}
+	since := started(built, time.Time{})
 	for _, s := range slots {
 		if s.version == built.version && s.id == built.id {
+			continue
+		}
+		if info, err := readReady(s.env()); err == nil && started(s, info.Built).After(since) {
+			// Asked for after this one: a newer deploy whose jobs
+			// come next, while this build was for a job handed out
+			// before it.
 			continue
 		}
 		removed, err := c.remove(s)
@@ -123,8 +130,13 @@ func (c *Cache) slots(name string) ([]slot, error) {
 
 // GC removes, for every runtime name, the environments that are not the
 // newest of their name, and the newest too if it has not been used for
-// keepUnused; it keeps those that a job holds. The newest is the one whose
-// build completed last.
+// keepUnused; it keeps those that a job holds.
+//
+// The newest is the one whose build started last, not the one that
+// completed last: when a deploy follows another quickly, a job handed the
+// older runtime just before may finish building it after the newer one is
+// built, and the newer one, which every later job is handed, must not go
+// for it and be built a second time.
 func (c *Cache) GC(keepUnused time.Duration) (GCResult, error) {
 	var res GCResult
 	names, err := os.ReadDir(c.dir)
@@ -141,7 +153,7 @@ func (c *Cache) GC(keepUnused time.Duration) (GCResult, error) {
 			return res, fmt.Errorf("runtime cache %s: %w", n.Name(), err)
 		}
 		var newest *slot
-		var newestBuilt time.Time
+		var newestBuilt, newestStarted time.Time
 		built := map[string]time.Time{}
 		for i, s := range slots {
 			info, err := readReady(s.env())
@@ -149,8 +161,8 @@ func (c *Cache) GC(keepUnused time.Duration) (GCResult, error) {
 				continue
 			}
 			built[s.String()] = info.Built
-			if newest == nil || info.Built.After(newestBuilt) {
-				newest, newestBuilt = &slots[i], info.Built
+			if st := started(s, info.Built); newest == nil || st.After(newestStarted) {
+				newest, newestBuilt, newestStarted = &slots[i], info.Built, st
 			}
 		}
 		for _, s := range slots {
@@ -182,6 +194,16 @@ func (c *Cache) GC(keepUnused time.Duration) (GCResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// started is when the build of s started, as its build lock's time says,
+// or else built.
+func started(s slot, built time.Time) time.Time {
+	info, err := os.Stat(s.build())
+	if err != nil {
+		return built
+	}
+	return info.ModTime()
 }
 
 // lastUsed is when s was last acquired or released, or built if never.

@@ -166,6 +166,10 @@ type Cache struct {
 	log     *slog.Logger
 	locks   lockTable
 
+	// pipOK caches outerPip's answer by python.
+	pipMu sync.Mutex
+	pipOK map[string]bool
+
 	// checked, when set by tests, runs after Acquire found the
 	// environment complete, before it returns it.
 	checked func()
@@ -296,7 +300,12 @@ func (c *Cache) Acquire(ctx context.Context, rt Runtime, src Source) (*Env, erro
 		return env, nil
 	}
 	start := time.Now()
-	err = c.build(ctx, rt, s, src)
+	// The build lock's time says when the environment was first asked
+	// for: which of two environments of a name is the newer (gc.go).
+	err = touch(s.build(), c.clock.Now())
+	if err == nil {
+		err = c.build(ctx, rt, s, src)
+	}
 	env.BuildTime = time.Since(start)
 	if uerr := build.unlock(); err == nil && uerr != nil {
 		err = fmt.Errorf("runtime %s: %w", s, uerr)

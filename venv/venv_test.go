@@ -459,3 +459,44 @@ func TestReadyRecordsBuild(t *testing.T) {
 		t.Errorf("READY = %s; want the id and the build time from the clock", b)
 	}
 }
+
+// A runtime asked for after another, and built before it, is the newer:
+// the older one's builder leaves it, and gc removes the older one.
+func TestNewestByBuildStart(t *testing.T) {
+	f := newFake(t)
+	dir := t.TempDir()
+	var clk clock.Fake
+	c, err := New(Config{Dir: dir, Clock: &clk, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquire := func(version, id string) {
+		t.Helper()
+		env, err := c.Acquire(context.Background(), Runtime{Name: "a", Version: version, ID: id, Python: f.python}, sourceOf(t, simpleSource))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Release()
+	}
+	newer, older := filepath.Join(dir, "a", "2", id2), filepath.Join(dir, "a", "1", id1)
+	clk.Set(200)
+	acquire("2", id2)
+	// The older build started first, as for a job handed the older
+	// runtime just before the deploy, and ends later.
+	clk.Set(100)
+	acquire("1", id1)
+	if !ready(newer) {
+		t.Fatalf("the older runtime's builder removed the newer one, %s", newer)
+	}
+	clk.Set(300)
+	res, err := c.GC(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 1 || res.Removed[0].Path != older {
+		t.Errorf("GC removed %v; want only %s", res.Removed, older)
+	}
+	if !ready(newer) {
+		t.Errorf("GC removed the newer runtime %s", newer)
+	}
+}

@@ -16,11 +16,12 @@
 //		SIGTERM the WEBAPP and check that it exits 0.
 //	webapp-restart
 //		Stop it and start it again with the same flags and database.
-//	minion-start [-real] NAME [flags]
+//	minion-start [-real] [-bin FILE] NAME [flags]
 //		Start lorry-controller-minion NAME, polling often, running
 //		$WORK/lorry with the working area $WORK/minion-NAME. With
 //		-real, it is given no --lorry-cmd, so it runs the lorry
-//		installed beside it: the real one.
+//		installed beside it: the real one. With -bin, FILE is run,
+//		a copy of the minion that the script may replace.
 //	minion-stop NAME
 //		SIGTERM the minion and check that it exits 0.
 //	minion-kill NAME
@@ -82,6 +83,11 @@
 //		Replace $NAME and ${NAME} in each file by the script's
 //		variable of that name, so that CONFGIT files can name the
 //		servers and directories of this run.
+//	write-wheel DIR DIST VERSION SRC
+//		Write into DIR the wheel of DIST at VERSION holding the files
+//		under SRC, for pip --no-index --find-links DIR.
+//	wait-log NAME REGEXP
+//		Wait until $WORK/NAME.log, the log of a process, matches.
 //	next-second
 //		Wait until the wall clock is in a later second than when the
 //		command was called, so that what follows cannot share a
@@ -303,6 +309,7 @@ var gitEnv = []string{
 
 func setup(env *testscript.Env) error {
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+	env.Setenv("BINDIR", binDir)
 	for _, kv := range gitEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		env.Setenv(k, v)
@@ -408,6 +415,11 @@ type process struct {
 }
 
 func (s *scenario) start(ts *testscript.TestScript, name, logName string, args []string) *process {
+	return s.startBin(ts, name, filepath.Join(binDir, name), logName, args)
+}
+
+// startBin starts the program at path, a copy of the binary name.
+func (s *scenario) startBin(ts *testscript.TestScript, name, path, logName string, args []string) *process {
 	if err := buildErrs[name]; err != nil {
 		ts.Fatalf("%s was not built: %v", name, err)
 	}
@@ -416,7 +428,7 @@ func (s *scenario) start(ts *testscript.TestScript, name, logName string, args [
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "### %s %s\n", name, strings.Join(args, " "))
 
-	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd := exec.Command(path, args...)
 	cmd.Dir = s.work
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	for _, k := range s.envNames {
@@ -541,8 +553,12 @@ func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {
 	if realLorry {
 		args = args[1:]
 	}
+	bin := filepath.Join(binDir, minionBin)
+	if len(args) > 1 && args[0] == "-bin" {
+		bin, args = ts.MkAbs(args[1]), args[2:]
+	}
 	if len(args) < 1 {
-		ts.Fatalf("usage: minion-start [-real] NAME [flags]")
+		ts.Fatalf("usage: minion-start [-real] [-bin FILE] NAME [flags]")
 	}
 	s := state(ts)
 	name := args[0]
@@ -570,7 +586,7 @@ func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {
 	} else {
 		flags = append(flags, "--lorry-cmd", filepath.Join(s.work, "lorry"))
 	}
-	s.minions[name] = s.start(ts, minionBin, "minion-"+name+".log", append(flags, args[1:]...))
+	s.minions[name] = s.startBin(ts, minionBin, bin, "minion-"+name+".log", append(flags, args[1:]...))
 }
 
 func (s *scenario) minion(ts *testscript.TestScript, args []string, cmd string) *process {

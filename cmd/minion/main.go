@@ -26,6 +26,7 @@ import (
 	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
 	"lorrycontroller/secretfile"
+	"lorrycontroller/venv"
 )
 
 // Config is the minion's configuration, from flags and the --config file.
@@ -42,6 +43,8 @@ type Config struct {
 	PipArgs        []string
 	KeepUnused     time.Duration
 	TokenFile      string
+	JobEnv         []string
+	ConfigFile     string
 
 	Logger       *slog.Logger
 	Queues       string // --queues, sent with give-me-job
@@ -108,6 +111,15 @@ func run(ctx context.Context, cfg Config) error {
 		log.Warn("lorry command not found; jobs will fail until it is installed", "lorry_cmd", cfg.LorryCmd, "err", err)
 	}
 
+	self, err := watchSelf(cfg.ConfigFile)
+	if err != nil {
+		return err
+	}
+	runtimes, err := venv.New(venv.Config{Dir: cfg.RuntimeCache, PipArgs: cfg.PipArgs, Logger: log})
+	if err != nil {
+		return err
+	}
+
 	m := minion.New(minion.Config{
 		WebappURL:      cfg.WebappURL,
 		Name:           cfg.Name,
@@ -121,7 +133,18 @@ func run(ctx context.Context, cfg Config) error {
 		Token:          token,
 		Queues:         cfg.Queues,
 		IgnoreQueues:   cfg.IgnoreQueues,
+		Runtimes:       runtimes,
+		JobEnv:         cfg.JobEnv,
+		Changed:        self.changed,
 	}, &http.Client{Timeout: httpTimeout}, log)
+
+	// Taken for the minion's lifetime, before anything else: a second
+	// minion of the same name must not clean up the first one's job.
+	wd, err := lockWorkDir(m, cfg.Name)
+	if err != nil {
+		return err
+	}
+	defer wd.Close()
 
 	// Before asking for work: the WEBAPP ends the job of an earlier run
 	// as lost, saying its processes were killed.
@@ -141,7 +164,17 @@ func run(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	}
-	return m.Run(ctx)
+	err = m.Run(ctx)
+	if why := m.Restart(); why != "" && ctx.Err() == nil && err == nil {
+		// A deploy replaced the binary or the
+		// configuration; the new one takes over between jobs.
+		log.Info("minion starting again", "reason", why, "exe", self.exe)
+		wd.Close()
+		if err := self.reexec(); err != nil {
+			return fmt.Errorf("start again as %s: %w", self.exe, err)
+		}
+	}
+	return err
 }
 
 // parseArgs reads the command line and the --config file it names, if any;
@@ -170,7 +203,7 @@ Flags:
 	fs.DurationVar(&cfg.KillGrace, "kill-grace", 10*time.Second, "when killing a job, wait this long after SIGTERM before SIGKILL (or the WEBAPP's kill_grace, if shorter)")
 	fs.StringVar(&cfg.LorryCmd, "lorry-cmd", defaultLorryCmd(), "lorry `program` to run for each job")
 	fs.StringVar(&cfg.WorkingArea, "working-area", "/var/lib/lorry-controller/work", "`directory` for lorry's working state, created if missing")
-	fs.String("config", "", "read settings from `file`: key = value lines, keys named like the flags")
+	fs.StringVar(&cfg.ConfigFile, "config", "", "read settings from `file`: key = value lines, keys named like the flags; when it or the minion's executable changes, the minion starts again once idle")
 	fs.BoolVar(&cfg.Once, "once", false, "ask for one job, run it if there is one, then exit")
 	fs.StringVar(&cfg.RuntimeCache, "runtime-cache", "", "`directory` of the scrapers' runtimes (default: runtimes in --working-area)")
 	fs.Var((*stringList)(&cfg.PipArgs), "pip-arg", "pass `arg` to pip install when building a runtime; repeat for more")
@@ -178,6 +211,7 @@ Flags:
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "`file` of the minion token to send the WEBAPP (lorry-controller-webapp token create --role minion); its name must be --name, or the start of it before a \"-\"")
 	fs.StringVar(&cfg.Queues, "queues", "", "take jobs only from these `queues`, comma-separated (wins over --ignore-queues)")
 	fs.StringVar(&cfg.IgnoreQueues, "ignore-queues", "", "take no jobs from these `queues`, comma-separated")
+	fs.Var((*stringList)(&cfg.JobEnv), "job-env", "pass the minion's environment variable `name` on to scrapers, which see no other but TZ; repeat for more")
 	var old oldWebapp
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
 	for _, w := range warnings {

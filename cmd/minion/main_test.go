@@ -99,6 +99,17 @@ once = true
 				c.RuntimeCache, c.KeepUnused, c.PipArgs = "/srv/runtimes", 24*time.Hour, []string{"--index-url", "https://pypi.internal/simple"}
 			}),
 		},
+		{
+			name:   "job env",
+			args:   []string{"--job-env", "TZDIR"},
+			config: "job-env = HTTPS_PROXY\njob-env = NO_PROXY\n",
+			want:   with(func(c *Config) { c.JobEnv = []string{"TZDIR"} }),
+		},
+		{
+			name:   "job env in the file",
+			config: "job-env = HTTPS_PROXY\njob-env = NO_PROXY\n",
+			want:   with(func(c *Config) { c.JobEnv = []string{"HTTPS_PROXY", "NO_PROXY"} }),
+		},
 		{name: "negative keep-unused", args: []string{"--keep-unused", "-1h"}, wantErr: "--keep-unused"},
 		{
 			name:   "command line wins",
@@ -140,7 +151,8 @@ sleep = 30
 		t.Run(tt.name, func(t *testing.T) {
 			args := tt.args
 			if tt.config != "" {
-				args = append([]string{"--config", writeFile(t, "minion.conf", tt.config)}, args...)
+				tt.want.ConfigFile = writeFile(t, "minion.conf", tt.config)
+				args = append([]string{"--config", tt.want.ConfigFile}, args...)
 			}
 			var out bytes.Buffer
 			got, err := parseArgs(args, &out)

@@ -81,7 +81,7 @@ func loadWebapp(tb testing.TB) (updateLoad, *webapp, []int64) {
 	}
 	dir := tb.TempDir()
 	repo := confgittest.BigRepo(tb, updateClients, 1)
-	w := startWebapp(tb, dir, startOpts{bin: bin, args: []string{"--confgit-url", repo}})
+	w := startWebapp(tb, dir, startOpts{bin: bin, args: []string{"--confgit-url", repo, "--insecure-no-auth"}})
 	c := &http.Client{Timeout: 10 * time.Minute}
 	form := func(path string, v url.Values) map[string]any {
 		resp, err := c.PostForm(w.url+path, v)

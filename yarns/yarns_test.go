@@ -16,6 +16,10 @@
 //		SIGTERM the WEBAPP and check that it exits 0.
 //	webapp-restart
 //		Stop it and start it again with the same flags and database.
+//	fake-now SECONDS
+//		With the WEBAPP stopped, set its fake clock in the state
+//		database, as pretend-time would have: it starts from there at
+//		the next webapp-start, as after an outage of that length.
 //	minion-start [-real] NAME [flags]
 //		Start lorry-controller-minion NAME, polling often, running
 //		$WORK/lorry with the working area $WORK/minion-NAME. With
@@ -135,6 +139,7 @@ package yarns
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,6 +165,7 @@ import (
 
 	"lorrycontroller/githttp"
 	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller/statedb"
 )
 
 // waitLimit bounds every wait of a scenario.
@@ -351,6 +357,7 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"webapp-start":   cmdWebappStart,
 	"webapp-stop":    cmdWebappStop,
 	"webapp-restart": cmdWebappRestart,
+	"fake-now":       cmdFakeNow,
 	"minion-start":   cmdMinionStart,
 	"minion-stop":    cmdMinionStop,
 	"minion-kill":    cmdMinionKill,
@@ -533,6 +540,29 @@ func cmdWebappRestart(ts *testscript.TestScript, neg bool, args []string) {
 	s := state(ts)
 	s.stopWebapp(ts)
 	s.startWebapp(ts)
+}
+
+// cmdFakeNow sets the fake clock of a stopped WEBAPP. Time cannot pass
+// for the WEBAPP while it is stopped otherwise: its clock moves only by
+// pretend-time, which it must be running to answer.
+func cmdFakeNow(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fake-now")
+	if len(args) != 1 {
+		ts.Fatalf("usage: fake-now SECONDS")
+	}
+	now, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil {
+		ts.Fatalf("fake-now: %q is not a number of seconds", args[0])
+	}
+	s := state(ts)
+	if s.webapp != nil && s.webapp.running() {
+		ts.Fatalf("fake-now: stop the webapp first; pretend-time moves the clock of a running one")
+	}
+	ctx := context.Background()
+	db, err := statedb.Open(ctx, filepath.Join(s.work, "state.db"), statedb.Options{})
+	ts.Check(err)
+	defer db.Close()
+	ts.Check(db.Update(ctx, func(tx *statedb.Tx) error { return tx.SetFakeNow(ctx, now) }))
 }
 
 func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {

@@ -29,8 +29,9 @@
 //		SIGTERM the minion and check that it exits 0.
 //	minion-kill NAME
 //		SIGKILL the minion.
-//	minion-wait NAME
-//		Wait for the minion to exit by itself, and check it exits 0.
+//	minion-wait [-exit N] NAME
+//		Wait for the minion to exit by itself, and check it exits 0,
+//		or N.
 //	minion-pause NAME, minion-resume NAME
 //		SIGSTOP, SIGCONT the minion (not its job).
 //	api METHOD PATH [key=value...]
@@ -630,8 +631,16 @@ func cmdMinionKill(ts *testscript.TestScript, neg bool, args []string) {
 
 func cmdMinionWait(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "minion-wait")
+	want := 0
+	if len(args) == 3 && args[0] == "-exit" {
+		var err error
+		if want, err = strconv.Atoi(args[1]); err != nil {
+			ts.Fatalf("minion-wait: -exit %q is not a number", args[1])
+		}
+		args = args[2:]
+	}
 	if len(args) != 1 {
-		ts.Fatalf("usage: minion-wait NAME")
+		ts.Fatalf("usage: minion-wait [-exit N] NAME")
 	}
 	p := state(ts).minions[args[0]]
 	if p == nil {
@@ -642,8 +651,16 @@ func cmdMinionWait(ts *testscript.TestScript, neg bool, args []string) {
 	case <-time.After(waitLimit):
 		ts.Fatalf("minion %s still runs after %v", args[0], waitLimit)
 	}
-	if p.err != nil {
+	code := 0
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(p.err, &exitErr):
+		code = exitErr.ExitCode()
+	case p.err != nil:
 		ts.Fatalf("minion %s: %v", args[0], p.err)
+	}
+	if code != want {
+		ts.Fatalf("minion %s: exit status %d, want %d", args[0], code, want)
 	}
 }
 

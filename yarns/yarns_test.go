@@ -16,6 +16,10 @@
 //		SIGTERM the WEBAPP and check that it exits 0.
 //	webapp-restart
 //		Stop it and start it again with the same flags and database.
+//	fake-now SECONDS
+//		With the WEBAPP stopped, set its fake clock in the state
+//		database, as pretend-time would have: it starts from there at
+//		the next webapp-start, as after an outage of that length.
 //	minion-start [-real] [-bin FILE] NAME [flags]
 //		Start lorry-controller-minion NAME, polling often, running
 //		$WORK/lorry with the working area $WORK/minion-NAME. With
@@ -26,8 +30,9 @@
 //		SIGTERM the minion and check that it exits 0.
 //	minion-kill NAME
 //		SIGKILL the minion.
-//	minion-wait NAME
-//		Wait for the minion to exit by itself, and check it exits 0.
+//	minion-wait [-exit N] NAME
+//		Wait for the minion to exit by itself, and check it exits 0,
+//		or N.
 //	minion-pause NAME, minion-resume NAME
 //		SIGSTOP, SIGCONT the minion (not its job).
 //	api METHOD PATH [key=value...]
@@ -141,6 +146,7 @@ package yarns
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,6 +172,7 @@ import (
 
 	"lorrycontroller/githttp"
 	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller/statedb"
 )
 
 // waitLimit bounds every wait of a scenario.
@@ -358,6 +365,7 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"webapp-start":   cmdWebappStart,
 	"webapp-stop":    cmdWebappStop,
 	"webapp-restart": cmdWebappRestart,
+	"fake-now":       cmdFakeNow,
 	"minion-start":   cmdMinionStart,
 	"minion-stop":    cmdMinionStop,
 	"minion-kill":    cmdMinionKill,
@@ -547,6 +555,29 @@ func cmdWebappRestart(ts *testscript.TestScript, neg bool, args []string) {
 	s.startWebapp(ts)
 }
 
+// cmdFakeNow sets the fake clock of a stopped WEBAPP. Time cannot pass
+// for the WEBAPP while it is stopped otherwise: its clock moves only by
+// pretend-time, which it must be running to answer.
+func cmdFakeNow(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "fake-now")
+	if len(args) != 1 {
+		ts.Fatalf("usage: fake-now SECONDS")
+	}
+	now, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil {
+		ts.Fatalf("fake-now: %q is not a number of seconds", args[0])
+	}
+	s := state(ts)
+	if s.webapp != nil && s.webapp.running() {
+		ts.Fatalf("fake-now: stop the webapp first; pretend-time moves the clock of a running one")
+	}
+	ctx := context.Background()
+	db, err := statedb.Open(ctx, filepath.Join(s.work, "state.db"), statedb.Options{})
+	ts.Check(err)
+	defer db.Close()
+	ts.Check(db.Update(ctx, func(tx *statedb.Tx) error { return tx.SetFakeNow(ctx, now) }))
+}
+
 func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "minion-start")
 	realLorry := len(args) > 0 && args[0] == "-real"
@@ -616,8 +647,16 @@ func cmdMinionKill(ts *testscript.TestScript, neg bool, args []string) {
 
 func cmdMinionWait(ts *testscript.TestScript, neg bool, args []string) {
 	noNeg(ts, neg, "minion-wait")
+	want := 0
+	if len(args) == 3 && args[0] == "-exit" {
+		var err error
+		if want, err = strconv.Atoi(args[1]); err != nil {
+			ts.Fatalf("minion-wait: -exit %q is not a number", args[1])
+		}
+		args = args[2:]
+	}
 	if len(args) != 1 {
-		ts.Fatalf("usage: minion-wait NAME")
+		ts.Fatalf("usage: minion-wait [-exit N] NAME")
 	}
 	p := state(ts).minions[args[0]]
 	if p == nil {
@@ -628,8 +667,16 @@ func cmdMinionWait(ts *testscript.TestScript, neg bool, args []string) {
 	case <-time.After(waitLimit):
 		ts.Fatalf("minion %s still runs after %v", args[0], waitLimit)
 	}
-	if p.err != nil {
+	code := 0
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(p.err, &exitErr):
+		code = exitErr.ExitCode()
+	case p.err != nil:
 		ts.Fatalf("minion %s: %v", args[0], p.err)
+	}
+	if code != want {
+		ts.Fatalf("minion %s: exit status %d, want %d", args[0], code, want)
 	}
 }
 

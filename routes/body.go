@@ -36,7 +36,7 @@ const (
 	// bodyBudget bounds the memory of all the bodies being read at once;
 	// a request that would go over it waits up to bodyWait for its turn,
 	// then is answered 503.
-	bodyBudget = 64 << 20
+	bodyBudget = 96 << 20
 	bodyWait   = 30 * time.Second
 	// redactCarry bounds the output held back while looking for the
 	// whitespace that ends a URL.
@@ -65,10 +65,11 @@ func (b *body) Close() {
 func (b *body) stream(field string) *spool.Spool { return b.streams[field] }
 
 // readBody reads r's parameters, taking a body of at most limit bytes
-// (413 beyond), whose memory is counted against the server's budget as
+// (413 beyond), whose parameters but the streams come to at most small
+// bytes (413 beyond), whose memory is counted against the server's budget as
 // mem bytes. The streams named are spooled, keeping head and tail bytes
 // of each, and redacted on the way.
-func (s *Server) readBody(r *http.Request, limit, mem int64, streams []string, head, tail int64) (*body, error) {
+func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []string, head, tail int64) (*body, error) {
 	b := &body{params: params{}, streams: map[string]*spool.Spool{}}
 	for k, v := range r.URL.Query() {
 		b.params[k] = v[len(v)-1]
@@ -88,7 +89,7 @@ func (s *Server) readBody(r *http.Request, limit, mem int64, streams []string, h
 	}
 	defer release()
 	br := bufio.NewReaderSize(http.MaxBytesReader(nil, r.Body, limit), 32<<10)
-	small := &smallBuffer{left: smallBody}
+	collected := &smallBuffer{left: int(small), limit: small}
 	redactors := map[string]*redactor{}
 	field := func(name string) io.Writer {
 		for _, f := range streams {
@@ -107,9 +108,9 @@ func (s *Server) readBody(r *http.Request, limit, mem int64, streams []string, h
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	sent := params{}
 	if ct == "application/json" {
-		err = decodeJSON(br, small, field, sent)
+		err = decodeJSON(br, collected, field, sent)
 	} else {
-		err = decodeForm(br, small, field, sent)
+		err = decodeForm(br, collected, field, sent)
 	}
 	// The body is read: what it said is kept where net/http would keep
 	// it, for those that look there (the buttons' back).
@@ -197,12 +198,13 @@ func (b *budget) release(n int) {
 // once they pass their share.
 type smallBuffer struct {
 	bytes.Buffer
-	left int
+	left  int
+	limit int64
 }
 
 func (s *smallBuffer) Write(p []byte) (int, error) {
 	if s.left -= len(p); s.left < 0 {
-		return 0, tooLarge(smallBody)
+		return 0, tooLarge(s.limit)
 	}
 	return s.Buffer.Write(p)
 }

@@ -184,7 +184,8 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	// hidden on the way (git and the tools lorry runs may print the URLs
 	// they were given), and read back in pieces as it is stored.
 	head, tail := s.DB.OutputCaps()
-	b, err := s.readBody(r, maxBody, updateMemory, streamFields, head, tail)
+	// Its other parameters are small but for refs, which may be large.
+	b, err := s.readBody(r, maxBody, smallBody+maxRefsBytes, updateMemory+maxRefsBytes, streamFields, head, tail)
 	if err != nil {
 		return err
 	}

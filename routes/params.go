@@ -16,7 +16,7 @@ type params map[string]string
 // readParams reads the parameters of a request to any route but
 // job-update: its body is small.
 func (s *Server) readParams(r *http.Request) (params, error) {
-	b, err := s.readBody(r, smallBody, smallBody+(32<<10), nil, 0, 0)
+	b, err := s.readBody(r, smallBody, smallBody, smallBody+(32<<10), nil, 0, 0)
 	if err != nil {
 		return nil, err
 	}

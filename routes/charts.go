@@ -115,7 +115,11 @@ func countsText(counts map[string]int64) string {
 // runStrip draws a lorry's last runs, oldest left: height is how long
 // each took, colour and pattern how it ended.
 func runStrip(path string, runs []statedb.Run, now int64, hardFail int) template.HTML {
-	s := svgchart.Strip{ID: "runs-chart", Title: fmt.Sprintf("The last %d runs of %s", len(runs), path),
+	n := fmt.Sprintf("%d runs", len(runs))
+	if len(runs) == 1 {
+		n = "1 run"
+	}
+	s := svgchart.Strip{ID: "runs-chart", Title: fmt.Sprintf("The last %s of %s", n, path),
 		Slots: stripRuns, Legend: outcomes, Format: durationAxis, Marks: failureMarks(runs, hardFail)}
 	counts := map[string]int64{}
 	var longest int64
@@ -127,7 +131,7 @@ func runStrip(path string, runs []statedb.Run, now int64, hardFail int) template
 			Title: fmt.Sprintf("Job %d: %s, took %s, started %s", r.ID, outcomes.Styles[r.Status].Label, templates.Duration(d), utc(r.Started))})
 	}
 	var sum strings.Builder
-	fmt.Fprintf(&sum, "The last %d runs, oldest first: %s. The longest took %s.", len(runs), countsText(counts), templates.Duration(longest))
+	fmt.Fprintf(&sum, "The last %s, oldest first: %s. The longest took %s.", n, countsText(counts), templates.Duration(longest))
 	for _, m := range s.Marks {
 		fmt.Fprintf(&sum, " %s.", m.Title)
 	}
@@ -139,7 +143,7 @@ func runStrip(path string, runs []statedb.Run, now int64, hardFail int) template
 // outcome.
 func jobsPerHourChart(hours []statedb.HourCount) template.HTML {
 	s := svgchart.Stacked{ID: "jobs-per-hour", Title: fmt.Sprintf("Jobs that ended in each of the last %d hours, by outcome", len(hours)),
-		Legend: outcomes, Format: func(v float64) string { return fmt.Sprintf("%.0f jobs", v) }}
+		Legend: outcomes, Format: func(v float64) string { return jobsWord(int64(v)) }}
 	total := map[string]int64{}
 	var all, busiest int64
 	var busiestAt int64
@@ -159,7 +163,7 @@ func jobsPerHourChart(hours []statedb.HourCount) template.HTML {
 		if n == 0 {
 			c.Title += "no job ended"
 		} else {
-			c.Title += fmt.Sprintf("%d jobs ended: %s", n, countsText(h.Counts))
+			c.Title += fmt.Sprintf("%s ended: %s", jobsWord(n), countsText(h.Counts))
 		}
 		if n > busiest {
 			busiest, busiestAt = n, h.Start
@@ -170,10 +174,17 @@ func jobsPerHourChart(hours []statedb.HourCount) template.HTML {
 	if all == 0 {
 		s.Summary = fmt.Sprintf("No job ended in the last %d hours.", len(hours))
 	} else {
-		s.Summary = fmt.Sprintf("%d jobs ended in the last %d hours: %s. The busiest hour, from %s UTC, saw %d.",
-			all, len(hours), countsText(total), time.Unix(busiestAt, 0).UTC().Format("15:04"), busiest)
+		s.Summary = fmt.Sprintf("%s ended in the last %d hours: %s. The busiest hour, from %s UTC, saw %d.",
+			jobsWord(all), len(hours), countsText(total), time.Unix(busiestAt, 0).UTC().Format("15:04"), busiest)
 	}
 	return s.HTML()
+}
+
+func jobsWord(n int64) string {
+	if n == 1 {
+		return "1 job"
+	}
+	return fmt.Sprintf("%d jobs", n)
 }
 
 // queueWaitChart draws, per queue, how long its oldest due entry had

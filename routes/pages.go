@@ -193,6 +193,8 @@ type statusView struct {
 	// CopyError why.
 	CopyFailed bool
 	CopyError  string
+	// JobsPerHour and QueueWaits are the charts of the last day.
+	JobsPerHour, QueueWaits template.HTML
 }
 
 type runningView struct {
@@ -246,8 +248,17 @@ func (s *Server) aliveWithin() int64 {
 // and what they share is read once.
 func (s *Server) readStatusViews(ctx context.Context, f statedb.LorryFilter, n int) (live, disk statusView, err error) {
 	var v statusView
+	var hours []statedb.HourCount
+	var waits map[string][]statedb.WaitPoint
 	err = s.DB.View(ctx, func(tx *statedb.Tx) error {
 		now := tx.Now
+		var err error
+		if hours, err = tx.JobsPerHour(ctx, trendHours); err != nil {
+			return err
+		}
+		if waits, err = tx.QueueWaits(ctx, trendHours*3600, waitSlot); err != nil {
+			return err
+		}
 		st, err := s.collectStatus(ctx, tx)
 		if err != nil {
 			return err
@@ -303,7 +314,14 @@ func (s *Server) readStatusViews(ctx context.Context, f statedb.LorryFilter, n i
 		live = v
 		return readQueue(ctx, tx, &live, f, n)
 	})
-	return live, disk, err
+	if err != nil {
+		return live, disk, err
+	}
+	// The charts are drawn once the transaction is over.
+	perHour, queueWaits := jobsPerHourChart(hours), queueWaitChart(waits, v.Now)
+	live.JobsPerHour, live.QueueWaits = perHour, queueWaits
+	disk.JobsPerHour, disk.QueueWaits = perHour, queueWaits
+	return live, disk, nil
 }
 
 // readQueue reads page n of the run queue filtered by f into v.
@@ -799,6 +817,8 @@ type lorryPageView struct {
 	Recent jobTable
 	// LastBuild says how the newest job got a scraper's runtime ready.
 	LastBuild string
+	// Runs is the chart of the lorry's last runs; "" when it has none.
+	Runs template.HTML
 }
 
 // lorryPath is the lorry path of a lorry-html URL. It is read from the
@@ -826,6 +846,8 @@ func (s *Server) lorryHTML(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v lorryPageView
+	var runs []statedb.Run
+	var hardFail int
 	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		v.Now = tx.Now
 		l, err := tx.Lorry(r.Context(), path)
@@ -849,10 +871,15 @@ func (s *Server) lorryHTML(w http.ResponseWriter, r *http.Request) error {
 		for _, j := range jobs {
 			v.Recent.Jobs = append(v.Recent.Jobs, jobRow(j, tx.Now))
 		}
-		return nil
+		runs, err = tx.RecentRuns(r.Context(), path, stripRuns)
+		hardFail = hardFailAfter(l)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	if len(runs) > 0 {
+		v.Runs = runStrip(path, runs, v.Now, hardFail)
 	}
 	v.pageBase = livePage(w, r, v.Lorry.Path, "status", v.Now)
 	v.Spec = readableSpec(v.Lorry.Text)

@@ -99,7 +99,8 @@ const DefaultSchedulerInterval = 5 * time.Second
 
 // Scheduler is the WEBAPP's own loop that ticks the schedules and ends
 // unconfirmed claims, so that the lorry pages show what is due even when
-// no minion asks for work.
+// no minion asks for work. It also samples the queues, at most once a
+// minute, for the status page's chart of their waits.
 type Scheduler struct {
 	Server *Server
 	Every  time.Duration
@@ -131,6 +132,11 @@ func (sc *Scheduler) runOnce(ctx context.Context) error {
 		if err := s.tickSchedules(ctx, tx); err != nil {
 			return err
 		}
-		return s.orphanClaimedJobs(ctx, tx)
+		if err := s.orphanClaimedJobs(ctx, tx); err != nil {
+			return err
+		}
+		// The status page's chart of queue waits needs a sample a minute.
+		_, err := tx.SampleQueues(ctx)
+		return err
 	})
 }

@@ -505,8 +505,25 @@ func TestRunningJobOutputGrowsAndStops(t *testing.T) {
 	if got := b.text("#failing table"); !strings.Contains(got, "upstream/broken") || !strings.Contains(got, "not found") {
 		t.Errorf("status page does not show the failing lorry and its error:\n%s", got)
 	}
+	// The charts are drawn: the one job that ended, in the hour it ended,
+	// and the default queue's wait, sampled when the WEBAPP started.
+	if got := eval[[]int](b, `[document.querySelectorAll("#jobs-per-hour svg rect.bar.k-failed").length,
+		document.querySelectorAll("#jobs-per-hour svg rect.bar").length, document.querySelectorAll("#jobs-per-hour g.column").length,
+		document.querySelectorAll("#queue-waits svg polyline").length]`); fmt.Sprint(got) != "[1 1 24 1]" {
+		t.Errorf("status page charts: failed bars, bars, hours, queue lines = %v; want [1 1 24 1]", got)
+	}
+	if got := eval[float64](b, `document.querySelector("#jobs-per-hour svg").getBoundingClientRect().height`); got < 60 {
+		t.Errorf("the jobs per hour chart is %gpx high; want it drawn", got)
+	}
 	b.screenshot("status")
 	b.open(fmt.Sprintf("%s/1.0/lorry-html/upstream/broken", s.url))
+	if got := eval[[]int](b, `[document.querySelectorAll("#runs-chart svg rect.bar").length,
+		document.querySelectorAll("#runs-chart svg rect.bar.k-failed").length]`); fmt.Sprint(got) != "[1 1]" {
+		t.Errorf("lorry page strip: bars, failed bars = %v; want [1 1]", got)
+	}
+	if got := b.text("#runs-chart figcaption"); !strings.Contains(got, "The last 1 run, oldest first: 1 failed.") {
+		t.Errorf("lorry page strip summary = %q", got)
+	}
 	b.screenshot("lorry")
 
 	b.open(fmt.Sprintf("%s/1.0/job-html/%d", s.url, id))

@@ -146,13 +146,14 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 	type have struct {
 		text, fromHost, fromPath, description, defaultBranch string
 		interval, timeout                                    int64
+		upstreamURL                                          string
 	}
 	// Only this host's lorries are read whole; of the others (a queue may
 	// hold 100,000) only the paths, to see clashes: this runs with the
 	// write lock held.
 	existing := make(map[string]have)
 	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
-		interval, lorry_timeout FROM lorries WHERE generated = 1 AND from_host = ?`, host)
+		interval, lorry_timeout, upstream_url FROM lorries WHERE generated = 1 AND from_host = ?`, host)
 	if err != nil {
 		return ch, nil, fmt.Errorf("read lorries: %w", err)
 	}
@@ -160,7 +161,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		var p string
 		var h have
 		if err := rows.Scan(&p, &h.text, &h.fromHost, &h.fromPath, &h.description, &h.defaultBranch,
-			&h.interval, &h.timeout); err != nil {
+			&h.interval, &h.timeout, &h.upstreamURL); err != nil {
 			rows.Close()
 			return ch, nil, fmt.Errorf("read lorries: %w", err)
 		}
@@ -205,9 +206,10 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		case !ok:
 			bottom++
 			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
-					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch)
-				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?)`,
-				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch)
+					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch, upstream_url)
+				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?, ?)`,
+				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch,
+				l.UpstreamURL)
 			if err != nil {
 				return ch, nil, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
@@ -215,14 +217,21 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		case h.text != l.Text || h.fromPath != l.FromPath || h.interval != l.Interval || h.timeout != l.Timeout ||
 			h.description != l.Description || h.defaultBranch != l.DefaultBranch:
 			_, err := tx.exec(ctx, `UPDATE lorries SET text = ?, kind = ?, from_path = ?, interval = ?,
-					lorry_timeout = ?, description = ?, default_branch = ?,
+					lorry_timeout = ?, description = ?, default_branch = ?, upstream_url = ?,
 					next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
 				WHERE path = ?`,
-				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.Interval, l.Path)
+				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.UpstreamURL,
+				l.Interval, l.Path)
 			if err != nil {
 				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 			ch.Changed++
+		case h.upstreamURL != l.UpstreamURL:
+			// Only a database made before upstream URLs were stored.
+			if _, err := tx.exec(ctx, `UPDATE lorries SET upstream_url = ? WHERE path = ?`, l.UpstreamURL, l.Path); err != nil {
+				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
+			ch.Unchanged++
 		default:
 			ch.Unchanged++
 		}

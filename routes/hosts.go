@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/forgehook"
 	"lorrycontroller/hosts"
 	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
@@ -39,6 +40,7 @@ func NewHostLister(opts hosts.ListerOptions) HostLister {
 				Path: g.Path, Text: g.Text, Kind: KindLorry, FromPath: g.FromPath,
 				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
 				Description: g.Description, DefaultBranch: g.DefaultBranch,
+				UpstreamURL: forgehook.SpecURL(g.Text),
 			}
 		}
 		return lorries, skipped, nil

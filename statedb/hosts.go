@@ -23,12 +23,15 @@ type Host struct {
 	// Relist says the section changed since the last listing, so the host
 	// is to be listed again without waiting for its ls-interval.
 	Relist bool
+	// Vanished says what the last listing that found repositories gone
+	// did to their downstream repositories, by the on-vanish policy.
+	Vanished string
 }
 
 // Hosts lists the upstream hosts by name.
 func (tx *Tx) Hosts(ctx context.Context) ([]Host, error) {
 	rows, err := tx.query(ctx, `SELECT name, type, protocol, ls_interval, interval, lorry_timeout,
-		section, last_ls, last_ls_error, repos, relist FROM hosts ORDER BY name`)
+		section, last_ls, last_ls_error, repos, relist, vanished FROM hosts ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
@@ -38,7 +41,7 @@ func (tx *Tx) Hosts(ctx context.Context) ([]Host, error) {
 		var h Host
 		var last sql.NullInt64
 		if err := rows.Scan(&h.Name, &h.Type, &h.Protocol, &h.LsInterval, &h.Interval, &h.Timeout,
-			&h.Section, &last, &h.LastLsError, &h.Repos, &h.Relist); err != nil {
+			&h.Section, &last, &h.LastLsError, &h.Repos, &h.Relist, &h.Vanished); err != nil {
 			return nil, fmt.Errorf("list hosts: %w", err)
 		}
 		h.LastLs = nullInt(last)
@@ -136,10 +139,38 @@ func (tx *Tx) RecordListing(ctx context.Context, host string, l HostListing) err
 	return nil
 }
 
+// HostLorryPaths returns the paths of the lorries generated from host.
+func (tx *Tx) HostLorryPaths(ctx context.Context, host string) ([]string, error) {
+	rows, err := tx.query(ctx, `SELECT path FROM lorries WHERE generated = 1 AND from_host = ? ORDER BY path`, host)
+	if err != nil {
+		return nil, fmt.Errorf("read lorries of host %q: %w", host, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("read lorries of host %q: %w", host, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// RecordVanished notes what was done to the downstream repositories of
+// the repositories that vanished from host's last listing.
+func (tx *Tx) RecordVanished(ctx context.Context, host, what string) error {
+	if _, err := tx.exec(ctx, `UPDATE hosts SET vanished = ? WHERE name = ?`, what, host); err != nil {
+		return fmt.Errorf("record vanished repositories of %q: %w", host, err)
+	}
+	return nil
+}
+
 // SetHostLorries makes the lorries generated from host exactly want: new
 // ones are added at the end of the queue, vanished ones removed (their
-// running jobs are left to finish; their downstream repositories are never
-// touched), changed ones updated in place. A path that a lorry from the
+// running jobs are left to finish; what becomes of their downstream
+// repositories is the caller's to do, outside the transaction, from
+// HostLorryPaths read before), changed ones updated in place. A path that a lorry from the
 // configuration or from another host already has is not taken; it is
 // returned in clashes.
 func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) (ch LorryChanges, clashes []string, err error) {

@@ -310,6 +310,14 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	if h.Queue, err = queueKey(sec); err != nil {
 		return fail("queue", err)
 	}
+	h.OnVanish = OnVanishKeep
+	if v, ok := sec["on-vanish"]; ok {
+		s, _ := v.(string)
+		if s != OnVanishKeep && s != OnVanishArchive && s != OnVanishDelete {
+			return fail("on-vanish", fmt.Errorf("must be \"keep\", \"archive\" or \"delete\", not %s", describe(v)))
+		}
+		h.OnVanish = s
+	}
 	if pv, ok := sec["prefixmap"]; ok {
 		m, ok := pv.(map[string]any)
 		if !ok {

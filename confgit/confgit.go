@@ -85,11 +85,22 @@ type Host struct {
 	Prefixmap  map[string]string
 	Ignore     []string
 	Queue      string // "queue" of the section, for the host's lorries
+	// OnVanish is what becomes of the downstream repository of a
+	// repository that vanishes from the listing: OnVanishKeep (the
+	// default), OnVanishArchive or OnVanishDelete ("on-vanish").
+	OnVanish string
 	// Section is the whole section as JSON with sorted keys, including keys
 	// this package does not interpret such as "auth" and "private-token".
 	// It holds secrets: store it, never show it.
 	Section string
 }
+
+// The values of a host section's "on-vanish".
+const (
+	OnVanishKeep    = "keep"
+	OnVanishArchive = "archive"
+	OnVanishDelete  = "delete"
+)
 
 // maxFileSize bounds what is read into memory from one file; configuration
 // files are small, and a huge one is a mistake to report, not to load.

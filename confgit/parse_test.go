@@ -109,6 +109,7 @@ func TestParseBrokenConf(t *testing.T) {
 		{name: "host and trovehost differ", conf: `[{"type": "trove", "host": "a", "trovehost": "b"}]`, wantSection: 0, wantKey: "trovehost", wantErr: "differs"},
 		{name: "bad protocol", conf: `[{"type": "trove", "host": "h", "protocol": "git"}]`, wantSection: 0, wantKey: "protocol", wantErr: `not "git"`},
 		{name: "protocol not a string", conf: `[{"type": "trove", "host": "h", "protocol": 443}]`, wantSection: 0, wantKey: "protocol", wantErr: "not a number"},
+		{name: "bad on-vanish", conf: `[{"type": "gitlab", "host": "h", "on-vanish": "forget"}]`, wantSection: 0, wantKey: "on-vanish", wantErr: `not "forget"`},
 		{name: "bad ls-interval", conf: `[{"type": "gitlab", "host": "h", "ls-interval": "1y"}]`, wantSection: 0, wantKey: "ls-interval", wantErr: "interval"},
 		{name: "bad host interval", conf: `[{"type": "gitlab", "host": "h", "interval": "P1M"}]`, wantSection: 0, wantKey: "interval", wantErr: "ISO 8601"},
 		{name: "bad host lorry-timeout", conf: `[{"type": "github", "host": "h", "lorry-timeout": []}]`, wantSection: 0, wantKey: "lorry-timeout", wantErr: "not a list"},
@@ -173,18 +174,18 @@ func TestParseHosts(t *testing.T) {
 	   "prefixmap": {"baserock": "baserock", "delta": "delta/upstream"}, "ignore": ["baserock/lorries"]},
 	  {"type": "gitlab", "host": "gitlab.example.com", "private-token": "s3cret", "ls-interval": "6H",
 	   "interval": "PT2H", "lorry-timeout": 600, "protocol": "http", "group": "g", "check-certificates": false},
-	  {"type": "gitea", "host": "gitea.example.com:3000", "org": "o", "auth": {"token": "t"}},
+	  {"type": "gitea", "host": "gitea.example.com:3000", "org": "o", "auth": {"token": "t"}, "on-vanish": "archive"},
 	  {"type": "github", "host": "github.com", "user": "u", "create": "always", "destroy": "never", "stagger": true, "tarball": "x", "shiny-new-key": 1}
 	]`
 	cfg := mustParse(t, map[string]string{ConfFile: conf})
 	want := []Host{
-		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default",
+		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", OnVanish: "keep",
 			Prefixmap: map[string]string{"baserock": "baserock", "delta": "delta/upstream"}, Ignore: []string{"baserock/lorries"}},
-		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default",
+		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default", OnVanish: "keep",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
-		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default",
+		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", OnVanish: "archive",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
-		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default",
+		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", OnVanish: "keep",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
 	}
 	if len(cfg.Hosts) != len(want) {

@@ -26,6 +26,15 @@ type Downstream interface {
 	Finish(ctx context.Context, repo DownstreamRepo) error
 }
 
+// Retirer is a Downstream that can archive or delete the repository of a
+// lorry whose upstream repository vanished, by an Upstream Host's
+// on-vanish policy. A repository that is not there is no error: there is
+// nothing to retire.
+type Retirer interface {
+	Archive(ctx context.Context, path string) error
+	Delete(ctx context.Context, path string) error
+}
+
 // None is no downstream: jobs get no push URL, and lorry only keeps its
 // mirrors up to date.
 type None struct{}

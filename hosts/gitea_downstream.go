@@ -153,6 +153,37 @@ func (g *GiteaDownstream) Finish(ctx context.Context, repo DownstreamRepo) error
 	return nil
 }
 
+// Archive archives the repository of path: Gitea keeps it, read-only,
+// and refuses pushes to it.
+func (g *GiteaDownstream) Archive(ctx context.Context, path string) error {
+	return g.retire(ctx, path, "archive", http.MethodPatch, giteaDSArchive{Archived: true})
+}
+
+// Delete deletes the repository of path.
+func (g *GiteaDownstream) Delete(ctx context.Context, path string) error {
+	return g.retire(ctx, path, "delete", http.MethodDelete, nil)
+}
+
+type giteaDSArchive struct {
+	Archived bool `json:"archived"`
+}
+
+func (g *GiteaDownstream) retire(ctx context.Context, path, what, method string, body any) error {
+	org, name, err := GiteaRepoName(path)
+	if err != nil {
+		return err
+	}
+	if _, err := g.repo(ctx, org, name); apiStatus(err) == http.StatusNotFound {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", giteaDSWhat(org, name, path), err)
+	}
+	if err := g.api.call(ctx, method, giteaDSRepoPath(org, name), body, nil); err != nil {
+		return fmt.Errorf("%s: %s: %w", giteaDSWhat(org, name, path), what, err)
+	}
+	return nil
+}
+
 // repo looks a repository up. Gitea finds it under a name that differs in
 // case, and redirects from a name it was renamed from; either belongs to
 // something else, so it is refused rather than pushed to.

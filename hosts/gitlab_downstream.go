@@ -124,6 +124,31 @@ func (g *GitLabDownstream) Finish(ctx context.Context, repo DownstreamRepo) erro
 	return nil
 }
 
+// Archive archives the project of path: GitLab keeps it, read-only, and
+// refuses pushes to it.
+func (g *GitLabDownstream) Archive(ctx context.Context, path string) error {
+	return g.retire(ctx, path, "archive", http.MethodPost, "/archive")
+}
+
+// Delete deletes the project of path.
+func (g *GitLabDownstream) Delete(ctx context.Context, path string) error {
+	return g.retire(ctx, path, "delete", http.MethodDelete, "")
+}
+
+func (g *GitLabDownstream) retire(ctx context.Context, path, what, method, suffix string) error {
+	p, err := g.project(ctx, path)
+	if apiStatus(err) == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("GitLab project %s: %w", path, err)
+	}
+	if err := g.api.call(ctx, method, fmt.Sprintf("/api/v4/projects/%d%s", p.ID, suffix), nil, nil); err != nil {
+		return fmt.Errorf("GitLab project %s: %s: %w", path, what, err)
+	}
+	return nil
+}
+
 // project looks a project up by its full path. GitLab also finds a
 // project under a path that differs in case or that it was renamed from;
 // such a project belongs to another lorry (or to none), so it is refused

@@ -21,6 +21,9 @@ import (
 //     ReadNeedsToken; the health check is always anyone's.
 //   - give-me-job and job-update are a minion token's, and only under the
 //     minion names its token claims.
+//   - The forges' push hooks (hooks/gitlab, hooks/gitea, hooks/github) are
+//     anyone's: each checks the forge's own secret or signature, and a
+//     token the forge may send is not looked at.
 //   - Every other request is an admin's. A signed-in browser may post only
 //     to the pages' -html routes, each with the session's CSRF token: the
 //     API routes take a bearer token, which no other site can make a
@@ -70,7 +73,7 @@ const (
 // so instead of being answered as anyone.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Context().Value(callerKey{}).(*caller); ok {
+		if _, ok := r.Context().Value(callerKey{}).(*caller); ok || hookRoutes[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -163,6 +166,9 @@ var (
 	minionRoutes = map[string]bool{"/1.0/give-me-job": true, "/1.0/job-update": true}
 	// openRoutes answer anyone, whatever ReadNeedsToken says.
 	openRoutes = map[string]bool{"/1.0/health-check": true, "/1.0/sign-in-html": true}
+	// hookRoutes are posted to by the forges, which authenticate with
+	// their own secret or signature, checked by the route itself.
+	hookRoutes = map[string]bool{"/1.0/hooks/gitlab": true, "/1.0/hooks/gitea": true, "/1.0/hooks/github": true}
 )
 
 const (
@@ -193,7 +199,7 @@ func (s *Server) allowed(r *http.Request, c *caller) error {
 		}
 		return errSignIn
 	}
-	if c.all || path == signInPath {
+	if c.all || path == signInPath || hookRoutes[path] {
 		return nil
 	}
 	if !c.known() {

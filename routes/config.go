@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/forgehook"
 	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
 )
@@ -54,7 +55,7 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 		lorries[i] = statedb.NewLorry{
 			Path: l.Path, Text: l.Text, Kind: KindLorry, FromPath: l.File,
 			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
-			Schedule: l.Schedule,
+			Schedule: l.Schedule, UpstreamURL: forgehook.SpecURL(l.Text),
 		}
 		// A scraper records the commit it was read from, whose files its
 		// next job is handed with the runtime of that same commit.

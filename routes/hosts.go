@@ -3,10 +3,13 @@ package routes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/forgehook"
 	"lorrycontroller/hosts"
 	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
@@ -39,6 +42,7 @@ func NewHostLister(opts hosts.ListerOptions) HostLister {
 				Path: g.Path, Text: g.Text, Kind: KindLorry, FromPath: g.FromPath,
 				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
 				Description: g.Description, DefaultBranch: g.DefaultBranch,
+				UpstreamURL: forgehook.SpecURL(g.Text),
 			}
 		}
 		return lorries, skipped, nil
@@ -61,7 +65,18 @@ type lsResult struct {
 	Changed int      `json:"changed"`
 	Removed int      `json:"removed"`
 	Skipped []string `json:"skipped"`
-	Error   string   `json:"error,omitempty"`
+	// Vanished says what became of the downstream repositories of the
+	// repositories gone from the listing, by the host's on-vanish.
+	Vanished []vanishResult `json:"vanished,omitempty"`
+	Error    string         `json:"error,omitempty"`
+}
+
+// vanishResult is what was done to the downstream repository of one
+// lorry whose repository vanished from its host's listing.
+type vanishResult struct {
+	Path   string `json:"path"`
+	Action string `json:"action"` // kept, archived or deleted
+	Error  string `json:"error,omitempty"`
 }
 
 func (s *Server) lsHosts(force bool) handlerFunc {
@@ -123,11 +138,24 @@ func (s *Server) listHost(ctx context.Context, stored statedb.Host) lsResult {
 	}
 	listed := time.Since(start)
 	var ch statedb.LorryChanges
-	var clashes []string
+	var clashes, vanished []string
 	err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
-		var err error
+		before, err := tx.HostLorryPaths(ctx, stored.Name)
+		if err != nil {
+			return err
+		}
 		if ch, clashes, err = tx.SetHostLorries(ctx, stored.Name, lorries); err != nil {
 			return err
+		}
+		listed := make(map[string]bool, len(lorries))
+		for _, l := range lorries {
+			listed[l.Path] = true
+		}
+		vanished = vanished[:0]
+		for _, p := range before {
+			if !listed[p] {
+				vanished = append(vanished, p)
+			}
 		}
 		return tx.RecordListing(ctx, stored.Name, statedb.HostListing{Repos: int64(len(lorries))})
 	})
@@ -141,10 +169,68 @@ func (s *Server) listHost(ctx context.Context, stored statedb.Host) lsResult {
 	}
 	res.OK, res.Repos, res.Skipped = true, len(lorries), append(res.Skipped, skipped...)
 	res.Added, res.Changed, res.Removed = ch.Added, ch.Changed, ch.Removed
+	if len(vanished) > 0 {
+		res.Vanished = s.retireVanished(ctx, stored, vanished)
+	}
 	s.Log.Info("host listed", "host", stored.Name, "repos", len(lorries), "added", ch.Added,
 		"changed", ch.Changed, "removed", ch.Removed, "skipped", len(skipped),
 		"list_ms", listed.Milliseconds(), "total_ms", time.Since(start).Milliseconds())
 	return res
+}
+
+// retireVanished does to the downstream repositories of the lorries at
+// paths, whose repositories vanished from the listing of host, what the
+// host's on-vanish says, and records it on the host. It runs outside any
+// transaction: the downstream may be slow.
+func (s *Server) retireVanished(ctx context.Context, host statedb.Host, paths []string) []vanishResult {
+	policy := confgit.OnVanishKeep
+	if h, err := confgit.ParseHostSection(host.Section); err == nil {
+		policy = h.OnVanish
+	}
+	retirer, can := s.Downstream.(hosts.Retirer)
+	out := make([]vanishResult, len(paths))
+	var summary []string
+	for i, p := range paths {
+		r := vanishResult{Path: p, Action: "kept"}
+		var err error
+		switch {
+		case policy == confgit.OnVanishKeep:
+		case !can:
+			r.Error = "the downstream cannot archive or delete repositories"
+		case policy == confgit.OnVanishArchive:
+			if err = retirer.Archive(ctx, p); err == nil {
+				r.Action = "archived"
+			}
+		case policy == confgit.OnVanishDelete:
+			if err = retirer.Delete(ctx, p); err == nil {
+				r.Action = "deleted"
+			}
+		}
+		if err != nil {
+			r.Error = redact.URLs(err.Error())
+		}
+		if r.Error != "" {
+			s.Log.Warn("vanished repository", "host", host.Name, "path", p, "on_vanish", policy,
+				"action", r.Action, "err", r.Error)
+			summary = append(summary, fmt.Sprintf("%s %s (%s: %s)", r.Action, p, policy, r.Error))
+		} else {
+			s.Log.Info("vanished repository", "host", host.Name, "path", p, "on_vanish", policy, "action", r.Action)
+			summary = append(summary, r.Action+" "+p)
+		}
+		out[i] = r
+	}
+	// The hosts page shows the first few; the log has them all.
+	const shown = 20
+	if len(summary) > shown {
+		summary = append(summary[:shown], fmt.Sprintf("and %d more (see the log)", len(summary)-shown))
+	}
+	err := s.DB.Update(ctx, func(tx *statedb.Tx) error {
+		return tx.RecordVanished(ctx, host.Name, strings.Join(summary, "; "))
+	})
+	if err != nil {
+		s.Log.Error("record vanished repositories", "host", host.Name, "err", err)
+	}
+	return out
 }
 
 func (s *Server) listHostLorries(ctx context.Context, stored statedb.Host) ([]statedb.NewLorry, []string, error) {

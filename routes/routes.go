@@ -14,6 +14,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/forgehook"
 	"lorrycontroller/hosts"
 	"lorrycontroller/statedb"
 )
@@ -68,6 +69,10 @@ type Server struct {
 	// Notifications says where notifications go, for the notifications
 	// page.
 	Notifications Notifications
+
+	// HookSecret is the secret that the forges' push hooks carry or sign
+	// with; with none, the hook routes answer 403.
+	HookSecret []byte
 
 	// CheckHost, if set, checks a host section at read-configuration
 	// beyond what confgit knows: the keys of its type.
@@ -152,6 +157,8 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/start-queue-html", s.action(s.setQueue(true), saidQueue(true)))
 		r.Post("/move-to-top-html", s.action(s.move(true), saidMove(true)))
 		r.Post("/move-to-bottom-html", s.action(s.move(false), saidMove(false)))
+		r.Post("/run-now", s.handle(s.runNow))
+		r.Post("/run-now-html", s.action(s.runNow, saidRunNow))
 		r.Post("/set-max-jobs-html", s.action(s.setMaxJobs, saidMaxJobs))
 		r.Get("/get-host-max-jobs", s.handle(s.getHostMaxJobs))
 		r.Post("/set-host-max-jobs", s.handle(s.setHostMaxJobs))
@@ -183,6 +190,12 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/hosts-html", s.page(s.hostsHTML))
 		r.Post("/read-configuration-html", s.action(s.readConfiguration, saidReadConfiguration))
 		r.Post("/force-ls-hosts-html", s.action(s.lsHosts(true), saidListHosts))
+
+		// The forges' push hooks, each checked by its own secret or
+		// signature rather than a token; see auth.go and push.go.
+		r.Post("/hooks/gitlab", s.handle(s.hook(forgehook.GitLab)))
+		r.Post("/hooks/gitea", s.handle(s.hook(forgehook.Gitea)))
+		r.Post("/hooks/github", s.handle(s.hook(forgehook.GitHub)))
 
 		// Scraper runtimes, which minions download to build.
 		r.Get("/runtimes", s.handle(s.runtimes))

@@ -169,13 +169,16 @@ type hostJSON struct {
 	// Relist says the section changed since the last listing: the host is
 	// listed at the next ls-troves, whatever its ls-interval says.
 	Relist bool `json:"relist"`
+	// Vanished says what the last listing that found repositories gone
+	// did to their downstream repositories (on-vanish); "" for nothing.
+	Vanished string `json:"vanished"`
 }
 
 func hostWire(h statedb.Host) hostJSON {
 	return hostJSON{
 		Host: h.Name, Type: h.Type, Protocol: h.Protocol, LsInterval: h.LsInterval,
 		Interval: h.Interval, Timeout: h.Timeout, LastLs: h.LastLs, LastLsError: h.LastLsError,
-		Repos: h.Repos, Relist: h.Relist,
+		Repos: h.Repos, Relist: h.Relist, Vanished: h.Vanished,
 	}
 }
 

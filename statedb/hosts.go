@@ -23,12 +23,15 @@ type Host struct {
 	// Relist says the section changed since the last listing, so the host
 	// is to be listed again without waiting for its ls-interval.
 	Relist bool
+	// Vanished says what the last listing that found repositories gone
+	// did to their downstream repositories, by the on-vanish policy.
+	Vanished string
 }
 
 // Hosts lists the upstream hosts by name.
 func (tx *Tx) Hosts(ctx context.Context) ([]Host, error) {
 	rows, err := tx.query(ctx, `SELECT name, type, protocol, ls_interval, interval, lorry_timeout,
-		section, last_ls, last_ls_error, repos, relist FROM hosts ORDER BY name`)
+		section, last_ls, last_ls_error, repos, relist, vanished FROM hosts ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
@@ -38,7 +41,7 @@ func (tx *Tx) Hosts(ctx context.Context) ([]Host, error) {
 		var h Host
 		var last sql.NullInt64
 		if err := rows.Scan(&h.Name, &h.Type, &h.Protocol, &h.LsInterval, &h.Interval, &h.Timeout,
-			&h.Section, &last, &h.LastLsError, &h.Repos, &h.Relist); err != nil {
+			&h.Section, &last, &h.LastLsError, &h.Repos, &h.Relist, &h.Vanished); err != nil {
 			return nil, fmt.Errorf("list hosts: %w", err)
 		}
 		h.LastLs = nullInt(last)
@@ -136,23 +139,52 @@ func (tx *Tx) RecordListing(ctx context.Context, host string, l HostListing) err
 	return nil
 }
 
+// HostLorryPaths returns the paths of the lorries generated from host.
+func (tx *Tx) HostLorryPaths(ctx context.Context, host string) ([]string, error) {
+	rows, err := tx.query(ctx, `SELECT path FROM lorries WHERE generated = 1 AND from_host = ? ORDER BY path`, host)
+	if err != nil {
+		return nil, fmt.Errorf("read lorries of host %q: %w", host, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("read lorries of host %q: %w", host, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// RecordVanished notes what was done to the downstream repositories of
+// the repositories that vanished from host's last listing.
+func (tx *Tx) RecordVanished(ctx context.Context, host, what string) error {
+	if _, err := tx.exec(ctx, `UPDATE hosts SET vanished = ? WHERE name = ?`, what, host); err != nil {
+		return fmt.Errorf("record vanished repositories of %q: %w", host, err)
+	}
+	return nil
+}
+
 // SetHostLorries makes the lorries generated from host exactly want: new
 // ones are added at the end of the queue, vanished ones removed (their
-// running jobs are left to finish; their downstream repositories are never
-// touched), changed ones updated in place. A path that a lorry from the
+// running jobs are left to finish; what becomes of their downstream
+// repositories is the caller's to do, outside the transaction, from
+// HostLorryPaths read before), changed ones updated in place. A path that a lorry from the
 // configuration or from another host already has is not taken; it is
 // returned in clashes.
 func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) (ch LorryChanges, clashes []string, err error) {
 	type have struct {
 		text, fromHost, fromPath, description, defaultBranch string
 		interval, timeout                                    int64
+		upstreamURL                                          string
 	}
 	// Only this host's lorries are read whole; of the others (a queue may
 	// hold 100,000) only the paths, to see clashes: this runs with the
 	// write lock held.
 	existing := make(map[string]have)
 	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
-		interval, lorry_timeout FROM lorries WHERE generated = 1 AND from_host = ?`, host)
+		interval, lorry_timeout, upstream_url FROM lorries WHERE generated = 1 AND from_host = ?`, host)
 	if err != nil {
 		return ch, nil, fmt.Errorf("read lorries: %w", err)
 	}
@@ -160,7 +192,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		var p string
 		var h have
 		if err := rows.Scan(&p, &h.text, &h.fromHost, &h.fromPath, &h.description, &h.defaultBranch,
-			&h.interval, &h.timeout); err != nil {
+			&h.interval, &h.timeout, &h.upstreamURL); err != nil {
 			rows.Close()
 			return ch, nil, fmt.Errorf("read lorries: %w", err)
 		}
@@ -205,9 +237,10 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		case !ok:
 			bottom++
 			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
-					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch)
-				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?)`,
-				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch)
+					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch, upstream_url)
+				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?, ?)`,
+				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch,
+				l.UpstreamURL)
 			if err != nil {
 				return ch, nil, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
@@ -215,14 +248,21 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		case h.text != l.Text || h.fromPath != l.FromPath || h.interval != l.Interval || h.timeout != l.Timeout ||
 			h.description != l.Description || h.defaultBranch != l.DefaultBranch:
 			_, err := tx.exec(ctx, `UPDATE lorries SET text = ?, kind = ?, from_path = ?, interval = ?,
-					lorry_timeout = ?, description = ?, default_branch = ?,
+					lorry_timeout = ?, description = ?, default_branch = ?, upstream_url = ?,
 					next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
 				WHERE path = ?`,
-				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.Interval, l.Path)
+				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.UpstreamURL,
+				l.Interval, l.Path)
 			if err != nil {
 				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 			ch.Changed++
+		case h.upstreamURL != l.UpstreamURL:
+			// Only a database made before upstream URLs were stored.
+			if _, err := tx.exec(ctx, `UPDATE lorries SET upstream_url = ? WHERE path = ?`, l.UpstreamURL, l.Path); err != nil {
+				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
+			ch.Unchanged++
 		default:
 			ch.Unchanged++
 		}

@@ -566,6 +566,9 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 		if err != nil {
 			return fmt.Errorf("free lorry %q of job %d: %w", j.Path, j.ID, err)
 		}
+		if err := tx.runAgainAfter(ctx, j.Path); err != nil {
+			return err
+		}
 		return tx.freeMinion(ctx, j, heard)
 	}
 	// A scheduled lorry is due next at the first event its schedule has
@@ -577,6 +580,11 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 		j.Started, j.Started, exit, lastErr, j.DiskUsage, j.Path, j.ID)
 	if err != nil {
 		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
+	}
+	// Runs asked for while this one ran (pushes, run-now) come to one
+	// more, at once, whatever the next_due above says.
+	if err := tx.runAgainAfter(ctx, j.Path); err != nil {
+		return err
 	}
 	if status != StatusSucceeded {
 		err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: j.Path, JobID: j.ID, Kind: j.Kind,

@@ -195,6 +195,9 @@ type NewLorry struct {
 	// changed, is first due.
 	Schedule string
 	FirstDue int64
+	// UpstreamURL is a git lorry's upstream URL, normalised as push hooks
+	// are matched; "" for other kinds.
+	UpstreamURL string
 }
 
 // LorryChanges counts what applying a configuration did to the run queue.
@@ -231,10 +234,11 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		commit               string
 		runtime              Runtime
 		schedule             string
+		upstreamURL          string
 	}
 	existing := make(map[string]have)
 	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, last_run,
-		commit_id, runtime_name, runtime_version, runtime_id, runtime_python, schedule FROM lorries`)
+		commit_id, runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url FROM lorries`)
 	if err != nil {
 		return ch, fmt.Errorf("read lorries: %w", err)
 	}
@@ -242,7 +246,8 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		var p string
 		var h have
 		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated, &h.lastRun,
-			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python, &h.schedule); err != nil {
+			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python, &h.schedule,
+			&h.upstreamURL); err != nil {
 			rows.Close()
 			return ch, fmt.Errorf("read lorries: %w", err)
 		}
@@ -294,6 +299,10 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	if err != nil {
 		return ch, err
 	}
+	setUpstream, err := tx.s.stmt(ctx, `UPDATE lorries SET upstream_url = ? WHERE path = ?`)
+	if err != nil {
+		return ch, err
+	}
 
 	wanted := make(map[string]bool, len(want))
 	for _, l := range want {
@@ -334,6 +343,14 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 			ch.Unchanged++
 		default:
 			ch.Unchanged++
+		}
+		// Kept apart from the changes above: a database made before
+		// upstream URLs were stored learns them at the next read, without
+		// any lorry counting as changed.
+		if !ok || h.upstreamURL != l.UpstreamURL {
+			if _, err := setUpstream.ExecContext(ctx, l.UpstreamURL, l.Path); err != nil {
+				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
 		}
 	}
 	keep := make(map[string]bool, len(kept.Paths))

@@ -403,6 +403,7 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"fake-changes":   cmdFakeChanges,
 	"hook-serve":     cmdHookServe,
 	"hook-posts":     cmdHookPosts,
+	"forge-post":     cmdForgePost,
 }
 
 // noNeg fails the script if a command that cannot be negated was.
@@ -759,6 +760,39 @@ func cmdAPI(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s %s: status %d", args[0], args[1], code)
 	case neg && code < 400:
 		ts.Fatalf("%s %s: status %d, want an error", args[0], args[1], code)
+	}
+}
+
+// cmdForgePost posts FILE to PATH as a forge posts its webhook: a JSON
+// body with the headers given as Name:Value. It prints and checks the
+// answer as api does.
+func cmdForgePost(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: forge-post PATH FILE [Header:Value...]")
+	}
+	s := state(ts)
+	req, err := http.NewRequest(http.MethodPost, s.url+args[0], strings.NewReader(ts.ReadFile(args[1])))
+	ts.Check(err)
+	req.Header.Set("Content-Type", "application/json")
+	for _, h := range args[2:] {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			ts.Fatalf("header %q is not Name:Value", h)
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	ts.Check(err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	s.lastBody = body
+	fmt.Fprintf(ts.Stdout(), "status %d\n%s", resp.StatusCode, body)
+	switch {
+	case !neg && resp.StatusCode >= 400:
+		ts.Fatalf("POST %s: status %d", args[0], resp.StatusCode)
+	case neg && resp.StatusCode < 400:
+		ts.Fatalf("POST %s: status %d, want an error", args[0], resp.StatusCode)
 	}
 }
 

@@ -72,6 +72,9 @@ type Config struct {
 	NotifySecretFile string
 	NotifyEventList  string
 	NotifyEvents     map[string]bool
+	// HookSecretFile holds the secret of the forges' push hooks; "" for
+	// no push hooks.
+	HookSecretFile string
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -113,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.NotifyURL, "notify-url", "", "`url` to POST notifications of events to (docs/operations.md); empty: none")
 	fs.StringVar(&c.NotifySecretFile, "notify-secret-file", "", "`file` of the secret that signs each notification (HMAC-SHA256); needed with --notify-url")
 	fs.StringVar(&c.NotifyEventList, "notify-events", "", "comma-separated `events` to notify of, of "+strings.Join(statedb.Events, ", ")+"; empty: all")
+	fs.StringVar(&c.HookSecretFile, "hook-secret-file", "", "`file` of the secret of the forges' push hooks (/1.0/hooks/gitlab, gitea, github); empty: the hooks are off")
 	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
 	var old oldListen
 	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
@@ -219,6 +223,17 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			log.Warn("notification secret", "warning", warning)
 		}
 	}
+	var hookSecret string
+	if cfg.HookSecretFile != "" {
+		var warning string
+		var err error
+		if hookSecret, warning, err = secretfile.Read(cfg.HookSecretFile); err != nil {
+			return fmt.Errorf("--hook-secret-file: %w", err)
+		}
+		if warning != "" {
+			log.Warn("push hook secret", "warning", warning)
+		}
+	}
 	db, err := statedb.Open(ctx, cfg.StateDB, statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents})
 	if err != nil {
 		return err
@@ -263,6 +278,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ReadNeedsToken:    cfg.ReadAccess == accessToken,
 		MetricsNeedToken:  cfg.MetricsAccess == accessToken,
 		AllowLocalSources: cfg.AllowLocalSources,
+		HookSecret:        []byte(hookSecret),
 	}
 	var deliver func(context.Context)
 	if cfg.NotifyURL != "" {

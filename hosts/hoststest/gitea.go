@@ -104,6 +104,7 @@ type GiteaRepo struct {
 	Description   string
 	DefaultBranch string
 	Private       bool
+	Archived      bool
 }
 
 // FullName is the repository's full_name.
@@ -142,6 +143,7 @@ func NewGitea(tb testing.TB, opts GiteaOptions) *Gitea {
 	f.mux.HandleFunc("GET /api/v1/users/{user}/repos", f.listRepos)
 	f.mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}", f.getRepo)
 	f.mux.HandleFunc("PATCH /api/v1/repos/{owner}/{repo}", f.editRepo)
+	f.mux.HandleFunc("DELETE /api/v1/repos/{owner}/{repo}", f.deleteRepo)
 	f.mux.HandleFunc("GET /api/v1/orgs/{org}", f.getOrg)
 	f.mux.HandleFunc("POST /api/v1/orgs", f.createOrg)
 	f.mux.HandleFunc("POST /api/v1/orgs/{org}/repos", f.createRepo)
@@ -411,7 +413,7 @@ func (f *Gitea) repoJSON(r *giteaRepo) map[string]any {
 		"ssh_url":        f.sshURL(full),
 		"clone_url":      f.rootURL + full + ".git",
 		"default_branch": r.DefaultBranch,
-		"archived":       false,
+		"archived":       r.Archived,
 	}
 }
 
@@ -639,7 +641,21 @@ func (f *Gitea) editRepo(w http.ResponseWriter, r *http.Request) {
 	if v, ok := body["description"].(string); ok {
 		repo.Description = v
 	}
+	if v, ok := body["archived"].(bool); ok {
+		repo.Archived = v
+	}
 	answerJSON(w, http.StatusOK, f.repoJSON(repo))
+}
+
+// deleteRepo deletes a repository, as DELETE /repos/{owner}/{repo} does:
+// 204 with no body.
+func (f *Gitea) deleteRepo(w http.ResponseWriter, r *http.Request) {
+	f.chg.record(r)
+	if !f.RemoveRepo(r.PathValue("owner"), r.PathValue("repo")) {
+		f.answer(w, http.StatusNotFound, notFound)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // serveGit answers git under the repository's path: pushes need the token
@@ -663,6 +679,8 @@ func (f *Gitea) serveGit(w http.ResponseWriter, r *http.Request) {
 		access = gitNotFound
 	case repo == nil || ((push || repo.Private) && !authed):
 		access = gitNeedAuth
+	case push && repo.Archived:
+		access = gitArchived
 	}
 	var canonical string
 	if repo != nil {

@@ -149,6 +149,8 @@ func NewGitLab(tb testing.TB, opts GitLabOptions) *GitLab {
 	f.mux.HandleFunc("POST /api/v4/projects", f.createProject)
 	f.mux.HandleFunc("GET /api/v4/projects/{id}", f.getProject)
 	f.mux.HandleFunc("PUT /api/v4/projects/{id}", f.editProject)
+	f.mux.HandleFunc("POST /api/v4/projects/{id}/archive", f.archiveProject)
+	f.mux.HandleFunc("DELETE /api/v4/projects/{id}", f.deleteProject)
 	f.mux.HandleFunc("GET /api/v4/groups/{id}", f.getGroup)
 	f.mux.HandleFunc("POST /api/v4/groups", f.createGroup)
 	f.mux.HandleFunc("GET /api/v4/groups/{id}/projects", f.listProjects)
@@ -832,6 +834,38 @@ func (f *GitLab) editProject(w http.ResponseWriter, r *http.Request) {
 	answerJSON(w, http.StatusOK, json.RawMessage(f.projectJSON(p)))
 }
 
+// archiveProject archives a project, as POST /projects/:id/archive does:
+// 201 with the project, archived; a push to it is refused from then on.
+func (f *GitLab) archiveProject(w http.ResponseWriter, r *http.Request) {
+	f.chg.record(r)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.findProject(r.PathValue("id"))
+	if p == nil {
+		answerJSON(w, http.StatusNotFound, map[string]string{"message": "404 Project Not Found"})
+		return
+	}
+	p.Archived = true
+	p.json = nil
+	f.listings = nil
+	answerJSON(w, http.StatusCreated, json.RawMessage(f.projectJSON(p)))
+}
+
+// deleteProject deletes a project, as DELETE /projects/:id does: 202,
+// the deletion being GitLab's background work (done here at once).
+func (f *GitLab) deleteProject(w http.ResponseWriter, r *http.Request) {
+	f.chg.record(r)
+	f.mu.Lock()
+	p := f.findProject(r.PathValue("id"))
+	f.mu.Unlock()
+	if p == nil {
+		answerJSON(w, http.StatusNotFound, map[string]string{"message": "404 Project Not Found"})
+		return
+	}
+	f.RemoveProject(p.FullPath())
+	answerJSON(w, http.StatusAccepted, map[string]string{"message": "202 Accepted"})
+}
+
 // serveGit answers git under the project's path: pushes need the token as
 // the password of any user name, fetches need it for a project that is
 // not public.
@@ -853,6 +887,8 @@ func (f *GitLab) serveGit(w http.ResponseWriter, r *http.Request) {
 		access = gitNotFound
 	case p == nil || ((push || p.Visibility != "public") && !authed):
 		access = gitNeedAuth
+	case push && p.Archived:
+		access = gitArchived
 	}
 	var canonical string
 	if p != nil {

@@ -232,6 +232,9 @@ const (
 	gitAllow gitAccess = iota
 	gitNeedAuth
 	gitNotFound
+	// gitArchived refuses a push to an archived repository, as GitLab
+	// and Gitea do; fetches still work.
+	gitArchived
 )
 
 // splitGitRequest finds the repository path in the URL path of a smart
@@ -255,6 +258,8 @@ func (g *gitRepos) serveGit(w http.ResponseWriter, r *http.Request, access gitAc
 		http.Error(w, "HTTP Basic: Access denied", http.StatusUnauthorized)
 	case gitNotFound:
 		http.Error(w, "Not Found", http.StatusNotFound)
+	case gitArchived:
+		http.Error(w, "You are not allowed to push code to an archived repository.", http.StatusForbidden)
 	default:
 		g.handler.ServeHTTP(w, r)
 	}

@@ -248,3 +248,70 @@ func manyBranches(n int) []string {
 	}
 	return out
 }
+
+// A downstream that archives a repository leaves it readable, and the
+// fakes then refuse pushes to it, as GitLab and Gitea do; one that
+// deletes it leaves nothing.
+func TestArchiveAndDelete(t *testing.T) {
+	const tok = "s3cr3t-token"
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) (url string, d hosts.Downstream, exists func() (bool, bool))
+	}{
+		{"gitlab", func(t *testing.T) (string, hosts.Downstream, func() (bool, bool)) {
+			f := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: tok, ServeGit: true})
+			f.AddProject(hoststest.GitLabProject{Namespace: "mirror", Path: "glib", Visibility: "private"})
+			d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: hosts.DownstreamGitLab, Host: f.URL(),
+				TokenFile: writeToken(t, tok), PushProtocol: "https"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f.URL(), d, func() (bool, bool) { p, ok := f.Project("mirror/glib"); return ok, p.Archived }
+		}},
+		{"gitea", func(t *testing.T) (string, hosts.Downstream, func() (bool, bool)) {
+			f := hoststest.NewGitea(t, hoststest.GiteaOptions{Token: tok, ServeGit: true})
+			f.AddRepo(hoststest.GiteaRepo{Owner: "mirror", Name: "glib", Private: true})
+			d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: hosts.DownstreamGitea, Host: f.URL(),
+				TokenFile: writeToken(t, tok), PushProtocol: "https"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f.URL(), d, func() (bool, bool) { r, ok := f.Repo("mirror", "glib"); return ok, r.Archived }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			_, d, state := tc.start(t)
+			r := d.(hosts.Retirer)
+			pushURL, err := d.Prepare(ctx, hosts.DownstreamRepo{Path: "mirror/glib"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := sourceRepo(t)
+			gittest.Git(t, src, nil, "push", "--quiet", pushURL, "main")
+			if err := r.Archive(ctx, "mirror/glib"); err != nil {
+				t.Fatalf("Archive: %v", err)
+			}
+			if exists, archived := state(); !exists || !archived {
+				t.Errorf("after Archive: exists %v, archived %v; want both", exists, archived)
+			}
+			if out, err := tryGit(src, "push", pushURL, "trunk"); err == nil {
+				t.Errorf("push to an archived repository succeeded:\n%s", out)
+			}
+			gittest.Git(t, src, nil, "ls-remote", pushURL, "refs/heads/main")
+			if err := r.Delete(ctx, "mirror/glib"); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+			if exists, _ := state(); exists {
+				t.Errorf("after Delete the repository is still there")
+			}
+			// Nothing there: nothing to do.
+			if err := r.Archive(ctx, "mirror/glib"); err != nil {
+				t.Errorf("Archive of no repository = %v; want nil", err)
+			}
+			if err := r.Delete(ctx, "mirror/glib"); err != nil {
+				t.Errorf("Delete of no repository = %v; want nil", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package routes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"lorrycontroller/forgehook"
+	"lorrycontroller/statedb"
+)
+
+// Push-triggered runs: a forge's push hook, or an admin's run-now, makes a
+// lorry due at once and first in the queue; while a job of it runs, the
+// lorry runs once more as soon as that job ends, however many pushes came
+// meanwhile.
+
+// hookBodyLimit bounds a hook's body: a push of many commits is some
+// hundreds of KiB at most, as the forges cut the commit list short.
+const hookBodyLimit = 1 << 20
+
+// runNowAnswer is what run-now, and a push hook for each lorry, answers.
+type runNowAnswer struct {
+	Path                  string `json:"path"`
+	Due                   bool   `json:"due,omitempty"`
+	QueuedAfterCurrentRun bool   `json:"queued_after_current_run,omitempty"`
+}
+
+func answerRunNow(r statedb.RunNow) runNowAnswer {
+	return runNowAnswer{Path: r.Path, Due: r.Due, QueuedAfterCurrentRun: r.QueuedAfterCurrentRun}
+}
+
+func (s *Server) runNow(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.readParams(r)
+	if err != nil {
+		return err
+	}
+	path, err := p.required("path")
+	if err != nil {
+		return err
+	}
+	var res statedb.RunNow
+	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+		res, err = tx.RunLorryNow(r.Context(), path)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.Log.Info("run now", "path", path, "due", res.Due, "queued_after_current_run", res.QueuedAfterCurrentRun)
+	return ok(w, answerRunNow(res))
+}
+
+func saidRunNow(r *http.Request, body []byte) string {
+	var a runNowAnswer
+	json.Unmarshal(body, &a)
+	if a.QueuedAfterCurrentRun {
+		return fmt.Sprintf("%s is running; it runs again as soon as this run ends.", a.Path)
+	}
+	return fmt.Sprintf("%s is due now, first in the run queue.", r.PostFormValue("path"))
+}
+
+// hookAnswer is what a push hook answers.
+type hookAnswer struct {
+	Event   string         `json:"event"`
+	Ignored bool           `json:"ignored,omitempty"`
+	Lorries []runNowAnswer `json:"lorries"`
+}
+
+// hook serves the push hook of forge. Anyone may post to it: it is
+// authenticated by the forge's secret or signature, not by a token.
+func (s *Server) hook(forge string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if len(s.HookSecret) == 0 {
+			return errorf(http.StatusForbidden, "push hooks are off: the WEBAPP has no --hook-secret-file")
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hookBodyLimit))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return errorf(http.StatusRequestEntityTooLarge, "the hook's body is over %d bytes", hookBodyLimit)
+			}
+			return errorf(http.StatusBadRequest, "read the hook's body: %v", err)
+		}
+		if err := forgehook.Verify(forge, s.HookSecret, r.Header, body); err != nil {
+			s.Log.Warn("push hook refused", "forge", forge, "remote_addr", r.RemoteAddr, "err", err)
+			return errorf(http.StatusUnauthorized, "%v", err)
+		}
+		ev, err := forgehook.Parse(forge, r.Header, body)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		ans := hookAnswer{Event: ev.Name, Lorries: []runNowAnswer{}}
+		if ev.Ping {
+			return ok(w, ans)
+		}
+		if !ev.Push {
+			ans.Ignored = true
+			return writeJSON(w, http.StatusAccepted, ans)
+		}
+		ctx := r.Context()
+		err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
+			paths, err := tx.LorriesByUpstream(ctx, ev.URLs)
+			if err != nil {
+				return err
+			}
+			// Pushed first, the last one in queue order ends first in the
+			// queue; walking backwards keeps their order.
+			ans.Lorries = ans.Lorries[:0]
+			for i := len(paths) - 1; i >= 0; i-- {
+				res, err := tx.RunLorryNow(ctx, paths[i])
+				if err != nil {
+					return err
+				}
+				ans.Lorries = append([]runNowAnswer{answerRunNow(res)}, ans.Lorries...)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		paths := make([]string, len(ans.Lorries))
+		for i, l := range ans.Lorries {
+			paths[i] = l.Path
+		}
+		s.Log.Info("push hook", "forge", forge, "event", ev.Name, "ref", ev.Ref,
+			"upstream", ev.URLs[0], "lorries", strings.Join(paths, " "))
+		return ok(w, ans)
+	}
+}

@@ -1,0 +1,101 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RunNow is what asking for a run of a lorry at once did.
+type RunNow struct {
+	Path string
+	// Due: the lorry was idle and is now due, first in the queue.
+	Due bool
+	// QueuedAfterCurrentRun: a job of the lorry is running; the lorry is
+	// due again as soon as that job ends. Asking again changes nothing
+	// more.
+	QueuedAfterCurrentRun bool
+}
+
+// RunLorryNow makes the lorry at path due at once and first in the queue,
+// or, while a job of it runs, due again once that job ends. However often
+// it is asked while a job runs, one run follows, never a pile.
+func (tx *Tx) RunLorryNow(ctx context.Context, path string) (RunNow, error) {
+	var running bool
+	err := tx.queryRow(ctx, `SELECT running_job IS NOT NULL FROM lorries WHERE path = ?`, path).Scan(&running)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return RunNow{}, fmt.Errorf("no lorry %q: %w", path, ErrNotFound)
+		}
+		return RunNow{}, fmt.Errorf("read lorry %q: %w", path, err)
+	}
+	if running {
+		if _, err := tx.exec(ctx, `UPDATE lorries SET run_again = 1 WHERE path = ?`, path); err != nil {
+			return RunNow{}, fmt.Errorf("queue a run of lorry %q: %w", path, err)
+		}
+		return RunNow{Path: path, QueuedAfterCurrentRun: true}, nil
+	}
+	if err := tx.makeDueNow(ctx, path); err != nil {
+		return RunNow{}, err
+	}
+	return RunNow{Path: path, Due: true}, nil
+}
+
+// makeDueNow makes the lorry at path due now and puts it first in the
+// queue. A scheduled lorry's due time is kept at or before the instant its
+// schedule was last dealt with, where the next tick leaves it due rather
+// than moving it on to the schedule's next event.
+func (tx *Tx) makeDueNow(ctx context.Context, path string) error {
+	_, err := tx.exec(ctx, `UPDATE lorries SET run_again = 0,
+			next_due = CASE WHEN schedule != '' THEN MIN(next_due, ?1, cron_handled) ELSE MIN(next_due, ?1) END,
+			queue_pos = (SELECT MIN(queue_pos) - 1 FROM lorries)
+		WHERE path = ?2`, tx.Now, path)
+	if err != nil {
+		return fmt.Errorf("make lorry %q due: %w", path, err)
+	}
+	return nil
+}
+
+// runAgainAfter makes the lorry at path due at once if a run was asked for
+// while its job ran; endJob calls it once the job's end is recorded.
+func (tx *Tx) runAgainAfter(ctx context.Context, path string) error {
+	var again bool
+	err := tx.queryRow(ctx, `SELECT run_again FROM lorries WHERE path = ?`, path).Scan(&again)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !again) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read lorry %q: %w", path, err)
+	}
+	return tx.makeDueNow(ctx, path)
+}
+
+// LorriesByUpstream returns, in queue order, the paths of the lorries
+// whose normalised upstream URL is one of urls.
+func (tx *Tx) LorriesByUpstream(ctx context.Context, urls []string) ([]string, error) {
+	out := []string{}
+	if len(urls) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(urls))
+	for i, u := range urls {
+		args[i] = u
+	}
+	rows, err := tx.query(ctx, `SELECT path FROM lorries INDEXED BY lorries_upstream_url
+		WHERE upstream_url != '' AND upstream_url IN (?`+strings.Repeat(", ?", len(urls)-1)+`)
+		ORDER BY queue_pos`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("find lorries by upstream: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("find lorries by upstream: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

@@ -245,6 +245,17 @@ func TestPushHooksOtherEvents(t *testing.T) {
 		t.Errorf("big hook = %d %v; want 413", code, ans)
 	}
 
+	// A push of many commits is larger than the other routes' bodies,
+	// and still within the hooks' limit.
+	ts.configureUpstreams(t, map[string]string{"m/gizmo": "https://github.com/tools/gizmo.git"})
+	ts.runAll(t)
+	push := hookPayload(t, "github-push.json")
+	large := append([]byte(`{"padding":"`+strings.Repeat("x", 300<<10)+`",`), bytes.TrimPrefix(bytes.TrimSpace(push), []byte("{"))...)
+	if code, ans := ts.post(t, "/1.0/hooks/github", large, map[string]string{"X-GitHub-Event": "push",
+		"X-Hub-Signature-256": "sha256=" + signed(large)}); code != http.StatusOK {
+		t.Errorf("push hook of 300 KiB = %d %v; want 200", code, ans)
+	}
+
 	off := newTestServer(t)
 	body := hookPayload(t, "gitlab-push.json")
 	code, ans = off.post(t, "/1.0/hooks/gitlab", body, map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": ""})

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -236,8 +237,13 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := int64(smallBody)
-		if r.URL.Path == "/1.0/job-update" {
+		switch {
+		case r.URL.Path == "/1.0/job-update":
 			limit = maxBody
+		case strings.HasPrefix(r.URL.Path, "/1.0/hooks/"):
+			// A forge's push of many commits; the hook reads at most
+			// this much itself.
+			limit = hookBodyLimit
 		}
 		if r.ContentLength > limit {
 			s.handle(func(http.ResponseWriter, *http.Request) error { return tooLarge(limit) })(w, r)

@@ -48,17 +48,81 @@ func fillQueue(tb testing.TB, db *statedb.DB, n int) {
 // loopback HTTP with 100,000 lorries in the queue and 32 minions asking at
 // once, and reports jobs per second and the latency of give-me-job.
 func BenchmarkJobCycle(b *testing.B) {
-	const (
-		lorries = 100_000
-		minions = 32
-		jobs    = 20_000
-	)
+	const lorries = 100_000
 	db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
 	fillQueue(b, db, lorries)
+	jobCycles(b, db, fmt.Sprintf("%d lorries", lorries))
+}
+
+// benchQueues is how many queue sections fillQueues makes.
+const benchQueues = 50
+
+// fillQueues makes benchQueues queues and spreads the lorries of the queue
+// over them, one after the other: q00, q01, ... Their limits are assorted:
+// by the queue's number modulo 5, none, 0 (always full, so its lorries
+// stay due however many jobs run), 1, 2 and 8; their sorts go round
+// queue-order, fifo and lifo. Every tenth queue has a threads-schedule as
+// well, whose entry in force says the same as its threads, so that the
+// schedule is read at every hand-out without changing the limits. With
+// full, every queue has threads 0, the default queue too.
+func fillQueues(tb testing.TB, db *statedb.DB, lorries int, full bool) {
+	tb.Helper()
+	ctx := context.Background()
+	limits := []*int64{nil, ptr(0), ptr(1), ptr(2), ptr(8)}
+	sorts := []string{statedb.SortQueueOrder, statedb.SortFIFO, statedb.SortLIFO}
+	c := statedb.QueueConfig{Lorries: make(map[string]string, lorries)}
+	for i := range benchQueues {
+		q := statedb.Queue{Name: fmt.Sprintf("q%02d", i), Threads: limits[i%len(limits)], Sort: sorts[i%len(sorts)]}
+		if full {
+			q.Threads = ptr(0)
+		} else if i%10 == 2 {
+			// Fired at midnight UTC, before now: 1 thread, as Threads says.
+			q.Schedule = `[{"schedule": {"cron": "0 0 * * *", "timezone": "UTC",
+				"dst_fixes": ["skip", "repeat_use_only_early"],
+				"max_shift_seconds_for_unskip_and_do_not_repeat": 3600}, "threads": 1}]`
+		}
+		c.Queues = append(c.Queues, q)
+	}
+	if full {
+		c.Queues = append(c.Queues, statedb.Queue{Name: statedb.DefaultQueue, Threads: ptr(0)})
+	}
+	for i := range lorries {
+		c.Lorries[fmt.Sprintf("bench/group%03d/repo%06d", i%1000, i)] = fmt.Sprintf("q%02d", i%benchQueues)
+	}
+	err := db.Update(ctx, func(tx *statedb.Tx) error { return tx.SetConfigQueues(ctx, c) })
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkJobCycleQueues is BenchmarkJobCycle with the 100,000 lorries
+// spread over 50 queues of assorted limits (fillQueues): each give-me-job
+// counts the running jobs of every queue, leaves out the full ones and
+// looks for the first due lorry of each open queue in its index.
+func BenchmarkJobCycleQueues(b *testing.B) {
+	const lorries = 100_000
+	db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	fillQueue(b, db, lorries)
+	fillQueues(b, db, lorries, false)
+	jobCycles(b, db, fmt.Sprintf("%d lorries in %d queues", lorries, benchQueues))
+}
+
+// jobCycles has 32 minions run 20,000 jobs from db over loopback HTTP,
+// each a give-me-job and a final job-update, and reports jobs per second
+// and the latency of give-me-job.
+func jobCycles(b *testing.B, db *statedb.DB, what string) {
+	const (
+		minions = 32
+		jobs    = 20_000
+	)
 	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour, InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
@@ -113,8 +177,108 @@ func BenchmarkJobCycle(b *testing.B) {
 		b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "jobs/s")
 		b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
-		b.Logf("%d jobs by %d minions over %d lorries in %v: %.0f jobs/s, give-me-job p50 %v p99 %v",
-			len(latencies), minions, lorries, elapsed.Round(time.Millisecond),
+		b.Logf("%d jobs by %d minions over %s in %v: %.0f jobs/s, give-me-job p50 %v p99 %v",
+			len(latencies), minions, what, elapsed.Round(time.Millisecond),
+			float64(len(latencies))/elapsed.Seconds(), p(0.50), p(0.99))
+	}
+}
+
+// BenchmarkIdlePollQueues has 8 minions ask give-me-job over loopback
+// HTTP with 100,000 lorries, all due, in 50 queues when there is nothing
+// to hand out: when every queue is full (threads 0, the default queue's
+// too), and when the one open queue, the default, has nothing due, so
+// that every poll looks into it. (When no lorry at all is due, give-me-job
+// answers from one probe of an index before it reads any queue.) It
+// reports answers per second and their latency.
+func BenchmarkIdlePollQueues(b *testing.B) {
+	const lorries = 100_000
+	for _, tc := range []struct {
+		name string
+		open bool
+	}{
+		{name: "all-full"},
+		{name: "open-queue-not-due", open: true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			fillQueue(b, db, lorries)
+			fillQueues(b, db, lorries, true)
+			if tc.open {
+				err := db.Update(context.Background(), func(tx *statedb.Tx) error {
+					qs, err := tx.Queues(context.Background())
+					if err != nil {
+						return err
+					}
+					qs = slices.DeleteFunc(qs, func(q statedb.Queue) bool { return q.Name == statedb.DefaultQueue })
+					c := statedb.QueueConfig{Queues: qs, Lorries: map[string]string{}}
+					for i := range lorries {
+						c.Lorries[fmt.Sprintf("bench/group%03d/repo%06d", i%1000, i)] = fmt.Sprintf("q%02d", i%benchQueues)
+					}
+					return tx.SetConfigQueues(context.Background(), c)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			idlePolls(b, db, fmt.Sprintf("%d lorries in %d queues, %s", lorries, benchQueues, tc.name))
+		})
+	}
+}
+
+// idlePolls has 8 minions ask give-me-job 20,000 times in all, expecting
+// 204 each time, and reports answers per second and their latency.
+func idlePolls(b *testing.B, db *statedb.DB, what string) {
+	const (
+		minions = 8
+		polls   = 20_000
+	)
+	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour, InsecureNoAuth: true}
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions}}
+	for b.Loop() {
+		var done atomic.Int64
+		var mu sync.Mutex
+		latencies := make([]time.Duration, 0, polls)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for m := range minions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				form := url.Values{"host": {"bench"}, "pid": {fmt.Sprint(m + 1)}, "minion": {fmt.Sprintf("bench-%d", m)}}.Encode()
+				mine := make([]time.Duration, 0, polls/minions)
+				defer func() { mu.Lock(); latencies = append(latencies, mine...); mu.Unlock() }()
+				for done.Add(1) <= polls {
+					t0 := time.Now()
+					resp, err := client.Post(hs.URL+"/1.0/give-me-job", "application/x-www-form-urlencoded", strings.NewReader(form))
+					if err != nil {
+						b.Errorf("give-me-job: %v", err)
+						return
+					}
+					body, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					mine = append(mine, time.Since(t0))
+					if err != nil || resp.StatusCode != http.StatusNoContent {
+						b.Errorf("give-me-job = %d %.200s %v; want 204", resp.StatusCode, body, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		slices.Sort(latencies)
+		p := func(q float64) time.Duration { return latencies[int(q*float64(len(latencies)-1))] }
+		b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "polls/s")
+		b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
+		b.Logf("%d idle give-me-job by %d minions over %s in %v: %.0f a second, p50 %v p99 %v",
+			len(latencies), minions, what, elapsed.Round(time.Millisecond),
 			float64(len(latencies))/elapsed.Seconds(), p(0.50), p(0.99))
 	}
 }

@@ -430,38 +430,45 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID) (l Lorry, idle string, 
 	if err != nil {
 		return Lorry{}, "", err
 	}
-	// Each branch walks one index of one queue from its first due entry;
-	// the EXISTS probe keeps a queue with nothing due from being walked in
-	// queue order to its end.
-	var pos int64
-	err = tx.queryRow(ctx, `SELECT CASE j.value
-			WHEN 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
-				WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
-				ORDER BY next_due, queue_pos LIMIT 1)
-			WHEN 'lifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
-				WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
-				ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
-			ELSE (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
-				WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
-				ORDER BY queue_pos LIMIT 1)
-			END AS pos
-		FROM json_each(?2) AS j
-		WHERE EXISTS (SELECT 1 FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1)
-		ORDER BY pos LIMIT 1`, tx.Now, string(arg)).Scan(&pos)
-	if errors.Is(err, sql.ErrNoRows) {
+	var pos sql.NullInt64
+	if err := tx.queryRow(ctx, pickQuery, tx.Now, string(arg)).Scan(&pos); err != nil {
+		return Lorry{}, "", fmt.Errorf("find due lorry: %w", err)
+	}
+	if !pos.Valid {
 		why := "no lorry is due in the queues this minion takes"
 		if len(full) > 0 {
 			why += " that are not full (full: " + strings.Join(full, ", ") + ")"
 		}
 		return Lorry{}, why, nil
 	}
+	l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = ?`, pos.Int64))
 	if err != nil {
-		return Lorry{}, "", fmt.Errorf("find due lorry: %w", err)
-	}
-	l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = ?`, pos))
-	if err != nil {
-		return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos, err)
+		return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
 	}
 	return l, "", nil
 }
+
+// pickQuery finds the queue position of the entry to hand out: of each
+// open queue of ?2 (a JSON object of queue name to sort order), its first
+// due entry by its sort order, and of those the first in the run queue;
+// NULL when none is due. Each branch walks one index of one queue from its
+// first due entry. The EXISTS probe keeps a queue-order queue with nothing
+// due from being walked to its end; it sits inside the CASE, where it
+// stays a subquery of its one queue: as a term of the WHERE clause SQLite
+// turns it into a join, evaluating the CASE for every due entry of every
+// queue, which took a second per hand-out with 100,000 due entries in 50
+// queues.
+const pickQuery = `SELECT MIN(CASE
+		WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
+			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
+			ORDER BY next_due, queue_pos LIMIT 1)
+		WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
+			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
+			ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
+		WHEN EXISTS (SELECT 1 FROM lorries INDEXED BY lorries_queue_due
+			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1)
+		THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
+			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
+			ORDER BY queue_pos LIMIT 1)
+		END)
+	FROM json_each(?2) AS j`

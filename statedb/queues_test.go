@@ -3,6 +3,7 @@ package statedb
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -237,4 +238,53 @@ func TestHostLorriesTakeTheHostsQueue(t *testing.T) {
 	if j := f.job(t, a.Job.ID); a.Lorry.Queue != "mirrors" {
 		t.Errorf("job %d handed from queue %q; want mirrors", j.ID, a.Lorry.Queue)
 	}
+}
+
+// TestPickQueryPlan checks that the hand-out reaches the lorries only by
+// an index, in subqueries of one queue each: never in a join over the due
+// entries of all open queues, which runs a subquery per due entry.
+func TestPickQueryPlan(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.update(t, func(tx *Tx) error {
+		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+pickQuery, tx.Now,
+			`{"a": "fifo", "b": "lifo", "c": "queue-order"}`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		details := map[int64]string{}
+		type step struct {
+			parent int64
+			detail string
+		}
+		var steps []step
+		for rows.Next() {
+			var id, parent, unused int64
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			details[id] = detail
+			steps = append(steps, step{parent, detail})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		n := 0
+		for _, s := range steps {
+			if !strings.Contains(s.detail, "lorries") {
+				continue
+			}
+			n++
+			if !strings.HasPrefix(s.detail, "SEARCH lorries USING INDEX lorries_queue_") ||
+				!strings.HasPrefix(details[s.parent], "CORRELATED SCALAR SUBQUERY") {
+				t.Errorf("plan step %q under %q; want a search of a queue index in a subquery", s.detail, details[s.parent])
+			}
+		}
+		if n != 4 {
+			t.Errorf("plan reads lorries in %d steps, want 4 (fifo, lifo, probe, queue-order): %v", n, steps)
+		}
+		return nil
+	})
 }

@@ -141,6 +141,9 @@
 //		signature is checked with the secret and CODE is the answer.
 //		With -wait, first wait until there are at least N of them.
 //
+// $MINION_HOST is the host name that the minions send with give-me-job, as
+// set-host-max-jobs takes it.
+//
 // Nothing waits a fixed time: every wait polls until a deadline.
 package yarns
 
@@ -321,6 +324,11 @@ func setup(env *testscript.Env) error {
 		k, v, _ := strings.Cut(kv, "=")
 		env.Setenv(k, v)
 	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("host name: %w", err)
+	}
+	env.Setenv("MINION_HOST", host)
 	s := &scenario{t: env.T(), work: env.WorkDir, minions: map[string]*process{}, servers: map[string]*httptest.Server{},
 		fakes: map[string]fakeHost{}}
 	for _, kv := range env.Vars {

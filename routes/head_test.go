@@ -1,10 +1,13 @@
 package routes
 
 import (
+	"context"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"lorrycontroller/gittest"
 	"lorrycontroller/hosts"
@@ -127,5 +130,57 @@ func TestBadBranch(t *testing.T) {
 		if badBranch(name) == "" {
 			t.Errorf("badBranch(%q) accepted it; want a refusal", name)
 		}
+	}
+}
+
+// finishGate is a Downstream whose Finish waits for its request's context
+// to end, for a while, and records whether it did.
+type finishGate struct {
+	entered chan struct{}
+	err     chan error
+}
+
+func (f *finishGate) Prepare(context.Context, hosts.DownstreamRepo) (string, error) { return "", nil }
+
+func (f *finishGate) Finish(ctx context.Context, _ hosts.DownstreamRepo) error {
+	close(f.entered)
+	select {
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
+	f.err <- ctx.Err()
+	return nil
+}
+
+// A minion that goes away just after its final update (stopped, say) does
+// not cut short the Downstream Host's Finish: the job's end is recorded,
+// and the downstream is finished all the same.
+func TestFinishOutlivesTheMinionsRequest(t *testing.T) {
+	ts := newTestServer(t)
+	gate := &finishGate{entered: make(chan struct{}), err: make(chan error, 1)}
+	ts.Downstream = gate
+	ts.configure(t, "delta/p")
+	ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	form := url.Values{"job_id": {"1"}, "minion": {"m"}, "pid": {"1"}, "exit": {"0"}}
+	req, err := http.NewRequestWithContext(ctx, "POST", ts.url+"/1.0/job-update", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-gate.entered
+	cancel()
+	<-done
+	if err := <-gate.err; err != nil {
+		t.Errorf("Finish's context ended with the minion's request: %v; want it to go on", err)
 	}
 }

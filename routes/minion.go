@@ -252,7 +252,12 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if u.Exit != nil {
 		s.Log.Info("job ended", "job_id", u.ID, "exit", *u.Exit, "minion", u.Minion.Name)
 		if *u.Exit == 0 {
-			s.finishDownstream(r.Context(), u.ID)
+			// The job's end is recorded: the downstream is finished even if
+			// the minion goes away meanwhile (stopped just after its last
+			// update, say), within finishTimeout.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), finishTimeout)
+			s.finishDownstream(ctx, u.ID)
+			cancel()
 		}
 	}
 	return ok(w, struct {
@@ -265,6 +270,9 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 // finishDownstream lets the Downstream Host set what needs the pushed
 // branches, after job id mirrored its lorry. A failure is logged: the
 // mirror itself is there, and the next success tries again.
+// finishTimeout bounds the Downstream Host's Finish after a job.
+const finishTimeout = time.Minute
+
 func (s *Server) finishDownstream(ctx context.Context, id int64) {
 	switch s.downstream().(type) {
 	case hosts.None, hosts.Local:

@@ -71,6 +71,10 @@ type Lorry struct {
 	// for a lorry.
 	Runtime Runtime
 	Queue   string // "queue" of the section
+	// MaxBackoff and HardFailAfter are "max-backoff" and
+	// "hard-fail-after" of the section.
+	MaxBackoff    time.Duration
+	HardFailAfter int64
 }
 
 // Host is an Upstream Host section. Its repositories become lorries when
@@ -85,6 +89,10 @@ type Host struct {
 	Prefixmap  map[string]string
 	Ignore     []string
 	Queue      string // "queue" of the section, for the host's lorries
+	// MaxBackoff and HardFailAfter are "max-backoff" and
+	// "hard-fail-after", for the host's lorries.
+	MaxBackoff    time.Duration
+	HardFailAfter int64
 	// Section is the whole section as JSON with sorted keys, including keys
 	// this package does not interpret such as "auth" and "private-token".
 	// It holds secrets: store it, never show it.
@@ -315,6 +323,9 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				Cron:     sched.item,
 				Runtime:  c.runtime,
 				Queue:    ls.queue,
+
+				MaxBackoff:    ls.backoff.maxBackoff,
+				HardFailAfter: ls.backoff.hardFailAfter,
 			})
 		}
 	}

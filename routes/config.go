@@ -54,7 +54,8 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 		lorries[i] = statedb.NewLorry{
 			Path: l.Path, Text: l.Text, Kind: KindLorry, FromPath: l.File,
 			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
-			Schedule: l.Schedule,
+			Schedule:   l.Schedule,
+			MaxBackoff: int64(l.MaxBackoff.Seconds()), HardFailAfter: l.HardFailAfter,
 		}
 		// A scraper records the commit it was read from, whose files its
 		// next job is handed with the runtime of that same commit.

@@ -39,6 +39,7 @@ func NewHostLister(opts hosts.ListerOptions) HostLister {
 				Path: g.Path, Text: g.Text, Kind: KindLorry, FromPath: g.FromPath,
 				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
 				Description: g.Description, DefaultBranch: g.DefaultBranch,
+				MaxBackoff: int64(h.MaxBackoff.Seconds()), HardFailAfter: h.HardFailAfter,
 			}
 		}
 		return lorries, skipped, nil

@@ -32,6 +32,9 @@ type job struct {
 	// refs are the refs the job changed, as JSON, sent with the final
 	// update of a job that succeeded.
 	refs string
+	// errorClass is the class lorry gave the job's failure, sent with
+	// the final update of a job that failed.
+	errorClass string
 	// AllowLocalSources is the WEBAPP's --allow-local-sources, which
 	// lorry is given as its own.
 	AllowLocalSources bool `json:"allow_local_sources"`
@@ -180,6 +183,9 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 	}
 	if exit == 0 && j.refs != "" {
 		form.Set("refs", j.refs)
+	}
+	if exit != 0 && j.errorClass != "" {
+		form.Set("error_class", j.errorClass)
 	}
 	_, body, err := m.post(ctx, "job-update", form)
 	if err != nil {

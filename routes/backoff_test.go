@@ -2,7 +2,10 @@ package routes
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +46,22 @@ func TestRetryLorry(t *testing.T) {
 	_, st := ts.call(t, "GET", "/1.0/status", nil)
 	if q := st["run_queue"].([]any); len(q) != 1 || q[0].(map[string]any)["state"] != "hard-failed" {
 		t.Errorf("status run_queue %v; want a/b hard-failed", q)
+	}
+	for _, page := range []string{"/1.0/lorry-html/a/b", "/1.0/status-html"} {
+		resp, err := http.Get(ts.url + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{"hard-failed", "3 in a row", "auth"} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("%s does not say %q", page, want)
+			}
+		}
+		if page == "/1.0/lorry-html/a/b" && !strings.Contains(string(body), "/1.0/retry-lorry-html") {
+			t.Errorf("%s has no Retry now button", page)
+		}
 	}
 	ts.FakeClock.Set(ts.FakeClock.Now().Unix() + 365*86400)
 	if code, _ := ts.call(t, "POST", "/1.0/give-me-job", m); code != 204 {

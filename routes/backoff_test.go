@@ -54,7 +54,7 @@ func TestRetryLorry(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for _, want := range []string{"hard-failed", "3 in a row", "auth"} {
+		for _, want := range []string{"hard-failed", "3 in a row", "auth", "never: hard-failed"} {
 			if !strings.Contains(string(body), want) {
 				t.Errorf("%s does not say %q", page, want)
 			}

@@ -80,6 +80,7 @@ type lorriesSection struct {
 	// schedule, if set, replaces interval for the section's entries
 	// that have none of their own.
 	schedule schedule
+	backoff  backoffKeys
 }
 
 type parsedConf struct {
@@ -245,6 +246,10 @@ func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection,
 			return fail("schedule", err)
 		}
 	}
+	var key string
+	if ls.backoff, key, err = parseBackoffKeys(sec); err != nil {
+		return fail(key, err)
+	}
 	return ls, nil
 }
 
@@ -318,6 +323,11 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 		}
 		h.OnVanish = s
 	}
+	b, key, err := parseBackoffKeys(sec)
+	if err != nil {
+		return fail(key, err)
+	}
+	h.MaxBackoff, h.HardFailAfter = b.maxBackoff, b.hardFailAfter
 	if pv, ok := sec["prefixmap"]; ok {
 		m, ok := pv.(map[string]any)
 		if !ok {

@@ -71,6 +71,10 @@ type Lorry struct {
 	// for a lorry.
 	Runtime Runtime
 	Queue   string // "queue" of the section
+	// MaxBackoff and HardFailAfter are "max-backoff" and
+	// "hard-fail-after" of the section.
+	MaxBackoff    time.Duration
+	HardFailAfter int64
 }
 
 // Host is an Upstream Host section. Its repositories become lorries when
@@ -89,6 +93,10 @@ type Host struct {
 	// repository that vanishes from the listing: OnVanishKeep (the
 	// default), OnVanishArchive or OnVanishDelete ("on-vanish").
 	OnVanish string
+	// MaxBackoff and HardFailAfter are "max-backoff" and
+	// "hard-fail-after", for the host's lorries.
+	MaxBackoff    time.Duration
+	HardFailAfter int64
 	// Section is the whole section as JSON with sorted keys, including keys
 	// this package does not interpret such as "auth" and "private-token".
 	// It holds secrets: store it, never show it.
@@ -326,6 +334,9 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				Cron:     sched.item,
 				Runtime:  c.runtime,
 				Queue:    ls.queue,
+
+				MaxBackoff:    ls.backoff.maxBackoff,
+				HardFailAfter: ls.backoff.hardFailAfter,
 			})
 		}
 	}

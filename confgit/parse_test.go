@@ -100,6 +100,10 @@ func TestParseBrokenConf(t *testing.T) {
 		{name: "bad interval", conf: `[{"type": "lorries", "prefix": "p", "globs": [], "interval": "soon"}]`, wantSection: 0, wantKey: "interval", wantErr: `interval "soon"`},
 		{name: "zero interval", conf: `[{"type": "lorries", "prefix": "p", "globs": [], "interval": 0}]`, wantSection: 0, wantKey: "interval", wantErr: "not positive"},
 		{name: "interval a boolean", conf: `[{"type": "lorries", "prefix": "p", "globs": [], "interval": true}]`, wantSection: 0, wantKey: "interval", wantErr: "not a boolean"},
+		{name: "bad max-backoff", conf: `[{"type": "scrapers", "prefix": "p", "globs": [], "max-backoff": "forever"}]`, wantSection: 0, wantKey: "max-backoff", wantErr: "interval"},
+		{name: "zero hard-fail-after", conf: `[{"type": "lorries", "prefix": "p", "globs": [], "hard-fail-after": 0}]`, wantSection: 0, wantKey: "hard-fail-after", wantErr: "from 1"},
+		{name: "hard-fail-after a string", conf: `[{"type": "lorries", "prefix": "p", "globs": [], "hard-fail-after": "3"}]`, wantSection: 0, wantKey: "hard-fail-after", wantErr: "not a string"},
+		{name: "bad host hard-fail-after", conf: `[{"type": "gitlab", "host": "h", "hard-fail-after": 1.5}]`, wantSection: 0, wantKey: "hard-fail-after", wantErr: "whole number"},
 		{name: "bad lorry-timeout", conf: `[{"type": "lorries", "prefix": "p", "globs": [], "lorry-timeout": "-1"}]`, wantSection: 0, wantKey: "lorry-timeout", wantErr: "interval"},
 		{name: "host missing", conf: `[{"type": "gitlab"}]`, wantSection: 0, wantKey: "host", wantErr: "missing"},
 		{name: "host not a string", conf: `[{"type": "gitlab", "host": 1}]`, wantSection: 0, wantKey: "host", wantErr: "must be a string, not a number"},
@@ -173,19 +177,20 @@ func TestParseHosts(t *testing.T) {
 	  {"type": "trove", "trovehost": "trove.example.com", "uuid": "old", "serial": 3,
 	   "prefixmap": {"baserock": "baserock", "delta": "delta/upstream"}, "ignore": ["baserock/lorries"]},
 	  {"type": "gitlab", "host": "gitlab.example.com", "private-token": "s3cret", "ls-interval": "6H",
-	   "interval": "PT2H", "lorry-timeout": 600, "protocol": "http", "group": "g", "check-certificates": false},
+	   "interval": "PT2H", "lorry-timeout": 600, "protocol": "http", "group": "g", "check-certificates": false,
+	   "max-backoff": "12h", "hard-fail-after": 5},
 	  {"type": "gitea", "host": "gitea.example.com:3000", "org": "o", "auth": {"token": "t"}, "on-vanish": "archive"},
 	  {"type": "github", "host": "github.com", "user": "u", "create": "always", "destroy": "never", "stagger": true, "tarball": "x", "shiny-new-key": 1}
 	]`
 	cfg := mustParse(t, map[string]string{ConfFile: conf})
 	want := []Host{
-		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", OnVanish: "keep",
+		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
 			Prefixmap: map[string]string{"baserock": "baserock", "delta": "delta/upstream"}, Ignore: []string{"baserock/lorries"}},
-		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default", OnVanish: "keep",
+		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default", MaxBackoff: 12 * time.Hour, HardFailAfter: 5, OnVanish: "keep",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
-		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", OnVanish: "archive",
+		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "archive",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
-		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", OnVanish: "keep",
+		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
 			Prefixmap: map[string]string{}, Ignore: []string{}},
 	}
 	if len(cfg.Hosts) != len(want) {
@@ -202,7 +207,7 @@ func TestParseHosts(t *testing.T) {
 			t.Errorf("host %d: Section %q is not JSON: %v", i, section, err)
 		}
 	}
-	if got, want := cfg.Hosts[1].Section, `{"check-certificates":false,"group":"g","host":"gitlab.example.com","interval":"PT2H","lorry-timeout":600,"ls-interval":"6H","private-token":"s3cret","protocol":"http","type":"gitlab"}`; got != want {
+	if got, want := cfg.Hosts[1].Section, `{"check-certificates":false,"group":"g","hard-fail-after":5,"host":"gitlab.example.com","interval":"PT2H","lorry-timeout":600,"ls-interval":"6H","max-backoff":"12h","private-token":"s3cret","protocol":"http","type":"gitlab"}`; got != want {
 		t.Errorf("Section:\n got %s\nwant %s", got, want)
 	}
 	if got := cfg.Hosts[2].Section; !strings.Contains(got, `"auth":{"token":"t"}`) {
@@ -214,7 +219,7 @@ func TestParseLorries(t *testing.T) {
 	conf := `[
 	  {"type": "lorries", "prefix": "delta", "globs": ["open-source-lorries/*.lorry", "extra/**/*.lorry"], "interval": "6h", "lorry-timeout": "90m",
 	   "uuid": "x", "serial": 1, "create": "always", "destroy": "never", "stagger": true, "tarball": "always", "something-new": {}},
-	  {"type": "lorries", "prefix": "mirrors/yaml", "globs": ["yaml/*.lorry"]}
+	  {"type": "lorries", "prefix": "mirrors/yaml", "globs": ["yaml/*.lorry"], "max-backoff": "2d", "hard-fail-after": 3}
 	]`
 	files := map[string]string{
 		ConfFile: conf,
@@ -255,6 +260,9 @@ func TestParseLorries(t *testing.T) {
 		Interval: 6 * time.Hour,
 		Timeout:  90 * time.Minute,
 		Queue:    "default",
+
+		MaxBackoff:    DefaultMaxBackoff,
+		HardFailAfter: DefaultHardFailAfter,
 	}
 	if glib != wantGlib {
 		t.Errorf("glib:\n got %+v\nwant %+v", glib, wantGlib)
@@ -269,6 +277,9 @@ func TestParseLorries(t *testing.T) {
 		Interval: 24 * time.Hour,
 		Timeout:  time.Hour,
 		Queue:    "default",
+
+		MaxBackoff:    48 * time.Hour,
+		HardFailAfter: 3,
 	}
 	if one != wantOne {
 		t.Errorf("YAML lorry:\n got %+v\nwant %+v", one, wantOne)

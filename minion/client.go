@@ -32,6 +32,9 @@ type job struct {
 	// refs are the refs the job changed, as JSON, sent with the final
 	// update of a job that succeeded.
 	refs string
+	// errorClass is the class lorry gave the job's failure, sent with
+	// the final update of a job that failed.
+	errorClass string
 	// AllowLocalSources is the WEBAPP's --allow-local-sources, which
 	// lorry is given as its own.
 	AllowLocalSources bool `json:"allow_local_sources"`
@@ -193,6 +196,9 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 	if r := j.runtime; r != nil {
 		form.Set("runtime_built", strconv.FormatBool(r.built))
 		form.Set("runtime_build_seconds", strconv.FormatFloat(r.seconds, 'f', 3, 64))
+	}
+	if exit != 0 && j.errorClass != "" {
+		form.Set("error_class", j.errorClass)
 	}
 	_, body, err := m.post(ctx, "job-update", form)
 	if err != nil {

@@ -257,7 +257,7 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		log.Warn("job output may be incomplete", "err", err)
 	}
 	out.add(p.NewOutput())
-	j.head, j.refs = result.read(log, j, exit)
+	j.head, j.refs, j.errorClass = result.read(log, j, exit)
 	m.finish(ctx, log, j, exit, out)
 }
 

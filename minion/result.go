@@ -34,24 +34,22 @@ func (r lorryResult) remove() { os.Remove(r.path) }
 const maxRefsBytes = 2 << 20
 
 // read reads what lorry found for the final update of job j: the branch
-// that the upstream's HEAD named, and the refs the run changed, as JSON.
-// Both are "" unless the job succeeded and lorry named them: a lorry that
-// wrote no file, or a file that cannot be read, is logged and means
-// neither, never a failed job.
-func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs string) {
-	if exit != 0 {
-		return "", ""
-	}
+// that the upstream's HEAD named, and the refs the run changed, as JSON,
+// when the job succeeded and lorry named them; the error class lorry gave
+// its failure, when it failed. A lorry that wrote no file, or a file that
+// cannot be read, is logged and means none of them, never a failed job.
+func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs, class string) {
 	data, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		log.Info("lorry wrote no result file", "result_file", r.path)
-		return "", ""
+		return "", "", ""
 	}
 	var res struct {
 		Lorries map[string]struct {
-			OK   bool        `json:"ok"`
-			Head string      `json:"head"`
-			Refs *refChanges `json:"refs"`
+			OK         bool        `json:"ok"`
+			Head       string      `json:"head"`
+			Refs       *refChanges `json:"refs"`
+			ErrorClass string      `json:"error_class"`
 		} `json:"lorries"`
 	}
 	if err == nil {
@@ -59,7 +57,7 @@ func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs string
 	}
 	if err != nil {
 		log.Warn("cannot read lorry's result file", "result_file", r.path, "err", err)
-		return "", ""
+		return "", "", ""
 	}
 	// The WEBAPP names the spec after the lorry's path; a spec named
 	// otherwise is still the job's only one.
@@ -69,8 +67,11 @@ func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs string
 			spec = s
 		}
 	}
+	if exit != 0 {
+		return "", "", spec.ErrorClass
+	}
 	if !spec.OK {
-		return "", ""
+		return "", "", ""
 	}
 	if spec.Refs != nil {
 		// Re-encoded from the shape the WEBAPP takes, so that fields it
@@ -85,7 +86,7 @@ func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs string
 			refs = string(data)
 		}
 	}
-	return spec.Head, refs
+	return spec.Head, refs, ""
 }
 
 // refChanges are the refs a run changed, as lorry's result file and the

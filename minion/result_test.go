@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// The final update carries the head and the ref changes that lorry wrote to its result file,
-// only when the job succeeded and the file names one for the job's spec;
-// the file is gone after the job.
+// The final update carries the head and the ref changes that lorry wrote
+// to its result file only when the job succeeded, and the error class only
+// when it failed, and then only when the file names one for the job's
+// spec; the file is gone after the job.
 const sha1 = "0123456789abcdef0123456789abcdef01234567"
 
 func TestFinalUpdateHead(t *testing.T) {
@@ -21,11 +22,14 @@ func TestFinalUpdateHead(t *testing.T) {
 		exit   int
 		want   string
 		refs   string // the refs parameter wanted; "" for none
+		class  string // the error_class parameter wanted; "" for none
 	}{
 		{name: "head", result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
 		{name: "spec named otherwise", result: `{"lorries": {"foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
 		{name: "several specs", result: `{"lorries": {"delta/bar": {"ok": true, "head": "side"}, "delta/foo": {"ok": true, "head": "trunk"}}}`, want: "trunk"},
 		{name: "failed job", result: `{"lorries": {"delta/foo": {"ok": false}}}`, exit: 1, want: ""},
+		{name: "failed job with a class", result: `{"lorries": {"delta/foo": {"ok": false, "error_class": "auth"}}}`, exit: 1, class: "auth"},
+		{name: "class of a job that succeeded", result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk", "error_class": "auth"}}}`, want: "trunk"},
 		{name: "failed spec", result: `{"lorries": {"delta/foo": {"ok": false, "head": "trunk"}}}`, want: ""},
 		{name: "no head", result: `{"lorries": {"delta/foo": {"ok": true}}}`, want: ""},
 		{name: "no file", want: ""},
@@ -72,8 +76,11 @@ exit `+strconv.Itoa(tt.exit))
 			if got, sent := final.Form.Get("refs"), final.Form.Has("refs"); got != tt.refs || sent != (tt.refs != "") {
 				t.Errorf("refs: got %q (sent %v), want %q", got, sent, tt.refs)
 			}
+			if got, sent := final.Form.Get("error_class"), final.Form.Has("error_class"); got != tt.class || sent != (tt.class != "") {
+				t.Errorf("error_class: got %q (sent %v), want %q", got, sent, tt.class)
+			}
 			for i, q := range updates[:len(updates)-1] {
-				if q.Form.Has("head") || q.Form.Has("refs") {
+				if q.Form.Has("head") || q.Form.Has("refs") || q.Form.Has("error_class") {
 					t.Errorf("update %d of a running job has head %q", i, q.Form.Get("head"))
 				}
 			}

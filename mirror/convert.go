@@ -113,7 +113,7 @@ func toolError(err error, tail *tailWriter, name string, args []string) error {
 		what += " " + args[0]
 	}
 	if msg := strings.TrimSpace(tail.String()); msg != "" {
-		return fmt.Errorf("%s: %w: %s", what, err, redact.URLs(errorLine(msg)))
+		return &outputError{fmt.Errorf("%s: %w: %s", what, err, redact.URLs(errorLine(msg))), redact.URLs(msg)}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

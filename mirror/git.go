@@ -61,7 +61,7 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, err
 	}
 	if !anyMatches(refs, push) {
-		return nil, false, fmt.Errorf("no ref upstream matches the refspecs %s", strings.Join(fetch, " "))
+		return nil, false, &classError{ClassEmpty, fmt.Errorf("no ref upstream matches the refspecs %s", strings.Join(fetch, " "))}
 	}
 	j.followUpstreamHead(ctx, config, g.URL, fetch, refs)
 	return push, g.Prune, j.lfsOf(ctx, g, config)

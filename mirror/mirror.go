@@ -64,8 +64,8 @@ type Result struct {
 	// nothing is pushed; nil when that is unknown.
 	Refs *RefChanges
 	Err  error
-	// ErrorClass, with Err, names the kind of failure for those that an
-	// operator tells apart: ClassLFS, or "".
+	// ErrorClass, with Err, names the kind of failure: ClassLFS, or one
+	// of the classes of classes.go.
 	ErrorClass string
 }
 
@@ -134,7 +134,7 @@ var allRefs = []string{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
 // Run mirrors one spec.
 func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 	res.Name = spec.Name
-	defer func() { res.ErrorClass = errorClass(res.Err) }()
+	defer func() { res.ErrorClass = classify(res.Err, spec.Type) }()
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
@@ -201,7 +201,7 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 	}
 	res.Changes = diffRefs(before, after)
 	if len(after) == 0 {
-		res.Err = errors.New("the mirror has no refs: nothing upstream matched the spec")
+		res.Err = &classError{ClassEmpty, errors.New("the mirror has no refs: nothing upstream matched the spec")}
 		return res
 	}
 	res.Head = j.headBranch(ctx, after)
@@ -211,6 +211,10 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 		return res
 	}
 	res.Refs, res.Err = j.pushCompared(ctx, url, refspecs, prune)
+	if res.Err != nil && errorClass(res.Err) == "" {
+		// Whatever went wrong, it went wrong downstream.
+		res.Err = &classError{ClassDownstream, res.Err}
+	}
 	return res
 }
 

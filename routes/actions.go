@@ -221,6 +221,10 @@ func saidMove(top bool) func(*http.Request, []byte) string {
 	}
 }
 
+func saidRetryLorry(r *http.Request, _ []byte) string {
+	return fmt.Sprintf("Retrying %s now: its failures are forgotten and it is due.", r.PostFormValue("path"))
+}
+
 func saidStopJob(r *http.Request, _ []byte) string {
 	return fmt.Sprintf("Asked the minion of job %s to kill it.", r.PostFormValue("job_id"))
 }

@@ -56,6 +56,7 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 			Path: l.Path, Text: l.Text, Kind: KindLorry, FromPath: l.File,
 			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
 			Schedule: l.Schedule, UpstreamURL: forgehook.SpecURL(l.Text),
+			MaxBackoff: int64(l.MaxBackoff.Seconds()), HardFailAfter: l.HardFailAfter,
 		}
 		// A scraper records the commit it was read from, whose files its
 		// next job is handed with the runtime of that same commit.

@@ -43,6 +43,7 @@ func NewHostLister(opts hosts.ListerOptions) HostLister {
 				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
 				Description: g.Description, DefaultBranch: g.DefaultBranch,
 				UpstreamURL: forgehook.SpecURL(g.Text),
+				MaxBackoff:  int64(h.MaxBackoff.Seconds()), HardFailAfter: h.HardFailAfter,
 			}
 		}
 		return lorries, skipped, nil

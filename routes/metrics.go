@@ -44,6 +44,7 @@ var (
 	descLorries        = desc("lorries", "Lorries in the run queue.")
 	descLorriesDue     = desc("lorries_due", "Lorries due to run and not running.")
 	descLorriesFailing = desc("lorries_failing", "Lorries whose last run failed.")
+	descLorriesByState = desc("lorries_by_state", "Lorries by the state of their failure streak: ok, failing, backing-off, hard-failed.", "state")
 	descJobs           = desc("jobs", "Jobs the state database remembers, by status.", "status")
 	descRunningJobs    = desc("running_jobs", "Jobs running now.")
 	descQueueRunning   = desc("queue_running", "1 if the run queue hands out jobs, 0 if it is stopped.")
@@ -131,7 +132,7 @@ func (m *metrics) prime(ctx context.Context, tx *statedb.Tx) error {
 
 // Describe sends every descriptor the collector uses.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLorries, descLorriesDue, descLorriesFailing, descJobs,
+	for _, d := range []*prometheus.Desc{descLorries, descLorriesDue, descLorriesFailing, descLorriesByState, descJobs,
 		descRunningJobs, descQueueRunning, descMinions, descConfigSuccess, descConfigTime,
 		descConfigGoodTime, descConfigErrors, descHostSuccess, descHostTime, descHostRepos,
 		descDBBytes, descDBFree, descDBUp} {
@@ -162,6 +163,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 type snapshot struct {
 	now     int64
 	lorries statedb.LorryCounts
+	states  map[string]int64
 	jobs    map[string]int64
 	running int
 	queue   bool
@@ -183,6 +185,9 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 		var err error
 		sn.now = tx.Now
 		if sn.lorries, err = tx.CountLorries(ctx); err != nil {
+			return err
+		}
+		if sn.states, err = tx.LorryStates(ctx); err != nil {
 			return err
 		}
 		if sn.jobs, err = tx.JobCounts(ctx); err != nil {
@@ -222,6 +227,9 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 	gauge(descLorries, float64(sn.lorries.Total))
 	gauge(descLorriesDue, float64(sn.lorries.Due))
 	gauge(descLorriesFailing, float64(sn.lorries.Failing))
+	for _, st := range statedb.States {
+		gauge(descLorriesByState, float64(sn.states[st]), st)
+	}
 	for _, st := range jobStatuses {
 		gauge(descJobs, float64(sn.jobs[st]), st)
 	}

@@ -111,6 +111,7 @@ func TestMetrics(t *testing.T) {
 	fams := scrape(t, h)
 	checkMetrics(t, "fresh", fams, []wantMetric{
 		{name: "lorry_controller_lorries", value: 0},
+		{name: "lorry_controller_lorries_by_state", labels: []string{"state", "hard-failed"}, value: 0},
 		{name: "lorry_controller_queue_running", value: 1},
 		{name: "lorry_controller_jobs", labels: []string{"status", "failed"}, value: 0},
 		{name: "lorry_controller_statedb_up", value: 1},
@@ -151,6 +152,8 @@ func TestMetrics(t *testing.T) {
 		{name: "lorry_controller_lorries", value: 2},
 		{name: "lorry_controller_lorries_due", value: 0},
 		{name: "lorry_controller_lorries_failing", value: 0},
+		{name: "lorry_controller_lorries_by_state", labels: []string{"state", "ok"}, value: 2},
+		{name: "lorry_controller_lorries_by_state", labels: []string{"state", "backing-off"}, value: 0},
 		{name: "lorry_controller_jobs", labels: []string{"status", "succeeded"}, value: 1},
 		{name: "lorry_controller_jobs", labels: []string{"status", "running"}, value: 1},
 		{name: "lorry_controller_running_jobs", value: 1},
@@ -186,6 +189,8 @@ func TestMetrics(t *testing.T) {
 	fams = scrape(t, h)
 	checkMetrics(t, "after a failed job, listing and read", fams, []wantMetric{
 		{name: "lorry_controller_lorries_failing", value: 1},
+		{name: "lorry_controller_lorries_by_state", labels: []string{"state", "failing"}, value: 1},
+		{name: "lorry_controller_lorries_by_state", labels: []string{"state", "ok"}, value: 1},
 		// It ran past its lorry-timeout of a minute before it exited.
 		{name: "lorry_controller_jobs", labels: []string{"status", "timed-out"}, value: 1},
 		{name: "lorry_controller_jobs", labels: []string{"status", "running"}, value: 0},

@@ -235,6 +235,12 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if u.Refs != nil && u.Exit == nil {
 		return errorf(http.StatusBadRequest, "refs are reported with the final update only, with exit")
 	}
+	if u.ErrorClass, err = p.errorClass("error_class"); err != nil {
+		return err
+	}
+	if u.ErrorClass != "" && u.Exit == nil {
+		return errorf(http.StatusBadRequest, "error_class is reported with the final update only, with exit")
+	}
 	var kill, retire bool
 	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
 		var err error

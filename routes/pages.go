@@ -455,6 +455,9 @@ type lorryView struct {
 	Pos          int64 // place in the queue, 1-based; 0 when not known
 	State, Class string
 	ExitText     string
+	// Streak is the state of the lorry's failure streak (ok, failing,
+	// backing-off, hard-failed), which State stands in for on the page.
+	Streak string
 }
 
 func lorryFailed(l lorryJSON) bool {
@@ -462,10 +465,12 @@ func lorryFailed(l lorryJSON) bool {
 }
 
 func lorryRow(l statedb.Lorry, now, pos int64) lorryView {
-	v := lorryView{lorryJSON: lorryWire(l), Pos: pos, ExitText: exitText(l.LastRunExit)}
+	v := lorryView{lorryJSON: lorryWire(l), Pos: pos, ExitText: exitText(l.LastRunExit), Streak: l.State}
 	switch {
 	case l.RunningJob != nil:
 		v.State, v.Class = "running", "s-running"
+	case l.State == statedb.StateHardFailed:
+		v.State, v.Class = "hard-failed", "s-failed"
 	case lorryFailed(v.lorryJSON):
 		v.State, v.Class = "failing", "s-failed"
 	case l.LastRun == nil:

@@ -77,6 +77,16 @@ func (p params) seconds(name string) (*int64, error) {
 
 // branch reads an optional branch name, without refs/heads/, refusing
 // one that git would not take as a branch.
+// errorClass reads an error class: a short word of lower-case letters and
+// "-", as lorry names them; "" when absent.
+func (p params) errorClass(name string) (string, error) {
+	v := p[name]
+	if len(v) > 32 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz-") != "" {
+		return "", errorf(http.StatusBadRequest, "parameter %s: %q is not an error class", name, v)
+	}
+	return v, nil
+}
+
 func (p params) branch(name string) (string, error) {
 	v := p[name]
 	if v == "" {

@@ -26,10 +26,11 @@ type runNowAnswer struct {
 	Path                  string `json:"path"`
 	Due                   bool   `json:"due,omitempty"`
 	QueuedAfterCurrentRun bool   `json:"queued_after_current_run,omitempty"`
+	HardFailed            bool   `json:"hard_failed,omitempty"`
 }
 
 func answerRunNow(r statedb.RunNow) runNowAnswer {
-	return runNowAnswer{Path: r.Path, Due: r.Due, QueuedAfterCurrentRun: r.QueuedAfterCurrentRun}
+	return runNowAnswer{Path: r.Path, Due: r.Due, QueuedAfterCurrentRun: r.QueuedAfterCurrentRun, HardFailed: r.HardFailed}
 }
 
 func (s *Server) runNow(w http.ResponseWriter, r *http.Request) error {
@@ -48,6 +49,9 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if res.HardFailed {
+		return errorf(http.StatusConflict, "lorry %s is hard-failed: POST /1.0/retry-lorry with path to run it again", path)
 	}
 	s.Log.Info("run now", "path", path, "due", res.Due, "queued_after_current_run", res.QueuedAfterCurrentRun)
 	return ok(w, answerRunNow(res))

@@ -65,6 +65,32 @@ func (s *Server) move(top bool) handlerFunc {
 	}
 }
 
+// retryLorry is Retry now: the lorry's failure streak ends, and it is due
+// at once, whether hard-failed, backing off or neither.
+func (s *Server) retryLorry(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.readParams(r)
+	if err != nil {
+		return err
+	}
+	path, err := p.required("path")
+	if err != nil {
+		return err
+	}
+	var l statedb.Lorry
+	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+		if err := tx.RetryLorry(r.Context(), path); err != nil {
+			return err
+		}
+		l, err = tx.Lorry(r.Context(), path)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.Log.Info("lorry retried", "path", path)
+	return ok(w, lorryWire(l))
+}
+
 func (s *Server) lorry(w http.ResponseWriter, r *http.Request) error {
 	path := strings.Trim(chi.URLParam(r, "*"), "/")
 	if path == "" {

@@ -160,6 +160,8 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/move-to-bottom-html", s.action(s.move(false), saidMove(false)))
 		r.Post("/run-now", s.handle(s.runNow))
 		r.Post("/run-now-html", s.action(s.runNow, saidRunNow))
+		r.Post("/retry-lorry", s.handle(s.retryLorry))
+		r.Post("/retry-lorry-html", s.action(s.retryLorry, saidRetryLorry))
 		r.Post("/set-max-jobs-html", s.action(s.setMaxJobs, saidMaxJobs))
 		r.Get("/get-host-max-jobs", s.handle(s.getHostMaxJobs))
 		r.Post("/set-host-max-jobs", s.handle(s.setHostMaxJobs))

@@ -40,6 +40,16 @@ type lorryJSON struct {
 	// Schedule says in words when the entry runs; null when its interval
 	// decides.
 	Schedule *string `json:"schedule"`
+	// State is ok, failing, backing-off or hard-failed, after the
+	// ConsecutiveFailures since LastSuccess; BackoffUntil is when a
+	// backoff lets it run again (0 for none).
+	State               string `json:"state"`
+	ConsecutiveFailures int64  `json:"consecutive_failures"`
+	LastSuccess         *int64 `json:"last_success"`
+	BackoffUntil        int64  `json:"backoff_until"`
+	LastErrorClass      string `json:"last_error_class"`
+	MaxBackoff          int64  `json:"max_backoff"`
+	HardFailAfter       int64  `json:"hard_fail_after"`
 }
 
 type lorryRuntimeJSON struct {
@@ -66,6 +76,10 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
 		Queue:    l.Queue,
 		Schedule: describeSchedule(l.Schedule),
+
+		State: l.State, ConsecutiveFailures: l.ConsecutiveFailures, LastSuccess: l.LastSuccess,
+		BackoffUntil: l.BackoffUntil, LastErrorClass: l.LastErrorClass,
+		MaxBackoff: l.MaxBackoff, HardFailAfter: l.HardFailAfter,
 	}
 }
 
@@ -127,6 +141,11 @@ type jobJSON struct {
 	// Refs are the refs a successful job changed downstream; null when
 	// unknown.
 	Refs *refChangesJSON `json:"refs"`
+	// ErrorClass is the kind of the job's failure; "" when none or
+	// unknown. LorryState is the state its end left its lorry in, which
+	// shows where a backoff or a hard-fail began; "" while it runs.
+	ErrorClass string `json:"error_class"`
+	LorryState string `json:"lorry_state"`
 }
 
 // jobRuntimeJSON is the runtime of a scraper's job. Built and
@@ -151,6 +170,7 @@ func jobWire(j statedb.Job, output string) jobJSON {
 		Started: j.Started, Ended: j.Ended, Updated: j.Updated, Status: j.Status, Exit: j.Exit,
 		Kill: j.Kill, Timeout: j.Timeout, DiskUsage: j.DiskUsage, OutputBytes: j.OutputBytes,
 		CutBytes: j.CutBytes, Output: strings.ToValidUTF8(output, "\uFFFD"),
+		ErrorClass: j.ErrorClass, LorryState: j.LorryState,
 	}
 }
 

@@ -42,7 +42,7 @@ func (tx *Tx) OrphanClaimedJobs(ctx context.Context, timeout int64) ([]int64, er
 	ids := []int64{}
 	for _, j := range orphans {
 		msg := fmt.Sprintf("minion %s never confirmed the job within %ds of taking it; the job is orphaned", j.Minion, timeout)
-		if err := tx.endJob(ctx, j, StatusOrphaned, nil, msg, false); err != nil {
+		if err := tx.endJob(ctx, j, StatusOrphaned, nil, msg, "", false); err != nil {
 			return nil, err
 		}
 		ids = append(ids, j.ID)

@@ -74,7 +74,7 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 			return 0, fmt.Errorf("store host %q: %w", h.Name, err)
 		}
 		_, err = tx.exec(ctx, `UPDATE lorries SET interval = ?, lorry_timeout = ?,
-				next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
+				next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END, `+resetStreak+`
 			WHERE generated = 1 AND from_host = ? AND (interval != ? OR lorry_timeout != ?)`,
 			h.Interval, h.Timeout, h.Interval, h.Name, h.Interval, h.Timeout)
 		if err != nil {
@@ -178,13 +178,14 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		text, fromHost, fromPath, description, defaultBranch string
 		interval, timeout                                    int64
 		upstreamURL                                          string
+		maxBackoff, hardFail                                 int64
 	}
 	// Only this host's lorries are read whole; of the others (a queue may
 	// hold 100,000) only the paths, to see clashes: this runs with the
 	// write lock held.
 	existing := make(map[string]have)
 	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
-		interval, lorry_timeout, upstream_url FROM lorries WHERE generated = 1 AND from_host = ?`, host)
+		interval, lorry_timeout, upstream_url, max_backoff, hard_fail_after FROM lorries WHERE generated = 1 AND from_host = ?`, host)
 	if err != nil {
 		return ch, nil, fmt.Errorf("read lorries: %w", err)
 	}
@@ -192,7 +193,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		var p string
 		var h have
 		if err := rows.Scan(&p, &h.text, &h.fromHost, &h.fromPath, &h.description, &h.defaultBranch,
-			&h.interval, &h.timeout, &h.upstreamURL); err != nil {
+			&h.interval, &h.timeout, &h.upstreamURL, &h.maxBackoff, &h.hardFail); err != nil {
 			rows.Close()
 			return ch, nil, fmt.Errorf("read lorries: %w", err)
 		}
@@ -231,35 +232,42 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		}
 		wanted[l.Path] = true
 		h, ok := existing[l.Path]
+		maxBackoff, hardFail := l.backoffSettings()
 		switch {
 		case others[l.Path]:
 			clashes = append(clashes, l.Path)
 		case !ok:
 			bottom++
 			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
-					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch, upstream_url)
-				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?, ?)`,
+					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch, upstream_url,
+					max_backoff, hard_fail_after)
+				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?, ?, ?, ?)`,
 				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch,
-				l.UpstreamURL)
+				l.UpstreamURL, maxBackoff, hardFail)
 			if err != nil {
 				return ch, nil, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
 			ch.Added++
 		case h.text != l.Text || h.fromPath != l.FromPath || h.interval != l.Interval || h.timeout != l.Timeout ||
 			h.description != l.Description || h.defaultBranch != l.DefaultBranch:
+			// A changed spec ends a failure streak.
 			_, err := tx.exec(ctx, `UPDATE lorries SET text = ?, kind = ?, from_path = ?, interval = ?,
 					lorry_timeout = ?, description = ?, default_branch = ?, upstream_url = ?,
-					next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END
+					next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END, `+resetStreak+`,
+					max_backoff = ?, hard_fail_after = ?
 				WHERE path = ?`,
-				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.UpstreamURL,
-				l.Interval, l.Path)
+				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.UpstreamURL, l.Interval,
+				maxBackoff, hardFail, l.Path)
 			if err != nil {
 				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 			ch.Changed++
-		case h.upstreamURL != l.UpstreamURL:
-			// Only a database made before upstream URLs were stored.
-			if _, err := tx.exec(ctx, `UPDATE lorries SET upstream_url = ? WHERE path = ?`, l.UpstreamURL, l.Path); err != nil {
+		case h.upstreamURL != l.UpstreamURL || h.maxBackoff != maxBackoff || h.hardFail != hardFail:
+			// Upstream URLs (of a database made before they were stored)
+			// and the backoff settings alone are no change of spec.
+			_, err := tx.exec(ctx, `UPDATE lorries SET upstream_url = ?, max_backoff = ?, hard_fail_after = ? WHERE path = ?`,
+				l.UpstreamURL, maxBackoff, hardFail, l.Path)
+			if err != nil {
 				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 			ch.Unchanged++

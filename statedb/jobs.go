@@ -59,6 +59,12 @@ type Job struct {
 	// the build took; nil until the minion reports them.
 	RuntimeBuilt        *bool
 	RuntimeBuildSeconds *float64
+	// ErrorClass is the kind of the job's failure, as lorry or the WEBAPP
+	// named it; "" when it did not fail or the kind is unknown.
+	ErrorClass string
+	// LorryState is the state of the lorry's failure streak that the
+	// job's end left; "" while it runs, or when the job was no run of it.
+	LorryState string
 
 	headBytes, tailBytes, nextChunk int64
 }
@@ -66,7 +72,7 @@ type Job struct {
 const jobColumns = `id, path, kind, minion, host, pid, started, updated, ended, status,
 	exit, kill, kill_reason, timeout, disk_usage, output_bytes, cut_bytes,
 	head_bytes, tail_bytes, next_chunk, text, commit_id, runtime_name, runtime_version,
-	runtime_id, runtime_python, runtime_built, runtime_build_seconds`
+	runtime_id, runtime_python, runtime_built, runtime_build_seconds, error_class, lorry_state`
 
 func scanJob(row scanner) (Job, error) {
 	var j Job
@@ -77,7 +83,7 @@ func scanJob(row scanner) (Job, error) {
 		&j.Updated, &ended, &j.Status, &exit, &j.Kill, &j.KillReason, &j.Timeout, &du,
 		&j.OutputBytes, &j.CutBytes, &j.headBytes, &j.tailBytes, &j.nextChunk,
 		&j.Text, &j.CommitID, &j.Runtime.Name, &j.Runtime.Version, &j.Runtime.ID, &j.Runtime.Python,
-		&built, &buildSecs)
+		&built, &buildSecs, &j.ErrorClass, &j.LorryState)
 	j.Ended, j.Exit, j.DiskUsage = nullInt(ended), nullInt(exit), nullInt(du)
 	if built.Valid {
 		j.RuntimeBuilt = &built.Bool
@@ -226,7 +232,7 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 			// lorry: the job never ran and never will.
 			msg = fmt.Sprintf("the lorry was removed before minion %s started the job", m.Name)
 		}
-		if err := tx.endJob(ctx, j, StatusLost, nil, msg, false); err != nil {
+		if err := tx.endJob(ctx, j, StatusLost, nil, msg, "", false); err != nil {
 			return a, err
 		}
 	}
@@ -332,6 +338,9 @@ type JobUpdate struct {
 	// Refs are the refs the job changed, reported with a successful end;
 	// nil when not reported. They are kept with the job.
 	Refs *RefChanges
+	// ErrorClass is the kind of failure lorry found, reported with a
+	// failed end; "" when not reported.
+	ErrorClass string
 }
 
 // UpdateJob records a minion's report: it appends output, keeps the job
@@ -408,7 +417,16 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 				}
 			}
 		}
-		return false, tx.endJob(ctx, j, status, u.Exit, "", true)
+		// A lorry that failed without naming the kind of its failure
+		// failed in a way it did not foresee.
+		class := u.ErrorClass
+		if status == StatusFailed && class == "" && j.Kind == "lorry" {
+			class = ClassInternal
+		}
+		if status != StatusFailed {
+			class = ""
+		}
+		return false, tx.endJob(ctx, j, status, u.Exit, "", class, true)
 	}
 
 	if _, err := tx.exec(ctx, `UPDATE minions SET last_seen = ?, heard = heard + 1 WHERE name = ?`, tx.Now, j.Minion); err != nil {
@@ -449,7 +467,7 @@ func (tx *Tx) StopJob(ctx context.Context, id int64) error {
 
 // FailJob ends the running job id as failed for a reason of the WEBAPP's,
 // such as a downstream repository that could not be made, before any
-// minion ran it.
+// minion ran it: its error class is downstream.
 func (tx *Tx) FailJob(ctx context.Context, id int64, why string) error {
 	j, err := tx.Job(ctx, id)
 	if err != nil {
@@ -458,7 +476,7 @@ func (tx *Tx) FailJob(ctx context.Context, id int64, why string) error {
 	if !j.Live() {
 		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
 	}
-	return tx.endJob(ctx, j, StatusFailed, nil, why, false)
+	return tx.endJob(ctx, j, StatusFailed, nil, why, ClassDownstream, false)
 }
 
 // RemoveJob forgets a finished job and its output. ErrConflict if it still
@@ -501,7 +519,7 @@ func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, erro
 	ids := []int64{}
 	for _, j := range ghosts {
 		msg := fmt.Sprintf("no update from minion %s for %ds; job presumed dead", j.Minion, tx.Now-j.Updated)
-		if err := tx.endJob(ctx, j, StatusLost, nil, msg, false); err != nil {
+		if err := tx.endJob(ctx, j, StatusLost, nil, msg, "", false); err != nil {
 			return nil, err
 		}
 		ids = append(ids, j.ID)
@@ -520,20 +538,21 @@ func (tx *Tx) RemoveOldJobs(ctx context.Context, maxAge int64) (int64, error) {
 	return res.RowsAffected()
 }
 
-// endJob finishes j with status and records the result on its lorry and
-// minion. why, if set, is appended to the job's output and explains an end
-// that the job itself did not report. heard says whether the minion itself
-// reported the end, which counts as seeing it.
-func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why string, heard bool) error {
+// endJob finishes j with status and error class class and records the
+// result on its lorry and minion. why, if set, is appended to the job's
+// output and explains an end that the job itself did not report. heard
+// says whether the minion itself reported the end, which counts as seeing
+// it.
+func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why, class string, heard bool) error {
 	if why != "" {
 		if err := tx.appendOutput(ctx, &j, []byte("\n"+why+"\n")); err != nil {
 			return err
 		}
 	}
 	_, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
-			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?
 		WHERE id = ?`,
-		status, exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, j.ID)
+		status, exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, class, j.ID)
 	if err != nil {
 		return fmt.Errorf("end job %d: %w", j.ID, err)
 	}
@@ -571,24 +590,24 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 		}
 		return tx.freeMinion(ctx, j, heard)
 	}
-	// A scheduled lorry is due next at the first event its schedule has
-	// not dealt with.
-	_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?,
-			next_due = CASE WHEN schedule != '' THEN cron_next ELSE ? + interval END, last_run_exit = ?, last_run_error = ?,
-			disk_usage = COALESCE(?, disk_usage)
-		WHERE path = ? AND running_job = ?`,
-		j.Started, j.Started, exit, lastErr, j.DiskUsage, j.Path, j.ID)
-	if err != nil {
-		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
-	}
-	// Runs asked for while this one ran (pushes, run-now) come to one
-	// more, at once, whatever the next_due above says.
-	if err := tx.runAgainAfter(ctx, j.Path); err != nil {
+	l, err := tx.Lorry(ctx, j.Path)
+	switch {
+	case err == nil && l.RunningJob != nil && *l.RunningJob == j.ID:
+		if err := tx.recordRun(ctx, l, j, status, exit, lastErr, class); err != nil {
+			return err
+		}
+		// Runs asked for while this one ran (pushes, run-now) come to one
+		// more, at once, whatever the next due time recordRun set.
+		if err := tx.runAgainAfter(ctx, j.Path); err != nil {
+			return err
+		}
+	case err != nil && !errors.Is(err, ErrNotFound):
 		return err
-	}
-	if status != StatusSucceeded {
+	case status != StatusSucceeded:
+		// The lorry was removed, or is another's now: the failure is
+		// the job's alone.
 		err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: j.Path, JobID: j.ID, Kind: j.Kind,
-			Status: status, Exit: exit, Minion: j.Minion, Error: lastErr})
+			Status: status, Exit: exit, Minion: j.Minion, Error: lastErr, ErrorClass: class})
 		if err != nil {
 			return err
 		}

@@ -40,6 +40,23 @@ type Lorry struct {
 	// Schedule is the lorry's schedule (a cron item's JSON), which
 	// replaces Interval; "" for none.
 	Schedule string
+	// MaxBackoff (seconds) and HardFailAfter are the lorry's section's
+	// max-backoff and hard-fail-after.
+	MaxBackoff    int64
+	HardFailAfter int64
+	// ConsecutiveFailures counts the failed runs since the last success
+	// (or Retry now, or change of spec), State is what they led to, one
+	// of the State constants, and BackoffUntil is when the backoff lets
+	// the lorry run again (0 for none).
+	ConsecutiveFailures int64
+	State               string
+	BackoffUntil        int64
+	// LastSuccess is when the last successful run started; nil if none
+	// has been seen.
+	LastSuccess *int64
+	// LastErrorClass is the error class of the last failed run, "" when
+	// the last run did not fail or its class is unknown.
+	LastErrorClass string
 }
 
 // Runtime is the runtime a scraper runs in, as a commit of CONFGIT
@@ -54,18 +71,21 @@ type Runtime struct {
 const lorryColumns = `path, text, kind, generated, from_host, from_path, interval,
 	lorry_timeout, queue_pos, running_job, last_run, next_due, last_run_exit,
 	last_run_error, disk_usage, description, default_branch,
-	commit_id, runtime_name, runtime_version, runtime_id, runtime_python, upstream_head, queue, schedule`
+	commit_id, runtime_name, runtime_version, runtime_id, runtime_python, upstream_head, queue, schedule,
+	max_backoff, hard_fail_after, consecutive_failures, state, backoff_until, last_success, last_error_class`
 
 type scanner interface{ Scan(...any) error }
 
 func scanLorry(row scanner) (Lorry, error) {
 	var l Lorry
-	var running, lastRun, exit, du sql.NullInt64
+	var running, lastRun, exit, du, success sql.NullInt64
 	err := row.Scan(&l.Path, &l.Text, &l.Kind, &l.Generated, &l.FromHost, &l.FromPath,
 		&l.Interval, &l.Timeout, &l.QueuePos, &running, &lastRun, &l.NextDue, &exit,
 		&l.LastRunError, &du, &l.Description, &l.DefaultBranch,
-		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python, &l.UpstreamHead, &l.Queue, &l.Schedule)
+		&l.CommitID, &l.Runtime.Name, &l.Runtime.Version, &l.Runtime.ID, &l.Runtime.Python, &l.UpstreamHead, &l.Queue, &l.Schedule,
+		&l.MaxBackoff, &l.HardFailAfter, &l.ConsecutiveFailures, &l.State, &l.BackoffUntil, &success, &l.LastErrorClass)
 	l.RunningJob, l.LastRun, l.LastRunExit, l.DiskUsage = nullInt(running), nullInt(lastRun), nullInt(exit), nullInt(du)
+	l.LastSuccess = nullInt(success)
 	return l, err
 }
 
@@ -198,6 +218,23 @@ type NewLorry struct {
 	// UpstreamURL is a git lorry's upstream URL, normalised as push hooks
 	// are matched; "" for other kinds.
 	UpstreamURL string
+	// MaxBackoff (seconds) and HardFailAfter are the section's
+	// max-backoff and hard-fail-after; 0 means the defaults.
+	MaxBackoff    int64
+	HardFailAfter int64
+}
+
+// backoffSettings are l's max-backoff and hard-fail-after, with the
+// defaults for those not given.
+func (l NewLorry) backoffSettings() (maxBackoff, hardFailAfter int64) {
+	maxBackoff, hardFailAfter = l.MaxBackoff, l.HardFailAfter
+	if maxBackoff <= 0 {
+		maxBackoff = DefaultMaxBackoff
+	}
+	if hardFailAfter <= 0 {
+		hardFailAfter = DefaultHardFailAfter
+	}
+	return maxBackoff, hardFailAfter
 }
 
 // LorryChanges counts what applying a configuration did to the run queue.
@@ -235,10 +272,12 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		runtime              Runtime
 		schedule             string
 		upstreamURL          string
+		maxBackoff, hardFail int64
 	}
 	existing := make(map[string]have)
 	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, last_run,
-		commit_id, runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url FROM lorries`)
+		commit_id, runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url,
+		max_backoff, hard_fail_after FROM lorries`)
 	if err != nil {
 		return ch, fmt.Errorf("read lorries: %w", err)
 	}
@@ -247,7 +286,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		var h have
 		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated, &h.lastRun,
 			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python, &h.schedule,
-			&h.upstreamURL); err != nil {
+			&h.upstreamURL, &h.maxBackoff, &h.hardFail); err != nil {
 			rows.Close()
 			return ch, fmt.Errorf("read lorries: %w", err)
 		}
@@ -286,10 +325,13 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	if err != nil {
 		return ch, err
 	}
+	// A changed spec ends a failure streak: whatever failed may be
+	// fixed, so the lorry runs at its interval again (see resetStreak).
 	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
 		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
 		upstream_head = '',
-		next_due = CASE WHEN schedule != '' THEN next_due WHEN last_run IS NULL THEN 0 ELSE last_run + ? END,
+		next_due = CASE WHEN schedule != '' THEN MIN(next_due, cron_next) WHEN last_run IS NULL THEN 0 ELSE last_run + ? END,
+		`+resetStreak+`,
 		commit_id = ?, runtime_name = ?, runtime_version = ?, runtime_id = ?, runtime_python = ?
 		WHERE path = ?`)
 	if err != nil {
@@ -300,6 +342,10 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		return ch, err
 	}
 	setUpstream, err := tx.s.stmt(ctx, `UPDATE lorries SET upstream_url = ? WHERE path = ?`)
+	if err != nil {
+		return ch, err
+	}
+	setBackoff, err := tx.s.stmt(ctx, `UPDATE lorries SET max_backoff = ?, hard_fail_after = ? WHERE path = ?`)
 	if err != nil {
 		return ch, err
 	}
@@ -349,6 +395,13 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		// any lorry counting as changed.
 		if !ok || h.upstreamURL != l.UpstreamURL {
 			if _, err := setUpstream.ExecContext(ctx, l.UpstreamURL, l.Path); err != nil {
+				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
+			}
+		}
+		// The backoff settings alone are no change of spec: they apply
+		// from the lorry's next failure.
+		if maxBackoff, hardFail := l.backoffSettings(); !ok || h.maxBackoff != maxBackoff || h.hardFail != hardFail {
+			if _, err := setBackoff.ExecContext(ctx, maxBackoff, hardFail, l.Path); err != nil {
 				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 		}

@@ -35,6 +35,8 @@ type JobFailed struct {
 	// Error is the lorry's last_run_error: what ended the job and the
 	// tail of its output.
 	Error string `json:"error"`
+	// ErrorClass is the job's error class; "" when unknown.
+	ErrorClass string `json:"error_class"`
 }
 
 // LorryHardFailed is the payload of lorry-hard-failed: a lorry failed so
@@ -44,6 +46,8 @@ type LorryHardFailed struct {
 	JobID    int64  `json:"job_id"`
 	Failures int64  `json:"failures"`
 	Error    string `json:"error"`
+	// ErrorClass is the error class of the last failure.
+	ErrorClass string `json:"error_class"`
 }
 
 // LorryRecovered is the payload of lorry-recovered: a lorry succeeded

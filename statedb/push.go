@@ -17,19 +17,27 @@ type RunNow struct {
 	// due again as soon as that job ends. Asking again changes nothing
 	// more.
 	QueuedAfterCurrentRun bool
+	// HardFailed: the lorry is hard-failed, and nothing was done; only
+	// Retry now (RetryLorry), a change of its spec or a success ends
+	// that.
+	HardFailed bool
 }
 
 // RunLorryNow makes the lorry at path due at once and first in the queue,
 // or, while a job of it runs, due again once that job ends. However often
 // it is asked while a job runs, one run follows, never a pile.
 func (tx *Tx) RunLorryNow(ctx context.Context, path string) (RunNow, error) {
-	var running bool
-	err := tx.queryRow(ctx, `SELECT running_job IS NOT NULL FROM lorries WHERE path = ?`, path).Scan(&running)
+	var running, hardFailed bool
+	err := tx.queryRow(ctx, `SELECT running_job IS NOT NULL, state = ? FROM lorries WHERE path = ?`,
+		StateHardFailed, path).Scan(&running, &hardFailed)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return RunNow{}, fmt.Errorf("no lorry %q: %w", path, ErrNotFound)
 		}
 		return RunNow{}, fmt.Errorf("read lorry %q: %w", path, err)
+	}
+	if hardFailed {
+		return RunNow{Path: path, HardFailed: true}, nil
 	}
 	if running {
 		if _, err := tx.exec(ctx, `UPDATE lorries SET run_again = 1 WHERE path = ?`, path); err != nil {
@@ -48,10 +56,13 @@ func (tx *Tx) RunLorryNow(ctx context.Context, path string) (RunNow, error) {
 // schedule was last dealt with, where the next tick leaves it due rather
 // than moving it on to the schedule's next event.
 func (tx *Tx) makeDueNow(ctx context.Context, path string) error {
+	// A lorry that its last run left hard-failed stays so: a run asked
+	// for while that run went on is dropped.
 	_, err := tx.exec(ctx, `UPDATE lorries SET run_again = 0,
-			next_due = CASE WHEN schedule != '' THEN MIN(next_due, ?1, cron_handled) ELSE MIN(next_due, ?1) END,
-			queue_pos = (SELECT MIN(queue_pos) - 1 FROM lorries)
-		WHERE path = ?2`, tx.Now, path)
+			next_due = CASE WHEN state = ?3 THEN next_due
+				WHEN schedule != '' THEN MIN(next_due, ?1, cron_handled) ELSE MIN(next_due, ?1) END,
+			queue_pos = CASE WHEN state = ?3 THEN queue_pos ELSE (SELECT MIN(queue_pos) - 1 FROM lorries) END
+		WHERE path = ?2`, tx.Now, path, StateHardFailed)
 	if err != nil {
 		return fmt.Errorf("make lorry %q due: %w", path, err)
 	}

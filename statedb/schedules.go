@@ -50,7 +50,9 @@ func (tx *Tx) ScheduledLorries(ctx context.Context) ([]Scheduled, error) {
 // already due stays so, and one running is not queued again, so that
 // firings never pile up. Otherwise an idle entry waiting for its next
 // event is due at next; one made due by an earlier firing, or by a job
-// ended orphaned, stays due. schedule is the schedule the state belongs
+// ended orphaned, stays due. A lorry backing off is not due before its
+// backoff ends, however many events fall in it, and a hard-failed one is
+// never made due by its schedule. schedule is the schedule the state belongs
 // to: a tick that raced with a change of the schedule changes nothing.
 func (tx *Tx) TickSchedule(ctx context.Context, path, schedule string, st CronState, fire bool, next int64) error {
 	// In an UPDATE, every column on the right is its old value: cron_handled
@@ -58,9 +60,9 @@ func (tx *Tx) TickSchedule(ctx context.Context, path, schedule string, st CronSt
 	// tick, and a next_due after it is an event time, not a firing.
 	_, err := tx.exec(ctx, `UPDATE lorries SET
 			next_due = CASE
-				WHEN running_job IS NOT NULL THEN next_due
-				WHEN ?1 THEN MIN(next_due, ?2)
-				WHEN next_due > cron_handled THEN ?3
+				WHEN running_job IS NOT NULL OR state = 'hard-failed' THEN next_due
+				WHEN ?1 THEN MAX(MIN(next_due, ?2), backoff_until)
+				WHEN next_due > cron_handled THEN MAX(?3, backoff_until)
 				ELSE next_due END,
 			cron_wall = ?4, cron_mono = ?5, cron_boot = ?6, cron_handled = ?7, cron_next = ?3
 		WHERE path = ?8 AND schedule = ?9`,

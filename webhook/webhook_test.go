@@ -137,7 +137,7 @@ func runOnce(t *testing.T, d *Deliverer) {
 func exit(n int64) *int64 { return &n }
 
 var failed = statedb.JobFailed{Lorry: "upstream/gone", JobID: 7, Kind: "lorry", Status: "failed", Exit: exit(3),
-	Minion: "m1", Error: "job 7 failed with exit 3:\nfatal: <repository> not found\n"}
+	Minion: "m1", Error: "job 7 failed with exit 3:\nfatal: <repository> not found\n", ErrorClass: "gone"}
 
 // verify checks a request as a receiver would: the signature over the
 // body with the secret, and the headers against the body.
@@ -179,7 +179,7 @@ func TestDeliveredOnce(t *testing.T) {
 	}
 	body := verify(t, got[0])
 	want := `{"event":"job-failed","id":1,"time":100000,"lorry":"upstream/gone","job_id":7,"kind":"lorry",` +
-		`"status":"failed","exit":3,"minion":"m1","error":"job 7 failed with exit 3:\nfatal: \u003crepository\u003e not found\n"}`
+		`"status":"failed","exit":3,"minion":"m1","error":"job 7 failed with exit 3:\nfatal: \u003crepository\u003e not found\n","error_class":"gone"}`
 	if string(got[0].body) != want {
 		t.Errorf("body\n%s\nwant\n%s", got[0].body, want)
 	}

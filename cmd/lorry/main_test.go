@@ -90,7 +90,7 @@ func TestResultFile(t *testing.T) {
 	want := map[string]any{"lorries": map[string]any{
 		"delta/trunk":   map[string]any{"ok": true, "head": "trunk", "refs": created(trunk, "side", "trunk")},
 		"delta/other":   map[string]any{"ok": true, "head": "main", "refs": created(other, "main")},
-		"delta/missing": map[string]any{"ok": false},
+		"delta/missing": map[string]any{"ok": false, "error_class": "gone"},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("result file = %s; want %v", data, want)

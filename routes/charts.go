@@ -56,9 +56,9 @@ func ranOK(status string) bool { return status == statedb.StatusSucceeded }
 const backoffAfter = 2
 
 // hardFailAfter is the number of failures in a row after which the lorry
-// is no longer retried by itself; 0 is never, and then no run is marked
-// so.
-func hardFailAfter(statedb.Lorry) int { return 0 }
+// is no longer retried by itself (its hard-fail-after; auth and gone
+// failures hard-fail sooner, which the strip does not tell apart).
+func hardFailAfter(l statedb.Lorry) int { return int(l.HardFailAfter) }
 
 // failureMarks marks, in runs oldest first, where backoff began (after
 // the second failure in a row) and where the lorry hard-failed (after

@@ -118,7 +118,8 @@ func TestJobsPerHourChart(t *testing.T) {
 	}
 }
 
-// TestChartsOnThePages runs jobs of a lorry and checks that its page
+// TestChartsOnThePages runs jobs of a lorry, far enough apart that its
+// backoff lets each run, and checks that its page
 // draws them, and that the status page draws the hour they ended in and
 // the queue's wait the scheduler sampled.
 func TestChartsOnThePages(t *testing.T) {
@@ -133,9 +134,9 @@ func TestChartsOnThePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, exit := range []string{"0", "1", "1", "0"} {
-		ts.FakeClock.Set(int64(2000 + 4000*i))
+		ts.FakeClock.Set(int64(2000 + 8000*i))
 		id := runJob(t, ts, "m", "out\n", "no")
-		ts.FakeClock.Set(int64(2000 + 4000*i + 30*(i+1)))
+		ts.FakeClock.Set(int64(2000 + 8000*i + 30*(i+1)))
 		form := url.Values{"job_id": {fmt.Sprint(id)}, "minion": {"m"}, "pid": {"1"}, "exit": {exit}}
 		if code, m := ts.call(t, "POST", "/1.0/job-update", form); code != 200 {
 			t.Fatalf("job-update = %d %v", code, m)

@@ -46,8 +46,14 @@ while :; do sleep 0.05; done`)
 	if got := final.Form.Get("exit"); got != "137" {
 		t.Errorf("exit: got %s, want 137", got)
 	}
-	if got, want := final.Form.Get("stderr"), "lorry-controller-minion: lease of 1s expired without reaching the WEBAPP: job killed\n"; got != want {
-		t.Errorf("final stderr: got %q, want %q", got, want)
+	// Why is told in the first update delivered after the kill: the
+	// final one, or a running one just before it.
+	var stderr string
+	for _, u := range updates {
+		stderr += u.Form.Get("stderr")
+	}
+	if got, want := stderr, "lorry-controller-minion: lease of 1s expired without reaching the WEBAPP: job killed\n"; got != want {
+		t.Errorf("stderr delivered: got %q, want %q", got, want)
 	}
 	if !gone(child) {
 		t.Errorf("the job's child %d outlived the lease", child)

@@ -56,7 +56,8 @@ bench:
 # testdata/fuzz/<target> beside each package. What a target finds is
 # written there too, to be fixed and kept as a seed.
 FUZZTIME     ?= 30s
-FUZZ_TARGETS := confgit:FuzzParseConf confgit:FuzzParseInterval lorryspec:FuzzParseFile routes:FuzzReadParams
+FUZZ_TARGETS := confgit:FuzzParseConf confgit:FuzzParseInterval lorryspec:FuzzParseFile routes:FuzzReadParams \
+	routes:FuzzParseBearer cron:FuzzParse cron:FuzzParseFiveField cron:FuzzFirstMatch
 
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

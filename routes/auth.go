@@ -89,12 +89,33 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// maxTokenLength bounds a token: ours are a few dozen characters, and a
+// longer one is no token of ours, so it is refused before it is hashed.
+const maxTokenLength = 512
+
+// parseBearer reads an Authorization header of the form "Bearer TOKEN"
+// (the scheme in any case, spaces around the token ignored); ok is false
+// for any other form, or for a token that is empty, too long or holds a
+// space or a control character.
+func parseBearer(header string) (token string, ok bool) {
+	scheme, token, _ := strings.Cut(header, " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" || len(token) > maxTokenLength {
+		return "", false
+	}
+	for _, c := range token {
+		if c <= ' ' || c == 0x7f {
+			return "", false
+		}
+	}
+	return token, true
+}
+
 func (s *Server) identify(r *http.Request) (*caller, error) {
 	ctx := r.Context()
 	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, secret, _ := strings.Cut(h, " ")
-		secret = strings.TrimSpace(secret)
-		if !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		secret, ok := parseBearer(h)
+		if !ok {
 			return nil, errorf(http.StatusUnauthorized, "the Authorization header must be \"Bearer TOKEN\"")
 		}
 		var t statedb.Token

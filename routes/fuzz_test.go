@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -43,4 +44,51 @@ func FuzzReadParams(f *testing.F) {
 			t.Errorf("parameters of %d bytes from a body of %d and a query of %d", size, len(body), len(query))
 		}
 	})
+}
+
+// FuzzParseBearer: no header panics; a token read is never empty, never
+// longer than the header or the limit, holds no space, and reads back the
+// same from the canonical header.
+func FuzzParseBearer(f *testing.F) {
+	f.Fuzz(func(t *testing.T, header string) {
+		if len(header) > maxFuzzInput {
+			t.Skip()
+		}
+		token, ok := parseBearer(header)
+		if !ok {
+			if token != "" {
+				t.Errorf("parseBearer(%q) = %q, false; want no token when not ok", header, token)
+			}
+			return
+		}
+		if token == "" || len(token) > len(header) || len(token) > maxTokenLength || strings.ContainsAny(token, " \t\r\n") {
+			t.Errorf("parseBearer(%q) = %q; want a non-empty token without spaces, no longer than the header", header, token)
+		}
+		if again, ok := parseBearer("Bearer " + token); !ok || again != token {
+			t.Errorf("parseBearer(\"Bearer %s\") = %q, %v; want the same token", token, again, ok)
+		}
+	})
+}
+
+func TestParseBearer(t *testing.T) {
+	tests := []struct {
+		name, header, want string
+		ok                 bool
+	}{
+		{name: "bearer", header: "Bearer lct_abc", want: "lct_abc", ok: true},
+		{name: "any case", header: "bearer lct_abc", want: "lct_abc", ok: true},
+		{name: "spaces around", header: "Bearer   lct_abc  ", want: "lct_abc", ok: true},
+		{name: "basic", header: "Basic dXNlcjpwYXNz"},
+		{name: "no token", header: "Bearer "},
+		{name: "no space", header: "Bearerlct_abc"},
+		{name: "two words", header: "Bearer lct_abc def"},
+		{name: "control", header: "Bearer lct\x01abc"},
+		{name: "too long", header: "Bearer " + strings.Repeat("a", maxTokenLength+1)},
+	}
+	for _, tc := range tests {
+		got, ok := parseBearer(tc.header)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: parseBearer(%q) = %q, %v; want %q, %v", tc.name, tc.header, got, ok, tc.want, tc.ok)
+		}
+	}
 }

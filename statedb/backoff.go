@@ -218,18 +218,5 @@ func (tx *Tx) LorryStates(ctx context.Context) (map[string]int64, error) {
 	for _, s := range States {
 		out[s] = 0
 	}
-	rows, err := tx.query(ctx, `SELECT state, COUNT(*) FROM lorries GROUP BY state`)
-	if err != nil {
-		return nil, fmt.Errorf("count lorry states: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s string
-		var n int64
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, fmt.Errorf("count lorry states: %w", err)
-		}
-		out[s] = n
-	}
-	return out, rows.Err()
+	return out, tx.countBy(ctx, out, "lorry states", `SELECT state, COUNT(*) FROM lorries GROUP BY state`)
 }

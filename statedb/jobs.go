@@ -140,21 +140,30 @@ func (tx *Tx) JobsOfLorry(ctx context.Context, path string, limit int) ([]int64,
 
 // JobCounts counts jobs by status.
 func (tx *Tx) JobCounts(ctx context.Context) (map[string]int64, error) {
-	rows, err := tx.query(ctx, `SELECT status, COUNT(*) FROM jobs GROUP BY status`)
+	out := map[string]int64{}
+	return out, tx.countBy(ctx, out, "jobs", `SELECT status, COUNT(*) FROM jobs GROUP BY status`)
+}
+
+// countBy adds to out the counts that query gives, as rows of a key and a
+// count; what names what is counted, for errors.
+func (tx *Tx) countBy(ctx context.Context, out map[string]int64, what, query string) error {
+	rows, err := tx.query(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
+		return fmt.Errorf("count %s: %w", what, err)
 	}
 	defer rows.Close()
-	out := map[string]int64{}
 	for rows.Next() {
-		var s string
+		var k string
 		var n int64
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, fmt.Errorf("count jobs: %w", err)
+		if err := rows.Scan(&k, &n); err != nil {
+			return fmt.Errorf("count %s: %w", what, err)
 		}
-		out[s] = n
+		out[k] = n
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("count %s: %w", what, err)
+	}
+	return nil
 }
 
 // Assignment is the answer to a minion asking for a job.

@@ -163,21 +163,8 @@ func (tx *Tx) Deliveries(ctx context.Context, limit int) ([]Delivery, error) {
 
 // DeliveryCounts counts the deliveries by status.
 func (tx *Tx) DeliveryCounts(ctx context.Context) (map[string]int64, error) {
-	rows, err := tx.query(ctx, `SELECT status, COUNT(*) FROM outbox GROUP BY status`)
-	if err != nil {
-		return nil, fmt.Errorf("count deliveries: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]int64{}
-	for rows.Next() {
-		var s string
-		var n int64
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, fmt.Errorf("count deliveries: %w", err)
-		}
-		out[s] = n
-	}
-	return out, rows.Err()
+	return out, tx.countBy(ctx, out, "deliveries", `SELECT status, COUNT(*) FROM outbox GROUP BY status`)
 }
 
 // DeliveryAttempt is the outcome of one POST of a delivery.

@@ -2,7 +2,9 @@ package routes
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,7 +21,8 @@ func ptr(n int64) *int64 { return &n }
 func (ts *testServer) configureQueues(t *testing.T, queues []confgit.Queue, in map[string]string) {
 	t.Helper()
 	var ls []confgit.Lorry
-	for p, q := range in {
+	for _, p := range slices.Sorted(maps.Keys(in)) {
+		q := in[p]
 		ls = append(ls, confgit.Lorry{Path: p, Text: `{"` + p + `":{"type":"git","url":"u"}}`, Type: "git",
 			Interval: time.Hour, Timeout: time.Minute, Queue: q})
 	}

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/hosts"
 	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/statedb"
 )
 
@@ -463,7 +463,7 @@ func BenchmarkListHost20k(b *testing.B) {
 
 	times := &listTimes{}
 	log := slog.New(times)
-	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: NewHostLister(hosts.ListerOptions{Logger: log}), InsecureNoAuth: true}
+	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: NewHostLister(upstream.ListerOptions{Logger: log}), InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions + 1}}

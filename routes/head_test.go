@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"lorrycontroller/gittest"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/hosts/hoststest"
 )
 
@@ -25,17 +25,17 @@ func TestJobUpdateHeadSetsDownstreamDefault(t *testing.T) {
 	}{
 		{name: "gitea", start: func(t *testing.T) (string, string, func() string) {
 			f := hoststest.NewGitea(t, hoststest.GiteaOptions{Token: tok, ServeGit: true})
-			return f.URL(), hosts.DownstreamGitea, func() string { r, _ := f.Repo("delta", "p"); return r.DefaultBranch }
+			return f.URL(), downstream.TypeGitea, func() string { r, _ := f.Repo("delta", "p"); return r.DefaultBranch }
 		}},
 		{name: "gitlab", start: func(t *testing.T) (string, string, func() string) {
 			f := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: tok, ServeGit: true})
-			return f.URL(), hosts.DownstreamGitLab, func() string { p, _ := f.Project("delta/p"); return p.DefaultBranch }
+			return f.URL(), downstream.TypeGitLab, func() string { p, _ := f.Project("delta/p"); return p.DefaultBranch }
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			host, typ, defaultBranch := tc.start(t)
-			d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: typ, Host: host, Token: tok, PushProtocol: "https"})
+			d, err := downstream.New(downstream.Config{Type: typ, Host: host, Token: tok, PushProtocol: "https"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,9 +140,9 @@ type finishGate struct {
 	err     chan error
 }
 
-func (f *finishGate) Prepare(context.Context, hosts.DownstreamRepo) (string, error) { return "", nil }
+func (f *finishGate) Prepare(context.Context, downstream.Repo) (string, error) { return "", nil }
 
-func (f *finishGate) Finish(ctx context.Context, _ hosts.DownstreamRepo) error {
+func (f *finishGate) Finish(ctx context.Context, _ downstream.Repo) error {
 	close(f.entered)
 	select {
 	case <-ctx.Done():

@@ -10,7 +10,8 @@ import (
 
 	"lorrycontroller/confgit"
 	"lorrycontroller/forgehook"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
+	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
 )
@@ -19,15 +20,15 @@ import (
 // repositories make, and notes on repositories it skipped.
 type HostLister func(ctx context.Context, h confgit.Host) (lorries []statedb.NewLorry, skipped []string, err error)
 
-// NewHostLister lists Upstream Hosts with the hosts package and turns
+// NewHostLister lists Upstream Hosts with the upstream package and turns
 // their repositories into lorries of the section's interval and timeout.
-func NewHostLister(opts hosts.ListerOptions) HostLister {
+func NewHostLister(opts upstream.ListerOptions) HostLister {
 	return func(ctx context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
 		if len(h.Prefixmap) == 0 {
 			// Every repository would be skipped, each said so at length.
 			return nil, nil, errors.New(`the host section has no "prefixmap", so none of its repositories is mirrored`)
 		}
-		l, err := hosts.NewLister(h, opts)
+		l, err := upstream.NewLister(h, opts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -35,7 +36,7 @@ func NewHostLister(opts hosts.ListerOptions) HostLister {
 		if err != nil {
 			return nil, nil, err
 		}
-		gen, skipped := hosts.Generate(h, repos)
+		gen, skipped := upstream.Generate(h, repos)
 		lorries := make([]statedb.NewLorry, len(gen))
 		for i, g := range gen {
 			lorries[i] = statedb.NewLorry{
@@ -53,7 +54,7 @@ func NewHostLister(opts hosts.ListerOptions) HostLister {
 // CheckHostSection refuses a host section whose lister would refuse its
 // type's keys.
 func CheckHostSection(h confgit.Host) error {
-	_, err := hosts.NewLister(h, hosts.ListerOptions{})
+	_, err := upstream.NewLister(h, upstream.ListerOptions{})
 	return err
 }
 
@@ -188,7 +189,7 @@ func (s *Server) retireVanished(ctx context.Context, host statedb.Host, paths []
 	if h, err := confgit.ParseHostSection(host.Section); err == nil {
 		policy = h.OnVanish
 	}
-	retirer, can := s.Downstream.(hosts.Retirer)
+	retirer, can := s.Downstream.(downstream.Retirer)
 	out := make([]vanishResult, len(paths))
 	var summary []string
 	for i, p := range paths {

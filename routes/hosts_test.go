@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"lorrycontroller/confgit"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
+	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/statedb"
 )
 
@@ -44,14 +45,14 @@ func (f *fakeHost) list(_ context.Context, h confgit.Host) ([]statedb.NewLorry, 
 // recordingDownstream remembers what Finish was called with.
 type recordingDownstream struct {
 	mu       sync.Mutex
-	finished []hosts.DownstreamRepo
+	finished []downstream.Repo
 }
 
-func (d *recordingDownstream) Prepare(_ context.Context, repo hosts.DownstreamRepo) (string, error) {
+func (d *recordingDownstream) Prepare(_ context.Context, repo downstream.Repo) (string, error) {
 	return "/srv/down/" + repo.Path + ".git", nil
 }
 
-func (d *recordingDownstream) Finish(_ context.Context, repo hosts.DownstreamRepo) error {
+func (d *recordingDownstream) Finish(_ context.Context, repo downstream.Repo) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.finished = append(d.finished, repo)
@@ -111,7 +112,7 @@ func TestListHosts(t *testing.T) {
 	if out := job["output"].(string); strings.Contains(out, "SEKRIT") {
 		t.Errorf("job output %q shows the token", out)
 	}
-	if len(down.finished) != 1 || down.finished[0] != (hosts.DownstreamRepo{Path: "mirror/b", Description: "the b project", DefaultBranch: "trunk"}) {
+	if len(down.finished) != 1 || down.finished[0] != (downstream.Repo{Path: "mirror/b", Description: "the b project", DefaultBranch: "trunk"}) {
 		t.Errorf("Finish calls = %+v; want one for mirror/b with its description and default branch", down.finished)
 	}
 
@@ -175,7 +176,7 @@ func TestReadConfigurationChecksHostSections(t *testing.T) {
 }
 
 func TestNewHostListerNeedsPrefixmap(t *testing.T) {
-	list := NewHostLister(hosts.ListerOptions{})
+	list := NewHostLister(upstream.ListerOptions{})
 	_, _, err := list(context.Background(), confgit.Host{Name: "gl.example", Type: "gitlab", Protocol: "https", Section: `{}`})
 	if err == nil || !strings.Contains(err.Error(), "prefixmap") {
 		t.Errorf("listing a host without a prefixmap = %v; want an error saying so", err)

@@ -2,7 +2,7 @@ package routes
 
 import (
 	"context"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/redact"
 	"net/http"
 	"strconv"
@@ -172,9 +172,9 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 // downstream repository before answering that there is nothing to do.
 const maxPrepareTries = 3
 
-func (s *Server) downstream() hosts.Downstream {
+func (s *Server) downstream() downstream.Host {
 	if s.Downstream == nil {
-		return hosts.None{}
+		return downstream.None{}
 	}
 	return s.Downstream
 }
@@ -281,7 +281,7 @@ const finishTimeout = time.Minute
 
 func (s *Server) finishDownstream(ctx context.Context, id int64) {
 	switch s.downstream().(type) {
-	case hosts.None, hosts.Local:
+	case downstream.None, downstream.Local:
 		// Their Finish does nothing: spare every job a read.
 		return
 	}
@@ -307,12 +307,12 @@ func (s *Server) finishDownstream(ctx context.Context, id int64) {
 // branch an Upstream Host listed, as it is what the mirror has; without
 // it, a Gitea or GitLab downstream keeps the branch that the first push
 // happened to make the default.
-func downstreamRepo(l statedb.Lorry) hosts.DownstreamRepo {
+func downstreamRepo(l statedb.Lorry) downstream.Repo {
 	branch := l.UpstreamHead
 	if branch == "" {
 		branch = l.DefaultBranch
 	}
-	return hosts.DownstreamRepo{Path: l.Path, Description: l.Description, DefaultBranch: branch}
+	return downstream.Repo{Path: l.Path, Description: l.Description, DefaultBranch: branch}
 }
 
 func (s *Server) pretendTime(w http.ResponseWriter, r *http.Request) error {

@@ -16,7 +16,7 @@ import (
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
 	"lorrycontroller/forgehook"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/statedb"
 )
 
@@ -33,8 +33,8 @@ type Server struct {
 	Config ConfigReader
 	Log    *slog.Logger
 	// Downstream prepares the repository each job pushes to; nil is
-	// hosts.None.
-	Downstream hosts.Downstream
+	// downstream.None.
+	Downstream downstream.Host
 
 	// StatusHTML is where status-html writes its on-disk copy; "" for none.
 	StatusHTML string

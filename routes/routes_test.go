@@ -18,7 +18,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/statedb"
 )
 
@@ -224,7 +224,7 @@ func TestJobCycleOverHTTP(t *testing.T) {
 // downstreamStub fails for one path and gives a URL for the others.
 type downstreamStub struct{ bad string }
 
-func (d downstreamStub) Prepare(_ context.Context, repo hosts.DownstreamRepo) (string, error) {
+func (d downstreamStub) Prepare(_ context.Context, repo downstream.Repo) (string, error) {
 	path := repo.Path
 	if path == d.bad {
 		return "", errors.New("create https://user:secret@down.example/" + path + ": 403 Forbidden")
@@ -232,7 +232,7 @@ func (d downstreamStub) Prepare(_ context.Context, repo hosts.DownstreamRepo) (s
 	return "ssh://down.example/" + path + ".git", nil
 }
 
-func (downstreamStub) Finish(context.Context, hosts.DownstreamRepo) error { return nil }
+func (downstreamStub) Finish(context.Context, downstream.Repo) error { return nil }
 
 func TestGiveMeJobPreparesDownstream(t *testing.T) {
 	ts := newTestServer(t)

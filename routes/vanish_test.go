@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"lorrycontroller/confgit"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/hosts/hoststest"
 )
 
@@ -43,16 +43,12 @@ func dsTokenFile(t *testing.T, token string) string {
 // and Gitea downstreams; repositories still listed are not touched.
 func TestOnVanish(t *testing.T) {
 	const token = "ds-t0ken"
-	type downstream struct {
-		make  func(t *testing.T) (hosts.Downstream, func(path string) (exists, archived bool))
-		types string
-	}
-	gitlab := func(t *testing.T) (hosts.Downstream, func(string) (bool, bool)) {
+	gitlab := func(t *testing.T) (downstream.Host, func(string) (bool, bool)) {
 		f := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: token})
 		for _, p := range []string{"a", "b"} {
 			f.AddProject(hoststest.GitLabProject{Namespace: "mirror", Path: p, Visibility: "private"})
 		}
-		d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: hosts.DownstreamGitLab, Host: f.URL(), TokenFile: dsTokenFile(t, token)})
+		d, err := downstream.New(downstream.Config{Type: downstream.TypeGitLab, Host: f.URL(), TokenFile: dsTokenFile(t, token)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,24 +57,24 @@ func TestOnVanish(t *testing.T) {
 			return ok, p.Archived
 		}
 	}
-	gitea := func(t *testing.T) (hosts.Downstream, func(string) (bool, bool)) {
+	gitea := func(t *testing.T) (downstream.Host, func(string) (bool, bool)) {
 		f := hoststest.NewGitea(t, hoststest.GiteaOptions{Token: token})
 		for _, p := range []string{"a", "b"} {
 			f.AddRepo(hoststest.GiteaRepo{Owner: "mirror", Name: p, Private: true})
 		}
-		d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: hosts.DownstreamGitea, Host: f.URL(), TokenFile: dsTokenFile(t, token)})
+		d, err := downstream.New(downstream.Config{Type: downstream.TypeGitea, Host: f.URL(), TokenFile: dsTokenFile(t, token)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d, func(path string) (bool, bool) {
-			owner, name, _ := hosts.GiteaRepoName(path)
+			owner, name, _ := downstream.GiteaRepoName(path)
 			r, ok := f.Repo(owner, name)
 			return ok, r.Archived
 		}
 	}
 	for _, tc := range []struct {
 		name, onVanish, action string
-		make                   func(*testing.T) (hosts.Downstream, func(string) (bool, bool))
+		make                   func(*testing.T) (downstream.Host, func(string) (bool, bool))
 		exists, archived       bool
 	}{
 		{"gitlab default", "", "kept", gitlab, true, false},

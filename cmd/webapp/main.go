@@ -23,7 +23,8 @@ import (
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
 	"lorrycontroller/flagconf"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
+	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/journallog"
 	"lorrycontroller/redact"
 	"lorrycontroller/routes"
@@ -50,7 +51,7 @@ type Config struct {
 	OutputLimit   int64
 	DebugFakeTime bool
 	LogLevel      string
-	Downstream    hosts.DownstreamConfig
+	Downstream    downstream.Config
 	ShutdownGrace time.Duration
 	PeriodicWork  bool
 	// ConfigFile is the --config file, "" for none.
@@ -254,14 +255,14 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("fake clock in use", "now", fake.Now().Unix())
 	}
 
-	downstream, err := hosts.NewDownstream(cfg.Downstream, hosts.WithDownstreamLogger(log))
+	down, err := downstream.New(cfg.Downstream, downstream.WithLogger(log))
 	if err != nil {
 		return err
 	}
 	srv := &routes.Server{
 		DB:           db,
-		Downstream:   downstream,
-		ListHost:     routes.NewHostLister(hosts.ListerOptions{Logger: log}),
+		Downstream:   down,
+		ListHost:     routes.NewHostLister(upstream.ListerOptions{Logger: log}),
 		CheckHost:    routes.CheckHostSection,
 		Config:       &confgit.Source{Dir: cfg.ConfigDir, URL: cfg.ConfgitURL, Branch: cfg.ConfgitBranch},
 		Log:          log,

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"lorrycontroller/gittest"
-	"lorrycontroller/hosts"
+	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/hosts/hoststest"
 )
 
@@ -75,21 +75,21 @@ func TestDownstreamPushTarget(t *testing.T) {
 	}{
 		{name: "gitlab", path: "delta/gnome/glib", repo: "delta/gnome/glib", wantBefore: "main", start: func(t *testing.T) (pushTarget, string, func() string) {
 			f := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: tok, ServeGit: true})
-			return f, hosts.DownstreamGitLab, func() string { p, _ := f.Project("delta/gnome/glib"); return p.DefaultBranch }
+			return f, downstream.TypeGitLab, func() string { p, _ := f.Project("delta/gnome/glib"); return p.DefaultBranch }
 		}},
 		{name: "gitea", path: "delta/gnome/glib", repo: "delta/gnome--glib", wantBefore: "main", start: func(t *testing.T) (pushTarget, string, func() string) {
 			f := hoststest.NewGitea(t, hoststest.GiteaOptions{Token: tok, ServeGit: true})
-			return f, hosts.DownstreamGitea, func() string { r, _ := f.Repo("delta", "gnome--glib"); return r.DefaultBranch }
+			return f, downstream.TypeGitea, func() string { r, _ := f.Repo("delta", "gnome--glib"); return r.DefaultBranch }
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f, typ, apiDefault := tc.start(t)
-			d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: typ, Host: f.URL(), TokenFile: writeToken(t, tok), PushProtocol: "https"})
+			d, err := downstream.New(downstream.Config{Type: typ, Host: f.URL(), TokenFile: writeToken(t, tok), PushProtocol: "https"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			repo := hosts.DownstreamRepo{Path: tc.path, DefaultBranch: "trunk", Description: "GLib"}
+			repo := downstream.Repo{Path: tc.path, DefaultBranch: "trunk", Description: "GLib"}
 			pushURL, err := d.Prepare(context.Background(), repo)
 			if err != nil {
 				t.Fatalf("Prepare: %v", err)
@@ -135,11 +135,11 @@ func TestDownstreamPushTarget(t *testing.T) {
 func TestGitLabDefaultBranchMustExist(t *testing.T) {
 	const tok = "s3cr3t-token"
 	f := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: tok, ServeGit: true})
-	d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: hosts.DownstreamGitLab, Host: f.URL(), Token: tok})
+	d, err := downstream.New(downstream.Config{Type: downstream.TypeGitLab, Host: f.URL(), Token: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := hosts.DownstreamRepo{Path: "delta/foo", DefaultBranch: "nope"}
+	repo := downstream.Repo{Path: "delta/foo", DefaultBranch: "nope"}
 	if _, err := d.Prepare(context.Background(), repo); err != nil {
 		t.Fatal(err)
 	}
@@ -256,22 +256,22 @@ func TestArchiveAndDelete(t *testing.T) {
 	const tok = "s3cr3t-token"
 	for _, tc := range []struct {
 		name  string
-		start func(t *testing.T) (url string, d hosts.Downstream, exists func() (bool, bool))
+		start func(t *testing.T) (url string, d downstream.Host, exists func() (bool, bool))
 	}{
-		{"gitlab", func(t *testing.T) (string, hosts.Downstream, func() (bool, bool)) {
+		{"gitlab", func(t *testing.T) (string, downstream.Host, func() (bool, bool)) {
 			f := hoststest.NewGitLab(t, hoststest.GitLabOptions{Token: tok, ServeGit: true})
 			f.AddProject(hoststest.GitLabProject{Namespace: "mirror", Path: "glib", Visibility: "private"})
-			d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: hosts.DownstreamGitLab, Host: f.URL(),
+			d, err := downstream.New(downstream.Config{Type: downstream.TypeGitLab, Host: f.URL(),
 				TokenFile: writeToken(t, tok), PushProtocol: "https"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return f.URL(), d, func() (bool, bool) { p, ok := f.Project("mirror/glib"); return ok, p.Archived }
 		}},
-		{"gitea", func(t *testing.T) (string, hosts.Downstream, func() (bool, bool)) {
+		{"gitea", func(t *testing.T) (string, downstream.Host, func() (bool, bool)) {
 			f := hoststest.NewGitea(t, hoststest.GiteaOptions{Token: tok, ServeGit: true})
 			f.AddRepo(hoststest.GiteaRepo{Owner: "mirror", Name: "glib", Private: true})
-			d, err := hosts.NewDownstream(hosts.DownstreamConfig{Type: hosts.DownstreamGitea, Host: f.URL(),
+			d, err := downstream.New(downstream.Config{Type: downstream.TypeGitea, Host: f.URL(),
 				TokenFile: writeToken(t, tok), PushProtocol: "https"})
 			if err != nil {
 				t.Fatal(err)
@@ -282,8 +282,8 @@ func TestArchiveAndDelete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			_, d, state := tc.start(t)
-			r := d.(hosts.Retirer)
-			pushURL, err := d.Prepare(ctx, hosts.DownstreamRepo{Path: "mirror/glib"})
+			r := d.(downstream.Retirer)
+			pushURL, err := d.Prepare(ctx, downstream.Repo{Path: "mirror/glib"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 func TestGitanoDownstreamPrepare(t *testing.T) {
 	tests := []struct {
 		name     string
-		config   func(c *DownstreamConfig)
+		config   func(c *Config)
 		stderr   string
 		exit     int
 		wantArgs []string
@@ -31,7 +31,7 @@ func TestGitanoDownstreamPrepare(t *testing.T) {
 		},
 		{
 			name:     "port",
-			config:   func(c *DownstreamConfig) { c.SSHPort = 2022 },
+			config:   func(c *Config) { c.SSHPort = 2022 },
 			wantArgs: []string{"-o", "BatchMode=yes", "-o", "ConnectTimeout=60", "-p", "2022", "--", "git@trove.example.com", "create", "delta/gnome/glib"},
 			wantURL:  "ssh://git@trove.example.com:2022/delta/gnome/glib.git",
 		},
@@ -46,15 +46,15 @@ func TestGitanoDownstreamPrepare(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, logPath := fakeDSSSH(t, tc.stderr, tc.exit, false)
-			cfg := DownstreamConfig{Type: DownstreamGitano, Host: "trove.example.com", SSHCommand: dir + "/ssh"}
+			cfg := Config{Type: TypeGitano, Host: "trove.example.com", SSHCommand: dir + "/ssh"}
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
-			d, err := NewDownstream(cfg)
+			d, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/gnome/glib"})
+			got, err := d.Prepare(context.Background(), Repo{Path: "delta/gnome/glib"})
 			if calls := fakeDSSSHCalls(t, logPath); len(calls) != 1 || !reflect.DeepEqual(calls[0], tc.wantArgs) {
 				t.Errorf("ssh calls:\n got %q\nwant [%q]", calls, tc.wantArgs)
 			}

@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"strings"
 )
 
-// GitLabDownstream keeps mirrors in projects of a GitLab server, through
+// GitLab keeps mirrors in projects of a GitLab server, through
 // its REST API v4 (https://docs.gitlab.com/api/projects/,
 // https://docs.gitlab.com/api/groups/). A lorry path "a/b/c" is project c
 // of subgroup a/b; missing groups and subgroups are created on the way.
-type GitLabDownstream struct {
+type GitLab struct {
 	api        *downstreamAPI
 	token      string
 	visibility string
@@ -23,8 +23,8 @@ type GitLabDownstream struct {
 	log        *slog.Logger
 }
 
-func newGitLabDownstream(cfg DownstreamConfig, base *url.URL, token string, client *http.Client, log *slog.Logger) *GitLabDownstream {
-	return &GitLabDownstream{
+func newGitLabDownstream(cfg Config, base *url.URL, token string, client *http.Client, log *slog.Logger) *GitLab {
+	return &GitLab{
 		api: &downstreamAPI{
 			name: "GitLab", base: base, client: client,
 			authHeader: "PRIVATE-TOKEN", authValue: token,
@@ -78,7 +78,7 @@ type gitlabDSEdit struct {
 
 // Prepare finds the project of repo.Path, or creates it with its groups,
 // and returns the URL to push to.
-func (g *GitLabDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+func (g *GitLab) Prepare(ctx context.Context, repo Repo) (string, error) {
 	segs, err := splitDownstreamPath(repo.Path, 2)
 	if err != nil {
 		return "", err
@@ -95,7 +95,7 @@ func (g *GitLabDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (st
 
 // Finish sets the project's default branch, and its description, to the
 // upstream's when they are known and differ.
-func (g *GitLabDownstream) Finish(ctx context.Context, repo DownstreamRepo) error {
+func (g *GitLab) Finish(ctx context.Context, repo Repo) error {
 	if repo.DefaultBranch == "" && repo.Description == "" {
 		return nil
 	}
@@ -126,16 +126,16 @@ func (g *GitLabDownstream) Finish(ctx context.Context, repo DownstreamRepo) erro
 
 // Archive archives the project of path: GitLab keeps it, read-only, and
 // refuses pushes to it.
-func (g *GitLabDownstream) Archive(ctx context.Context, path string) error {
+func (g *GitLab) Archive(ctx context.Context, path string) error {
 	return g.retire(ctx, path, "archive", http.MethodPost, "/archive")
 }
 
 // Delete deletes the project of path.
-func (g *GitLabDownstream) Delete(ctx context.Context, path string) error {
+func (g *GitLab) Delete(ctx context.Context, path string) error {
 	return g.retire(ctx, path, "delete", http.MethodDelete, "")
 }
 
-func (g *GitLabDownstream) retire(ctx context.Context, path, what, method, suffix string) error {
+func (g *GitLab) retire(ctx context.Context, path, what, method, suffix string) error {
 	p, err := g.project(ctx, path)
 	if apiStatus(err) == http.StatusNotFound {
 		return nil
@@ -153,7 +153,7 @@ func (g *GitLabDownstream) retire(ctx context.Context, path, what, method, suffi
 // project under a path that differs in case or that it was renamed from;
 // such a project belongs to another lorry (or to none), so it is refused
 // rather than pushed to.
-func (g *GitLabDownstream) project(ctx context.Context, path string) (gitlabDSProject, error) {
+func (g *GitLab) project(ctx context.Context, path string) (gitlabDSProject, error) {
 	var p gitlabDSProject
 	if err := g.api.call(ctx, http.MethodGet, "/api/v4/projects/"+gitlabDSID(path), nil, &p); err != nil {
 		return p, err
@@ -165,7 +165,7 @@ func (g *GitLabDownstream) project(ctx context.Context, path string) (gitlabDSPr
 }
 
 // group looks a group up by its full path, like project.
-func (g *GitLabDownstream) group(ctx context.Context, path string) (gitlabDSGroup, error) {
+func (g *GitLab) group(ctx context.Context, path string) (gitlabDSGroup, error) {
 	var grp gitlabDSGroup
 	// with_projects=false spares GitLab listing the group's projects.
 	if err := g.api.call(ctx, http.MethodGet, "/api/v4/groups/"+gitlabDSID(path)+"?with_projects=false", nil, &grp); err != nil {
@@ -178,7 +178,7 @@ func (g *GitLabDownstream) group(ctx context.Context, path string) (gitlabDSGrou
 }
 
 // create makes the missing groups along segs and then the project.
-func (g *GitLabDownstream) create(ctx context.Context, repo DownstreamRepo, segs []string) (gitlabDSProject, error) {
+func (g *GitLab) create(ctx context.Context, repo Repo, segs []string) (gitlabDSProject, error) {
 	var parent int64
 	for i := 1; i < len(segs); i++ {
 		id, err := g.ensureGroup(ctx, segs[:i], parent)
@@ -209,7 +209,7 @@ func (g *GitLabDownstream) create(ctx context.Context, repo DownstreamRepo, segs
 
 // ensureGroup returns the id of the group at segs, creating it under
 // parent (0: at the top) when it is missing.
-func (g *GitLabDownstream) ensureGroup(ctx context.Context, segs []string, parent int64) (int64, error) {
+func (g *GitLab) ensureGroup(ctx context.Context, segs []string, parent int64) (int64, error) {
 	path := strings.Join(segs, "/")
 	grp, err := g.group(ctx, path)
 	if err == nil {
@@ -236,7 +236,7 @@ func (g *GitLabDownstream) ensureGroup(ctx context.Context, segs []string, paren
 	return grp.ID, nil
 }
 
-func (g *GitLabDownstream) pushURL(p gitlabDSProject) (string, error) {
+func (g *GitLab) pushURL(p gitlabDSProject) (string, error) {
 	if g.protocol == "https" {
 		// GitLab takes a token as the password of any user name over
 		// https; "oauth2" is the name its documentation uses.

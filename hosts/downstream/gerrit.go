@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"log/slog"
 )
 
-// GerritDownstream keeps mirrors in projects of a Gerrit server, which it
+// Gerrit keeps mirrors in projects of a Gerrit server, which it
 // creates with Gerrit's ssh command "gerrit create-project"
 // (https://gerrit-review.googlesource.com/Documentation/cmd-create-project.html).
 // The ssh user needs the Create Project capability.
-type GerritDownstream struct {
+type Gerrit struct {
 	ssh   downstreamSSH
 	log   *slog.Logger
 	known knownPaths
@@ -18,7 +18,7 @@ type GerritDownstream struct {
 
 // Prepare creates the project of repo.Path, unless Gerrit says it exists
 // already, and returns its ssh URL.
-func (g *GerritDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+func (g *Gerrit) Prepare(ctx context.Context, repo Repo) (string, error) {
 	if err := checkSSHPath(repo.Path); err != nil {
 		return "", err
 	}
@@ -39,4 +39,4 @@ func (g *GerritDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (st
 
 // Finish does nothing: lorry pushes the branches, and the project's HEAD
 // is left as Gerrit set it.
-func (g *GerritDownstream) Finish(context.Context, DownstreamRepo) error { return nil }
+func (g *Gerrit) Finish(context.Context, Repo) error { return nil }

@@ -1,4 +1,9 @@
-package hosts
+// Package upstream lists the repositories of Upstream Hosts (Troves,
+// GitLab, Gitea and GitHub), each by its own API, and generates a lorry
+// for each repository that a host section maps to a lorry path. A host
+// section's keys are decoded by confgit into a confgit.Host; NewLister
+// turns one into the Lister of its type.
+package upstream
 
 import (
 	"bytes"
@@ -21,6 +26,24 @@ import (
 	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
 )
+
+// Repo is a repository that an Upstream Host lists.
+type Repo struct {
+	// Path is the repository's path on the host, such as "group/sub/name",
+	// without ".git".
+	Path string
+	// CloneURL is the URL to mirror it from, for the host section's
+	// protocol. It may carry credentials; show it only through
+	// redact.URLs.
+	CloneURL      string
+	Description   string
+	DefaultBranch string
+}
+
+// Lister lists the repositories of an Upstream Host.
+type Lister interface {
+	List(ctx context.Context) ([]Repo, error)
+}
 
 // Defaults for ListerOptions.
 const (

@@ -1,7 +1,8 @@
-package hosts
+package downstream
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"log"
@@ -19,13 +20,13 @@ import (
 )
 
 func TestDownstreamFlagDefaults(t *testing.T) {
-	var c DownstreamConfig
+	var c Config
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	c.RegisterFlags(fs)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	want := DownstreamConfig{
+	want := Config{
 		Type: "none", Visibility: "private", PushProtocol: "ssh", SSHCommand: "ssh", Timeout: time.Minute,
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -59,14 +60,14 @@ func TestDownstreamConfigFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var c DownstreamConfig
+	var c Config
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	c.RegisterFlags(fs)
 	fs.String("config", "", "")
 	if err := flagconf.Parse(fs, []string{"--config", file, "--downstream-visibility", "public"}, "config"); err != nil {
 		t.Fatal(err)
 	}
-	want := DownstreamConfig{
+	want := Config{
 		Type: "gitlab", Host: "https://gitlab.example.com/git", TokenFile: "/etc/lorry-controller/gitlab-token",
 		Visibility: "public", PushProtocol: "https", SSHCommand: "ssh", SkipCertificateCheck: true, Timeout: 30 * time.Second,
 	}
@@ -79,8 +80,8 @@ func TestDownstreamConfigFile(t *testing.T) {
 }
 
 func TestDownstreamConfigValidate(t *testing.T) {
-	gitlab := func(mod func(c *DownstreamConfig)) DownstreamConfig {
-		c := DownstreamConfig{Type: "gitlab", Host: "gitlab.example.com", TokenFile: "/t"}
+	gitlab := func(mod func(c *Config)) Config {
+		c := Config{Type: "gitlab", Host: "gitlab.example.com", TokenFile: "/t"}
 		if mod != nil {
 			mod(&c)
 		}
@@ -88,33 +89,33 @@ func TestDownstreamConfigValidate(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		cfg     DownstreamConfig
+		cfg     Config
 		wantErr string // empty: valid
 	}{
-		{name: "zero is none", cfg: DownstreamConfig{}},
-		{name: "none", cfg: DownstreamConfig{Type: "none"}},
-		{name: "local", cfg: DownstreamConfig{Type: "local", LocalBaseDir: "/srv/git"}},
-		{name: "local without directory", cfg: DownstreamConfig{Type: "local"}, wantErr: "needs --local-base-directory"},
-		{name: "unknown type", cfg: DownstreamConfig{Type: "github"}, wantErr: `--downstream-host-type "github": want none, local, gitlab, gitea, gerrit or gitano`},
+		{name: "zero is none", cfg: Config{}},
+		{name: "none", cfg: Config{Type: "none"}},
+		{name: "local", cfg: Config{Type: "local", LocalBaseDir: "/srv/git"}},
+		{name: "local without directory", cfg: Config{Type: "local"}, wantErr: "needs --local-base-directory"},
+		{name: "unknown type", cfg: Config{Type: "github"}, wantErr: `--downstream-host-type "github": want none, local, gitlab, gitea, gerrit or gitano`},
 		{name: "gitlab", cfg: gitlab(nil)},
-		{name: "gitea with token", cfg: DownstreamConfig{Type: "gitea", Host: "https://gitea.example.com", Token: "x"}},
-		{name: "gitlab without host", cfg: gitlab(func(c *DownstreamConfig) { c.Host = "" }), wantErr: "needs --downstream-host"},
-		{name: "gitlab without token", cfg: gitlab(func(c *DownstreamConfig) { c.TokenFile = "" }), wantErr: "needs --downstream-token-file"},
-		{name: "both tokens", cfg: gitlab(func(c *DownstreamConfig) { c.Token = "x" }), wantErr: "not both"},
-		{name: "bad visibility", cfg: gitlab(func(c *DownstreamConfig) { c.Visibility = "secret" }), wantErr: `--downstream-visibility "secret": want private, internal or public`},
-		{name: "bad protocol", cfg: gitlab(func(c *DownstreamConfig) { c.PushProtocol = "git" }), wantErr: `--downstream-push-protocol "git": want ssh or https`},
-		{name: "ftp URL", cfg: gitlab(func(c *DownstreamConfig) { c.Host = "ftp://gitlab.example.com" }), wantErr: "want an http or https URL"},
-		{name: "URL with credentials", cfg: gitlab(func(c *DownstreamConfig) { c.Host = "https://root:hunter2@gitlab.example.com" }), wantErr: "no credentials"},
-		{name: "URL with query", cfg: gitlab(func(c *DownstreamConfig) { c.Host = "https://gitlab.example.com/?x=1" }), wantErr: "without query"},
-		{name: "negative timeout", cfg: gitlab(func(c *DownstreamConfig) { c.Timeout = -time.Second }), wantErr: "--downstream-timeout must be positive"},
-		{name: "gerrit", cfg: DownstreamConfig{Type: "gerrit", Host: "gerrit.example.com"}},
-		{name: "gitano", cfg: DownstreamConfig{Type: "gitano", Host: "trove.example.com", SSHUser: "git", SSHPort: 22}},
-		{name: "gerrit without host", cfg: DownstreamConfig{Type: "gerrit"}, wantErr: "needs --downstream-host, the ssh host name"},
-		{name: "gerrit host with port", cfg: DownstreamConfig{Type: "gerrit", Host: "gerrit.example.com:29418"}, wantErr: "--downstream-ssh-port"},
-		{name: "gerrit host as an option", cfg: DownstreamConfig{Type: "gerrit", Host: "-oProxyCommand=x"}, wantErr: "want a host name"},
-		{name: "gitano bad user", cfg: DownstreamConfig{Type: "gitano", Host: "trove.example.com", SSHUser: "-l"}, wantErr: "--downstream-ssh-user"},
-		{name: "gitano bad port", cfg: DownstreamConfig{Type: "gitano", Host: "trove.example.com", SSHPort: 70000}, wantErr: "--downstream-ssh-port 70000"},
-		{name: "gerrit over https", cfg: DownstreamConfig{Type: "gerrit", Host: "gerrit.example.com", PushProtocol: "https"}, wantErr: "over ssh only"},
+		{name: "gitea with token", cfg: Config{Type: "gitea", Host: "https://gitea.example.com", Token: "x"}},
+		{name: "gitlab without host", cfg: gitlab(func(c *Config) { c.Host = "" }), wantErr: "needs --downstream-host"},
+		{name: "gitlab without token", cfg: gitlab(func(c *Config) { c.TokenFile = "" }), wantErr: "needs --downstream-token-file"},
+		{name: "both tokens", cfg: gitlab(func(c *Config) { c.Token = "x" }), wantErr: "not both"},
+		{name: "bad visibility", cfg: gitlab(func(c *Config) { c.Visibility = "secret" }), wantErr: `--downstream-visibility "secret": want private, internal or public`},
+		{name: "bad protocol", cfg: gitlab(func(c *Config) { c.PushProtocol = "git" }), wantErr: `--downstream-push-protocol "git": want ssh or https`},
+		{name: "ftp URL", cfg: gitlab(func(c *Config) { c.Host = "ftp://gitlab.example.com" }), wantErr: "want an http or https URL"},
+		{name: "URL with credentials", cfg: gitlab(func(c *Config) { c.Host = "https://root:hunter2@gitlab.example.com" }), wantErr: "no credentials"},
+		{name: "URL with query", cfg: gitlab(func(c *Config) { c.Host = "https://gitlab.example.com/?x=1" }), wantErr: "without query"},
+		{name: "negative timeout", cfg: gitlab(func(c *Config) { c.Timeout = -time.Second }), wantErr: "--downstream-timeout must be positive"},
+		{name: "gerrit", cfg: Config{Type: "gerrit", Host: "gerrit.example.com"}},
+		{name: "gitano", cfg: Config{Type: "gitano", Host: "trove.example.com", SSHUser: "git", SSHPort: 22}},
+		{name: "gerrit without host", cfg: Config{Type: "gerrit"}, wantErr: "needs --downstream-host, the ssh host name"},
+		{name: "gerrit host with port", cfg: Config{Type: "gerrit", Host: "gerrit.example.com:29418"}, wantErr: "--downstream-ssh-port"},
+		{name: "gerrit host as an option", cfg: Config{Type: "gerrit", Host: "-oProxyCommand=x"}, wantErr: "want a host name"},
+		{name: "gitano bad user", cfg: Config{Type: "gitano", Host: "trove.example.com", SSHUser: "-l"}, wantErr: "--downstream-ssh-user"},
+		{name: "gitano bad port", cfg: Config{Type: "gitano", Host: "trove.example.com", SSHPort: 70000}, wantErr: "--downstream-ssh-port 70000"},
+		{name: "gerrit over https", cfg: Config{Type: "gerrit", Host: "gerrit.example.com", PushProtocol: "https"}, wantErr: "over ssh only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,27 +136,27 @@ func TestNewDownstreamTypes(t *testing.T) {
 	token := writeDSTokenFile(t, "tok")
 	tests := []struct {
 		name string
-		cfg  DownstreamConfig
+		cfg  Config
 		want any
 	}{
-		{name: "none", cfg: DownstreamConfig{}, want: None{}},
-		{name: "local", cfg: DownstreamConfig{Type: "local", LocalBaseDir: "/srv/git"}, want: Local{BaseDir: "/srv/git"}},
-		{name: "gitlab", cfg: DownstreamConfig{Type: "gitlab", Host: "gitlab.example.com", TokenFile: token}, want: &GitLabDownstream{}},
-		{name: "gitea", cfg: DownstreamConfig{Type: "gitea", Host: "gitea.example.com", Token: "tok"}, want: &GiteaDownstream{}},
-		{name: "gerrit", cfg: DownstreamConfig{Type: "gerrit", Host: "gerrit.example.com"}, want: &GerritDownstream{}},
-		{name: "gitano", cfg: DownstreamConfig{Type: "gitano", Host: "trove.example.com"}, want: &GitanoDownstream{}},
+		{name: "none", cfg: Config{}, want: None{}},
+		{name: "local", cfg: Config{Type: "local", LocalBaseDir: "/srv/git"}, want: Local{BaseDir: "/srv/git"}},
+		{name: "gitlab", cfg: Config{Type: "gitlab", Host: "gitlab.example.com", TokenFile: token}, want: &GitLab{}},
+		{name: "gitea", cfg: Config{Type: "gitea", Host: "gitea.example.com", Token: "tok"}, want: &Gitea{}},
+		{name: "gerrit", cfg: Config{Type: "gerrit", Host: "gerrit.example.com"}, want: &Gerrit{}},
+		{name: "gitano", cfg: Config{Type: "gitano", Host: "trove.example.com"}, want: &Gitano{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := NewDownstream(tc.cfg)
+			d, err := New(tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if reflect.TypeOf(d) != reflect.TypeOf(tc.want) {
-				t.Errorf("NewDownstream = %T; want %T", d, tc.want)
+				t.Errorf("New = %T; want %T", d, tc.want)
 			}
 			if _, isLocal := tc.want.(Local); isLocal && d != tc.want {
-				t.Errorf("NewDownstream = %+v; want %+v", d, tc.want)
+				t.Errorf("New = %+v; want %+v", d, tc.want)
 			}
 		})
 	}
@@ -173,11 +174,18 @@ func TestNewDownstreamTokenFile(t *testing.T) {
 		{name: "two lines", file: twoLines, wantErr: "more than one line"},
 	}
 	for _, tc := range tests {
-		_, err := NewDownstream(DownstreamConfig{Type: "gitea", Host: "gitea.example.com", TokenFile: tc.file})
+		_, err := New(Config{Type: "gitea", Host: "gitea.example.com", TokenFile: tc.file})
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-			t.Errorf("%s: NewDownstream = %v; want an error containing %q", tc.name, err, tc.wantErr)
+			t.Errorf("%s: New = %v; want an error containing %q", tc.name, err, tc.wantErr)
 		}
 	}
+}
+
+// answerJSON writes the answer of a server that is not one of the fakes.
+func answerJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
 }
 
 // gitlabDSOneProject answers every GET of a project with one that exists.
@@ -196,11 +204,11 @@ func TestDownstreamCheckCertificates(t *testing.T) {
 	defer srv.Close()
 	// httptest's certificate is signed by no authority the system trusts.
 	for _, skip := range []bool{false, true} {
-		d, err := NewDownstream(DownstreamConfig{Type: "gitlab", Host: srv.URL, Token: "tok", SkipCertificateCheck: skip})
+		d, err := New(Config{Type: "gitlab", Host: srv.URL, Token: "tok", SkipCertificateCheck: skip})
 		if err != nil {
 			t.Fatal(err)
 		}
-		url, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/foo"})
+		url, err := d.Prepare(context.Background(), Repo{Path: "delta/foo"})
 		switch {
 		case !skip && (err == nil || !strings.Contains(err.Error(), "certificate")):
 			t.Errorf("with checks: Prepare = %q, %v; want a certificate error", url, err)
@@ -226,11 +234,11 @@ func TestDownstreamRefusesRedirectToAnotherServer(t *testing.T) {
 		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusFound)
 	}))
 	defer srv.Close()
-	d, err := NewDownstream(DownstreamConfig{Type: "gitlab", Host: srv.URL, Token: "tok"})
+	d, err := New(Config{Type: "gitlab", Host: srv.URL, Token: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/foo"})
+	url, err := d.Prepare(context.Background(), Repo{Path: "delta/foo"})
 	if err == nil || !strings.Contains(err.Error(), "redirected to another server") {
 		t.Errorf("Prepare = %q, %v; want a redirect error", url, err)
 	}
@@ -249,11 +257,11 @@ func TestDownstreamNonJSONError(t *testing.T) {
 		io.WriteString(w, "<html><body>\n  upstream   connect error\n</body></html>")
 	}))
 	defer srv.Close()
-	d, err := NewDownstream(DownstreamConfig{Type: "gitea", Host: srv.URL, Token: "tok"})
+	d, err := New(Config{Type: "gitea", Host: srv.URL, Token: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Prepare(context.Background(), DownstreamRepo{Path: "delta/foo"})
+	_, err = d.Prepare(context.Background(), Repo{Path: "delta/foo"})
 	want := "Gitea GET /api/v1/repos/delta/foo: 502 Bad Gateway: <html><body> upstream connect error </body></html>"
 	if err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("Prepare error = %v; want it to end with %q", err, want)

@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -24,13 +24,13 @@ func addGiteaRepo(f *hoststest.Gitea, owner, name, defaultBranch, description st
 	f.AddRepo(hoststest.GiteaRepo{Owner: owner, Name: name, DefaultBranch: defaultBranch, Description: description, Private: true})
 }
 
-func newTestGiteaDS(t *testing.T, f *hoststest.Gitea, mod func(*DownstreamConfig)) Downstream {
+func newTestGiteaDS(t *testing.T, f *hoststest.Gitea, mod func(*Config)) Host {
 	t.Helper()
-	cfg := DownstreamConfig{Type: DownstreamGitea, Host: f.URL(), TokenFile: writeDSTokenFile(t, fakeGTDSToken)}
+	cfg := Config{Type: TypeGitea, Host: f.URL(), TokenFile: writeDSTokenFile(t, fakeGTDSToken)}
 	if mod != nil {
 		mod(&cfg)
 	}
-	d, err := NewDownstream(cfg)
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +104,14 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 	tests := []struct {
 		name        string
 		setup       func(f *hoststest.Gitea)
-		config      func(c *DownstreamConfig)
-		repo        DownstreamRepo
+		config      func(c *Config)
+		repo        Repo
 		wantURL     func(f *hoststest.Gitea) string
 		wantChanges []string
 	}{
 		{
 			name: "creates the organisation and the repository",
-			repo: DownstreamRepo{Path: "delta/gnome/glib", Description: "Low-level core library"},
+			repo: Repo{Path: "delta/gnome/glib", Description: "Low-level core library"},
 			wantChanges: []string{
 				`POST /api/v1/orgs {"username":"delta","visibility":"private"}`,
 				`POST /api/v1/orgs/delta/repos {"description":"Low-level core library","name":"gnome--glib","private":true}`,
@@ -121,7 +121,7 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 		{
 			name:  "creates only the repository in an existing organisation",
 			setup: func(f *hoststest.Gitea) { f.AddOrg("delta") },
-			repo:  DownstreamRepo{Path: "delta/glib", DefaultBranch: "master"},
+			repo:  Repo{Path: "delta/glib", DefaultBranch: "master"},
 			wantChanges: []string{
 				`POST /api/v1/orgs/delta/repos {"default_branch":"master","name":"glib","private":true}`,
 			},
@@ -129,8 +129,8 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 		},
 		{
 			name:   "internal is a limited organisation with a repository that is not private",
-			config: func(c *DownstreamConfig) { c.Visibility = "internal" },
-			repo:   DownstreamRepo{Path: "delta/glib"},
+			config: func(c *Config) { c.Visibility = "internal" },
+			repo:   Repo{Path: "delta/glib"},
 			wantChanges: []string{
 				`POST /api/v1/orgs {"username":"delta","visibility":"limited"}`,
 				`POST /api/v1/orgs/delta/repos {"name":"glib","private":false}`,
@@ -139,8 +139,8 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 		},
 		{
 			name:   "public",
-			config: func(c *DownstreamConfig) { c.Visibility = "public" },
-			repo:   DownstreamRepo{Path: "delta/glib"},
+			config: func(c *Config) { c.Visibility = "public" },
+			repo:   Repo{Path: "delta/glib"},
 			wantChanges: []string{
 				`POST /api/v1/orgs {"username":"delta","visibility":"public"}`,
 				`POST /api/v1/orgs/delta/repos {"name":"glib","private":false}`,
@@ -150,14 +150,14 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 		{
 			name:    "nothing created when the repository exists",
 			setup:   func(f *hoststest.Gitea) { addGiteaRepo(f, "delta", "gnome--glib", "master", "") },
-			repo:    DownstreamRepo{Path: "delta/gnome/glib"},
+			repo:    Repo{Path: "delta/gnome/glib"},
 			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/gnome--glib.git" },
 		},
 		{
 			name:   "https push URL with the token",
 			setup:  func(f *hoststest.Gitea) { addGiteaRepo(f, "delta", "glib", "master", "") },
-			config: func(c *DownstreamConfig) { c.PushProtocol = "https" },
-			repo:   DownstreamRepo{Path: "delta/glib"},
+			config: func(c *Config) { c.PushProtocol = "https" },
+			repo:   Repo{Path: "delta/glib"},
 			wantURL: func(f *hoststest.Gitea) string {
 				return strings.Replace(f.URL(), "://", "://oauth2:"+fakeGTDSToken+"@", 1) + "/delta/glib.git"
 			},
@@ -168,7 +168,7 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 				f.AddOrg("delta")
 				f.BeforeCreateRepo(func() { addGiteaRepo(f, "delta", "glib", "main", "") })
 			},
-			repo: DownstreamRepo{Path: "delta/glib"},
+			repo: Repo{Path: "delta/glib"},
 			wantChanges: []string{
 				`POST /api/v1/orgs/delta/repos {"name":"glib","private":true}`,
 			},
@@ -207,8 +207,8 @@ func TestGiteaDownstreamPrepare(t *testing.T) {
 
 func TestGiteaDownstreamPushURLShape(t *testing.T) {
 	f := newGiteaDS(t)
-	d := newTestGiteaDS(t, f, func(c *DownstreamConfig) { c.PushProtocol = "https" })
-	got, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/gnome/glib"})
+	d := newTestGiteaDS(t, f, func(c *Config) { c.PushProtocol = "https" })
+	got, err := d.Prepare(context.Background(), Repo{Path: "delta/gnome/glib"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,30 +226,30 @@ func TestGiteaDownstreamPushURLShape(t *testing.T) {
 func TestGiteaDownstreamFinish(t *testing.T) {
 	tests := []struct {
 		name                 string
-		repo                 DownstreamRepo
+		repo                 Repo
 		wantChanges          []string
 		wantBranch, wantDesc string
 	}{
 		{
 			name:        "default branch differs",
-			repo:        DownstreamRepo{Path: "delta/glib", DefaultBranch: "master"},
+			repo:        Repo{Path: "delta/glib", DefaultBranch: "master"},
 			wantChanges: []string{`PATCH /api/v1/repos/delta/glib {"default_branch":"master"}`},
 			wantBranch:  "master", wantDesc: "GLib",
 		},
 		{
 			name:        "both differ",
-			repo:        DownstreamRepo{Path: "delta/glib", DefaultBranch: "master", Description: "GLib, the library"},
+			repo:        Repo{Path: "delta/glib", DefaultBranch: "master", Description: "GLib, the library"},
 			wantChanges: []string{`PATCH /api/v1/repos/delta/glib {"default_branch":"master","description":"GLib, the library"}`},
 			wantBranch:  "master", wantDesc: "GLib, the library",
 		},
 		{
 			name:       "both already right",
-			repo:       DownstreamRepo{Path: "delta/glib", DefaultBranch: "main", Description: "GLib"},
+			repo:       Repo{Path: "delta/glib", DefaultBranch: "main", Description: "GLib"},
 			wantBranch: "main", wantDesc: "GLib",
 		},
 		{
 			name:       "upstream's unknown",
-			repo:       DownstreamRepo{Path: "delta/glib"},
+			repo:       Repo{Path: "delta/glib"},
 			wantBranch: "main", wantDesc: "GLib",
 		},
 	}
@@ -315,8 +315,8 @@ func TestGiteaDownstreamErrors(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f)
 			}
-			d := newTestGiteaDS(t, f, func(c *DownstreamConfig) { c.PushProtocol = "https" })
-			got, err := d.Prepare(context.Background(), DownstreamRepo{Path: tc.path})
+			d := newTestGiteaDS(t, f, func(c *Config) { c.PushProtocol = "https" })
+			got, err := d.Prepare(context.Background(), Repo{Path: tc.path})
 			if err == nil {
 				t.Fatalf("Prepare = %q; want an error", got)
 			}

@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 func TestLocalPrepare(t *testing.T) {
 	base := t.TempDir()
 	l := Local{BaseDir: base}
-	url, err := l.Prepare(context.Background(), DownstreamRepo{Path: "delta/foo/bar"})
+	url, err := l.Prepare(context.Background(), Repo{Path: "delta/foo/bar"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestLocalPrepare(t *testing.T) {
 	// A second call finds it, and leaves what was pushed there alone.
 	marker := filepath.Join(url, "refs", "heads", "keep")
 	os.WriteFile(marker, []byte("0000000000000000000000000000000000000000\n"), 0o644)
-	if again, err := l.Prepare(context.Background(), DownstreamRepo{Path: "delta/foo/bar"}); err != nil || again != url {
+	if again, err := l.Prepare(context.Background(), Repo{Path: "delta/foo/bar"}); err != nil || again != url {
 		t.Errorf("second Prepare = %q, %v; want %q", again, err, url)
 	}
 	if _, err := os.Stat(marker); err != nil {
@@ -44,12 +44,12 @@ func TestLocalRefusesEscapes(t *testing.T) {
 	}
 	l := Local{BaseDir: base}
 	for _, path := range []string{"../x", "a/../../x", "/etc/x", "a//b", "", "a/./b", "a\\b"} {
-		if url, err := l.Prepare(context.Background(), DownstreamRepo{Path: path}); err == nil {
+		if url, err := l.Prepare(context.Background(), Repo{Path: path}); err == nil {
 			t.Errorf("Prepare(%q) = %q; want an error", path, url)
 		}
 	}
 	// A symbolic link inside the base directory cannot lead out of it.
-	url, err := l.Prepare(context.Background(), DownstreamRepo{Path: "link/x"})
+	url, err := l.Prepare(context.Background(), Repo{Path: "link/x"})
 	if err != nil {
 		t.Fatal(err)
 	}

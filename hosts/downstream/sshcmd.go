@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type downstreamSSH struct {
 	timeout time.Duration
 }
 
-func newDownstreamSSH(cfg DownstreamConfig) downstreamSSH {
+func newDownstreamSSH(cfg Config) downstreamSSH {
 	return downstreamSSH{
 		program: cfg.SSHCommand,
 		user:    cfg.SSHUser,

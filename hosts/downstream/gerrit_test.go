@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 func TestGerritDownstreamPrepare(t *testing.T) {
 	tests := []struct {
 		name     string
-		config   func(c *DownstreamConfig)
+		config   func(c *Config)
 		stderr   string
 		exit     int
 		wantArgs []string
@@ -37,7 +37,7 @@ func TestGerritDownstreamPrepare(t *testing.T) {
 		},
 		{
 			name: "other user and port",
-			config: func(c *DownstreamConfig) {
+			config: func(c *Config) {
 				c.SSHUser = "mirror"
 				c.SSHPort = 2222
 				c.Timeout = 5 * time.Second
@@ -65,15 +65,15 @@ func TestGerritDownstreamPrepare(t *testing.T) {
 			dir, logPath := fakeDSSSH(t, tc.stderr, tc.exit, false)
 			// The default program, "ssh", is found in PATH.
 			t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-			cfg := DownstreamConfig{Type: DownstreamGerrit, Host: "gerrit.example.com"}
+			cfg := Config{Type: TypeGerrit, Host: "gerrit.example.com"}
 			if tc.config != nil {
 				tc.config(&cfg)
 			}
-			d, err := NewDownstream(cfg)
+			d, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/gnome/glib"})
+			got, err := d.Prepare(context.Background(), Repo{Path: "delta/gnome/glib"})
 			if calls := fakeDSSSHCalls(t, logPath); len(calls) != 1 || !reflect.DeepEqual(calls[0], tc.wantArgs) {
 				t.Errorf("ssh calls:\n got %q\nwant [%q]", calls, tc.wantArgs)
 			}
@@ -91,14 +91,14 @@ func TestGerritDownstreamPrepare(t *testing.T) {
 			if err != nil || got != tc.wantURL {
 				t.Errorf("Prepare = %q, %v; want %q", got, err, tc.wantURL)
 			}
-			if err := d.Finish(context.Background(), DownstreamRepo{Path: "delta/gnome/glib", DefaultBranch: "master"}); err != nil {
+			if err := d.Finish(context.Background(), Repo{Path: "delta/gnome/glib", DefaultBranch: "master"}); err != nil {
 				t.Errorf("Finish: %v", err)
 			}
 			if calls := fakeDSSSHCalls(t, logPath); len(calls) != 1 {
 				t.Errorf("Finish ran ssh: %q", calls[1:])
 			}
 			// A repository made or found once is not asked for again.
-			if again, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/gnome/glib"}); err != nil || again != tc.wantURL {
+			if again, err := d.Prepare(context.Background(), Repo{Path: "delta/gnome/glib"}); err != nil || again != tc.wantURL {
 				t.Errorf("second Prepare = %q, %v; want %q", again, err, tc.wantURL)
 			}
 			if calls := fakeDSSSHCalls(t, logPath); len(calls) != 1 {
@@ -110,12 +110,12 @@ func TestGerritDownstreamPrepare(t *testing.T) {
 
 func TestGerritDownstreamRefusesUnsafePath(t *testing.T) {
 	dir, logPath := fakeDSSSH(t, "", 0, false)
-	d, err := NewDownstream(DownstreamConfig{Type: DownstreamGerrit, Host: "gerrit.example.com", SSHCommand: dir + "/ssh"})
+	d, err := New(Config{Type: TypeGerrit, Host: "gerrit.example.com", SSHCommand: dir + "/ssh"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"delta/foo bar", "delta/foo;true", "-oProxyCommand=x", "delta/../x"} {
-		if got, err := d.Prepare(context.Background(), DownstreamRepo{Path: path}); err == nil {
+		if got, err := d.Prepare(context.Background(), Repo{Path: path}); err == nil {
 			t.Errorf("Prepare(%q) = %q; want an error", path, got)
 		}
 	}

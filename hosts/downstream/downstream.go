@@ -1,7 +1,10 @@
-// Package hosts talks to the git servers around the controller: the
-// Downstream Host that mirrors are pushed to, and (later) the Upstream Hosts
-// whose repositories are listed.
-package hosts
+// Package downstream prepares the Downstream Host that mirrors are pushed
+// to: it creates the repository of a lorry before a job is handed out,
+// says where the minion pushes, and finishes what needs the pushed
+// branches. Config names the host and how to reach it; New returns the
+// Host it describes: none, a local directory, GitLab, Gitea, Gerrit or
+// Gitano.
+package downstream
 
 import (
 	"context"
@@ -15,18 +18,18 @@ import (
 	securejoin "github.com/cyphar/filepath-securejoin"
 )
 
-// Downstream prepares the repositories that jobs push to.
-type Downstream interface {
+// Host prepares the repositories that jobs push to.
+type Host interface {
 	// Prepare makes sure the downstream repository for a lorry exists,
 	// before a job is handed out, and returns the URL a minion pushes to.
 	// The URL may carry credentials.
-	Prepare(ctx context.Context, repo DownstreamRepo) (pushURL string, err error)
+	Prepare(ctx context.Context, repo Repo) (pushURL string, err error)
 	// Finish is called after a job mirrored repo successfully, for what
 	// needs the pushed branches, such as setting the default branch.
-	Finish(ctx context.Context, repo DownstreamRepo) error
+	Finish(ctx context.Context, repo Repo) error
 }
 
-// Retirer is a Downstream that can archive or delete the repository of a
+// Retirer is a Host that can archive or delete the repository of a
 // lorry whose upstream repository vanished, by an Upstream Host's
 // on-vanish policy. A repository that is not there is no error: there is
 // nothing to retire.
@@ -35,15 +38,22 @@ type Retirer interface {
 	Delete(ctx context.Context, path string) error
 }
 
+// Repo is a repository to prepare on the Downstream Host.
+type Repo struct {
+	Path          string // the lorry path
+	Description   string // from the upstream, if known
+	DefaultBranch string // from the upstream, if known
+}
+
 // None is no downstream: jobs get no push URL, and lorry only keeps its
 // mirrors up to date.
 type None struct{}
 
 // Prepare returns no URL.
-func (None) Prepare(context.Context, DownstreamRepo) (string, error) { return "", nil }
+func (None) Prepare(context.Context, Repo) (string, error) { return "", nil }
 
 // Finish does nothing.
-func (None) Finish(context.Context, DownstreamRepo) error { return nil }
+func (None) Finish(context.Context, Repo) error { return nil }
 
 // Local keeps downstream repositories as bare repositories under a
 // directory of this machine: <BaseDir>/<path>.git.
@@ -53,7 +63,7 @@ type Local struct {
 
 // Prepare creates the bare repository for the lorry if it is not there
 // yet.
-func (l Local) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+func (l Local) Prepare(ctx context.Context, repo Repo) (string, error) {
 	path := repo.Path
 	dir, err := l.repoDir(path)
 	if err != nil {
@@ -89,7 +99,7 @@ func (l Local) Prepare(ctx context.Context, repo DownstreamRepo) (string, error)
 
 // Finish does nothing: lorry sets a local repository's default branch
 // itself when it pushes.
-func (Local) Finish(context.Context, DownstreamRepo) error { return nil }
+func (Local) Finish(context.Context, Repo) error { return nil }
 
 // repoDir is where the repository of path lives. It refuses paths that
 // would leave BaseDir, through ".." or through a symbolic link.

@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"strings"
 )
 
-// GiteaDownstream keeps mirrors in repositories of a Gitea server, through
+// Gitea keeps mirrors in repositories of a Gitea server, through
 // its API v1 (https://docs.gitea.com/api/). Gitea has organisations but no
 // subgroups; GiteaRepoName says where a lorry path goes.
-type GiteaDownstream struct {
+type Gitea struct {
 	api        *downstreamAPI
 	token      string
 	visibility string
@@ -22,8 +22,8 @@ type GiteaDownstream struct {
 	log        *slog.Logger
 }
 
-func newGiteaDownstream(cfg DownstreamConfig, base *url.URL, token string, client *http.Client, log *slog.Logger) *GiteaDownstream {
-	return &GiteaDownstream{
+func newGiteaDownstream(cfg Config, base *url.URL, token string, client *http.Client, log *slog.Logger) *Gitea {
+	return &Gitea{
 		api: &downstreamAPI{
 			name: "Gitea", base: base, client: client,
 			authHeader: "Authorization", authValue: "token " + token,
@@ -106,7 +106,7 @@ func GiteaRepoName(path string) (org, repo string, err error) {
 
 // Prepare finds the repository of repo.Path, or creates it and its
 // organisation, and returns the URL to push to.
-func (g *GiteaDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+func (g *Gitea) Prepare(ctx context.Context, repo Repo) (string, error) {
 	org, name, err := GiteaRepoName(repo.Path)
 	if err != nil {
 		return "", err
@@ -123,7 +123,7 @@ func (g *GiteaDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (str
 
 // Finish sets the repository's default branch, and its description, to
 // the upstream's when they are known and differ.
-func (g *GiteaDownstream) Finish(ctx context.Context, repo DownstreamRepo) error {
+func (g *Gitea) Finish(ctx context.Context, repo Repo) error {
 	if repo.DefaultBranch == "" && repo.Description == "" {
 		return nil
 	}
@@ -155,12 +155,12 @@ func (g *GiteaDownstream) Finish(ctx context.Context, repo DownstreamRepo) error
 
 // Archive archives the repository of path: Gitea keeps it, read-only,
 // and refuses pushes to it.
-func (g *GiteaDownstream) Archive(ctx context.Context, path string) error {
+func (g *Gitea) Archive(ctx context.Context, path string) error {
 	return g.retire(ctx, path, "archive", http.MethodPatch, giteaDSArchive{Archived: true})
 }
 
 // Delete deletes the repository of path.
-func (g *GiteaDownstream) Delete(ctx context.Context, path string) error {
+func (g *Gitea) Delete(ctx context.Context, path string) error {
 	return g.retire(ctx, path, "delete", http.MethodDelete, nil)
 }
 
@@ -168,7 +168,7 @@ type giteaDSArchive struct {
 	Archived bool `json:"archived"`
 }
 
-func (g *GiteaDownstream) retire(ctx context.Context, path, what, method string, body any) error {
+func (g *Gitea) retire(ctx context.Context, path, what, method string, body any) error {
 	org, name, err := GiteaRepoName(path)
 	if err != nil {
 		return err
@@ -187,7 +187,7 @@ func (g *GiteaDownstream) retire(ctx context.Context, path, what, method string,
 // repo looks a repository up. Gitea finds it under a name that differs in
 // case, and redirects from a name it was renamed from; either belongs to
 // something else, so it is refused rather than pushed to.
-func (g *GiteaDownstream) repo(ctx context.Context, org, name string) (giteaDSRepo, error) {
+func (g *Gitea) repo(ctx context.Context, org, name string) (giteaDSRepo, error) {
 	var r giteaDSRepo
 	if err := g.api.call(ctx, http.MethodGet, giteaDSRepoPath(org, name), nil, &r); err != nil {
 		return r, err
@@ -198,7 +198,7 @@ func (g *GiteaDownstream) repo(ctx context.Context, org, name string) (giteaDSRe
 	return r, nil
 }
 
-func (g *GiteaDownstream) create(ctx context.Context, org, name string, repo DownstreamRepo) (giteaDSRepo, error) {
+func (g *Gitea) create(ctx context.Context, org, name string, repo Repo) (giteaDSRepo, error) {
 	if err := g.ensureOrg(ctx, org); err != nil {
 		return giteaDSRepo{}, err
 	}
@@ -225,7 +225,7 @@ func (g *GiteaDownstream) create(ctx context.Context, org, name string, repo Dow
 // ensureOrg creates the organisation when it is missing. Its visibility
 // follows the configuration: internal is Gitea's "limited", visible to
 // signed-in users.
-func (g *GiteaDownstream) ensureOrg(ctx context.Context, org string) error {
+func (g *Gitea) ensureOrg(ctx context.Context, org string) error {
 	err := g.org(ctx, org)
 	if apiStatus(err) != http.StatusNotFound {
 		return err
@@ -249,7 +249,7 @@ func (g *GiteaDownstream) ensureOrg(ctx context.Context, org string) error {
 	return nil
 }
 
-func (g *GiteaDownstream) org(ctx context.Context, org string) error {
+func (g *Gitea) org(ctx context.Context, org string) error {
 	var o giteaDSOrg
 	if err := g.api.call(ctx, http.MethodGet, "/api/v1/orgs/"+url.PathEscape(org), nil, &o); err != nil {
 		return err
@@ -264,7 +264,7 @@ func (g *GiteaDownstream) org(ctx context.Context, org string) error {
 	return nil
 }
 
-func (g *GiteaDownstream) pushURL(r giteaDSRepo) (string, error) {
+func (g *Gitea) pushURL(r giteaDSRepo) (string, error) {
 	if g.protocol == "https" {
 		// Gitea takes a token as the password whatever the user name.
 		return httpsPushURL(r.CloneURL, "oauth2", g.token)

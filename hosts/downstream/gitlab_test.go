@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -50,13 +50,13 @@ func writeDSTokenFile(t *testing.T, token string) string {
 	return path
 }
 
-func newTestGitLabDS(t *testing.T, f *hoststest.GitLab, mod func(*DownstreamConfig)) Downstream {
+func newTestGitLabDS(t *testing.T, f *hoststest.GitLab, mod func(*Config)) Host {
 	t.Helper()
-	cfg := DownstreamConfig{Type: DownstreamGitLab, Host: f.URL(), TokenFile: writeDSTokenFile(t, fakeGLDSToken)}
+	cfg := Config{Type: TypeGitLab, Host: f.URL(), TokenFile: writeDSTokenFile(t, fakeGLDSToken)}
 	if mod != nil {
 		mod(&cfg)
 	}
-	d, err := NewDownstream(cfg)
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +67,14 @@ func TestGitLabDownstreamPrepare(t *testing.T) {
 	tests := []struct {
 		name        string
 		setup       func(f *hoststest.GitLab)
-		config      func(c *DownstreamConfig)
-		repo        DownstreamRepo
+		config      func(c *Config)
+		repo        Repo
 		wantURL     func(f *hoststest.GitLab) string
 		wantChanges []string
 	}{
 		{
 			name: "creates the group, the subgroup and the project",
-			repo: DownstreamRepo{Path: "delta/gnome/glib", Description: "Low-level core library"},
+			repo: Repo{Path: "delta/gnome/glib", Description: "Low-level core library"},
 			wantChanges: []string{
 				`POST /api/v4/groups {"name":"delta","path":"delta","visibility":"private"}`,
 				`POST /api/v4/groups {"name":"gnome","parent_id":1,"path":"gnome","visibility":"private"}`,
@@ -85,7 +85,7 @@ func TestGitLabDownstreamPrepare(t *testing.T) {
 		{
 			name:  "creates only what is missing, under the existing group",
 			setup: func(f *hoststest.GitLab) { f.AddGroup("delta/gnome") },
-			repo:  DownstreamRepo{Path: "delta/gnome/gtk/gtk4"},
+			repo:  Repo{Path: "delta/gnome/gtk/gtk4"},
 			wantChanges: []string{
 				`POST /api/v4/groups {"name":"gtk","parent_id":2,"path":"gtk","visibility":"private"}`,
 				`POST /api/v4/projects {"name":"gtk4","namespace_id":3,"path":"gtk4","visibility":"private"}`,
@@ -94,8 +94,8 @@ func TestGitLabDownstreamPrepare(t *testing.T) {
 		},
 		{
 			name:    "the configured visibility",
-			config:  func(c *DownstreamConfig) { c.Visibility = "internal" },
-			repo:    DownstreamRepo{Path: "delta/foo"},
+			config:  func(c *Config) { c.Visibility = "internal" },
+			repo:    Repo{Path: "delta/foo"},
 			wantURL: func(*hoststest.GitLab) string { return "git@gitlab.example.com:delta/foo.git" },
 			wantChanges: []string{
 				`POST /api/v4/groups {"name":"delta","path":"delta","visibility":"internal"}`,
@@ -105,14 +105,14 @@ func TestGitLabDownstreamPrepare(t *testing.T) {
 		{
 			name:    "nothing created when the project exists",
 			setup:   func(f *hoststest.GitLab) { addGitLabProject(f, "delta/foo", "master", "") },
-			repo:    DownstreamRepo{Path: "delta/foo", Description: "new text is for Finish"},
+			repo:    Repo{Path: "delta/foo", Description: "new text is for Finish"},
 			wantURL: func(*hoststest.GitLab) string { return "git@gitlab.example.com:delta/foo.git" },
 		},
 		{
 			name:   "https push URL with the token",
 			setup:  func(f *hoststest.GitLab) { addGitLabProject(f, "delta/foo", "master", "") },
-			config: func(c *DownstreamConfig) { c.PushProtocol = "https" },
-			repo:   DownstreamRepo{Path: "delta/foo"},
+			config: func(c *Config) { c.PushProtocol = "https" },
+			repo:   Repo{Path: "delta/foo"},
 			wantURL: func(f *hoststest.GitLab) string {
 				return strings.Replace(f.URL(), "://", "://oauth2:"+fakeGLDSToken+"@", 1) + "/delta/foo.git"
 			},
@@ -123,7 +123,7 @@ func TestGitLabDownstreamPrepare(t *testing.T) {
 				f.AddGroup("delta")
 				f.BeforeCreateProject(func() { addGitLabProject(f, "delta/foo", "", "") })
 			},
-			repo: DownstreamRepo{Path: "delta/foo"},
+			repo: Repo{Path: "delta/foo"},
 			wantChanges: []string{
 				`POST /api/v4/projects {"name":"foo","namespace_id":1,"path":"foo","visibility":"private"}`,
 			},
@@ -163,8 +163,8 @@ func TestGitLabDownstreamPrepare(t *testing.T) {
 
 func TestGitLabDownstreamPushURLShape(t *testing.T) {
 	f := newGitLabDS(t)
-	d := newTestGitLabDS(t, f, func(c *DownstreamConfig) { c.PushProtocol = "https" })
-	got, err := d.Prepare(context.Background(), DownstreamRepo{Path: "delta/gnome/glib"})
+	d := newTestGitLabDS(t, f, func(c *Config) { c.PushProtocol = "https" })
+	got, err := d.Prepare(context.Background(), Repo{Path: "delta/gnome/glib"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,14 +182,14 @@ func TestGitLabDownstreamPushURLShape(t *testing.T) {
 func TestGitLabDownstreamFinish(t *testing.T) {
 	tests := []struct {
 		name        string
-		repo        DownstreamRepo
+		repo        Repo
 		wantChanges func(id int64) []string
 		wantBranch  string
 		wantDesc    string
 	}{
 		{
 			name: "default branch differs",
-			repo: DownstreamRepo{Path: "delta/foo", DefaultBranch: "master"},
+			repo: Repo{Path: "delta/foo", DefaultBranch: "master"},
 			wantChanges: func(id int64) []string {
 				return []string{fmt.Sprintf(`PUT /api/v4/projects/%d {"default_branch":"master"}`, id)}
 			},
@@ -197,7 +197,7 @@ func TestGitLabDownstreamFinish(t *testing.T) {
 		},
 		{
 			name: "description differs",
-			repo: DownstreamRepo{Path: "delta/foo", DefaultBranch: "main", Description: "Foo, the library"},
+			repo: Repo{Path: "delta/foo", DefaultBranch: "main", Description: "Foo, the library"},
 			wantChanges: func(id int64) []string {
 				return []string{fmt.Sprintf(`PUT /api/v4/projects/%d {"description":"Foo, the library"}`, id)}
 			},
@@ -205,13 +205,13 @@ func TestGitLabDownstreamFinish(t *testing.T) {
 		},
 		{
 			name:        "both already right",
-			repo:        DownstreamRepo{Path: "delta/foo", DefaultBranch: "main", Description: "Foo"},
+			repo:        Repo{Path: "delta/foo", DefaultBranch: "main", Description: "Foo"},
 			wantChanges: func(int64) []string { return nil },
 			wantBranch:  "main", wantDesc: "Foo",
 		},
 		{
 			name:        "upstream's unknown",
-			repo:        DownstreamRepo{Path: "delta/foo"},
+			repo:        Repo{Path: "delta/foo"},
 			wantChanges: func(int64) []string { return nil },
 			wantBranch:  "main", wantDesc: "Foo",
 		},
@@ -239,7 +239,7 @@ func TestGitLabDownstreamFinish(t *testing.T) {
 func TestGitLabDownstreamFinishAfterCreate(t *testing.T) {
 	f := newGitLabDS(t)
 	d := newTestGitLabDS(t, f, nil)
-	repo := DownstreamRepo{Path: "delta/foo", DefaultBranch: "trunk"}
+	repo := Repo{Path: "delta/foo", DefaultBranch: "trunk"}
 	if _, err := d.Prepare(context.Background(), repo); err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +308,11 @@ func TestGitLabDownstreamErrors(t *testing.T) {
 			if tc.token != "" {
 				token = tc.token
 			}
-			d := newTestGitLabDS(t, f, func(c *DownstreamConfig) {
+			d := newTestGitLabDS(t, f, func(c *Config) {
 				c.TokenFile = writeDSTokenFile(t, token)
 				c.PushProtocol = "https"
 			})
-			got, err := d.Prepare(context.Background(), DownstreamRepo{Path: tc.path})
+			got, err := d.Prepare(context.Background(), Repo{Path: tc.path})
 			if err == nil {
 				t.Fatalf("Prepare = %q; want an error", got)
 			}

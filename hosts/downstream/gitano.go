@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"log/slog"
 )
 
-// GitanoDownstream keeps mirrors in repositories of a Gitano server (a
+// Gitano keeps mirrors in repositories of a Gitano server (a
 // Trove), which it creates with Gitano's ssh command "create".
-type GitanoDownstream struct {
+type Gitano struct {
 	ssh   downstreamSSH
 	log   *slog.Logger
 	known knownPaths
@@ -16,7 +16,7 @@ type GitanoDownstream struct {
 
 // Prepare creates the repository of repo.Path, unless Gitano says it
 // exists already, and returns its ssh URL.
-func (g *GitanoDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (string, error) {
+func (g *Gitano) Prepare(ctx context.Context, repo Repo) (string, error) {
 	if err := checkSSHPath(repo.Path); err != nil {
 		return "", err
 	}
@@ -36,4 +36,4 @@ func (g *GitanoDownstream) Prepare(ctx context.Context, repo DownstreamRepo) (st
 }
 
 // Finish does nothing: the repository's HEAD is left as Gitano set it.
-func (g *GitanoDownstream) Finish(context.Context, DownstreamRepo) error { return nil }
+func (g *Gitano) Finish(context.Context, Repo) error { return nil }

@@ -1,4 +1,4 @@
-package hosts
+package downstream
 
 import (
 	"bytes"
@@ -24,26 +24,26 @@ import (
 
 // The Downstream Host types that --downstream-host-type names.
 const (
-	DownstreamNone   = "none"
-	DownstreamLocal  = "local"
-	DownstreamGitLab = "gitlab"
-	DownstreamGitea  = "gitea"
-	DownstreamGerrit = "gerrit"
-	DownstreamGitano = "gitano"
+	TypeNone   = "none"
+	TypeLocal  = "local"
+	TypeGitLab = "gitlab"
+	TypeGitea  = "gitea"
+	TypeGerrit = "gerrit"
+	TypeGitano = "gitano"
 )
 
-// DownstreamConfig says which Downstream Host mirrors are pushed to and how
+// Config says which Downstream Host mirrors are pushed to and how
 // to reach it. RegisterFlags binds it to flags, whose names are also the
 // keys of the WEBAPP's key = value configuration file.
-type DownstreamConfig struct {
-	// Type is one of the Downstream* constants.
+type Config struct {
+	// Type is one of the Type* constants.
 	Type string
 	// Host is, for gitlab and gitea, the base URL of the server
 	// ("https://" is assumed without a scheme; a path prefix is kept);
 	// for gerrit and gitano, the host name that ssh connects to.
 	Host string
 	// Token is the API token of gitlab and gitea. TokenFile names a file
-	// holding it instead, read by NewDownstream, so that the token need
+	// holding it instead, read by New, so that the token need
 	// not be on a command line. Exactly one of them is needed.
 	Token     string
 	TokenFile string
@@ -64,15 +64,15 @@ type DownstreamConfig struct {
 	LocalBaseDir string
 	// SkipCertificateCheck turns off TLS certificate verification for the
 	// gitlab and gitea APIs (--downstream-check-certificates=false). The
-	// zero value verifies, so a DownstreamConfig built in code is safe.
+	// zero value verifies, so a Config built in code is safe.
 	SkipCertificateCheck bool
 	// Timeout bounds each API call and each ssh command (default 1m).
 	Timeout time.Duration
 }
 
 // RegisterFlags defines the downstream flags on fs, with their defaults.
-func (c *DownstreamConfig) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Type, "downstream-host-type", DownstreamNone,
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Type, "downstream-host-type", TypeNone,
 		"where mirrors are pushed: none (lorry only updates its mirrors), local, gitlab, gitea, gerrit or gitano")
 	fs.StringVar(&c.Host, "downstream-host", "",
 		"the Downstream Host: base `URL` of GitLab or Gitea (https:// when no scheme is given), or ssh host name of Gerrit or Gitano")
@@ -122,9 +122,9 @@ func (n negatedBool) IsBoolFlag() bool { return true }
 
 // withDefaults fills what flags would have defaulted, for a config built in
 // code.
-func (c DownstreamConfig) withDefaults() DownstreamConfig {
+func (c Config) withDefaults() Config {
 	if c.Type == "" {
-		c.Type = DownstreamNone
+		c.Type = TypeNone
 	}
 	if c.Visibility == "" {
 		c.Visibility = "private"
@@ -140,13 +140,13 @@ func (c DownstreamConfig) withDefaults() DownstreamConfig {
 	}
 	if c.SSHUser == "" {
 		switch c.Type {
-		case DownstreamGerrit:
+		case TypeGerrit:
 			c.SSHUser = "lorry"
-		case DownstreamGitano:
+		case TypeGitano:
 			c.SSHUser = "git"
 		}
 	}
-	if c.SSHPort == 0 && c.Type == DownstreamGerrit {
+	if c.SSHPort == 0 && c.Type == TypeGerrit {
 		c.SSHPort = 29418
 	}
 	return c
@@ -156,21 +156,21 @@ var sshHostPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])
 var sshUserPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
 // Validate reports the first setting that cannot work, naming its flag.
-// It does not read the token file; NewDownstream does.
-func (c DownstreamConfig) Validate() error {
+// It does not read the token file; New does.
+func (c Config) Validate() error {
 	c = c.withDefaults()
 	if c.Timeout < 0 {
 		return errors.New("--downstream-timeout must be positive")
 	}
 	switch c.Type {
-	case DownstreamNone:
+	case TypeNone:
 		return nil
-	case DownstreamLocal:
+	case TypeLocal:
 		if c.LocalBaseDir == "" {
 			return errors.New("--downstream-host-type local needs --local-base-directory")
 		}
 		return nil
-	case DownstreamGitLab, DownstreamGitea:
+	case TypeGitLab, TypeGitea:
 		if c.Host == "" {
 			return fmt.Errorf("--downstream-host-type %s needs --downstream-host, the server's base URL", c.Type)
 		}
@@ -194,7 +194,7 @@ func (c DownstreamConfig) Validate() error {
 			return fmt.Errorf("--downstream-push-protocol %q: want ssh or https", c.PushProtocol)
 		}
 		return nil
-	case DownstreamGerrit, DownstreamGitano:
+	case TypeGerrit, TypeGitano:
 		if c.Host == "" {
 			return fmt.Errorf("--downstream-host-type %s needs --downstream-host, the ssh host name", c.Type)
 		}
@@ -216,30 +216,30 @@ func (c DownstreamConfig) Validate() error {
 	}
 }
 
-// DownstreamOption adjusts NewDownstream.
-type DownstreamOption func(*downstreamOptions)
+// Option adjusts New.
+type Option func(*downstreamOptions)
 
 type downstreamOptions struct {
 	log    *slog.Logger
 	client *http.Client
 }
 
-// WithDownstreamLogger logs what the downstream creates. Without it
+// WithLogger logs what the downstream creates. Without it
 // nothing is logged.
-func WithDownstreamLogger(log *slog.Logger) DownstreamOption {
+func WithLogger(log *slog.Logger) Option {
 	return func(o *downstreamOptions) { o.log = log }
 }
 
-// WithDownstreamHTTPClient makes the gitlab and gitea downstreams use c,
+// WithHTTPClient makes the gitlab and gitea downstreams use c,
 // for a proxy or a private certificate authority. Its redirect policy and
 // timeout are kept when set.
-func WithDownstreamHTTPClient(c *http.Client) DownstreamOption {
+func WithHTTPClient(c *http.Client) Option {
 	return func(o *downstreamOptions) { o.client = c }
 }
 
-// NewDownstream validates cfg, reads the token file, and returns the
-// Downstream it describes.
-func NewDownstream(cfg DownstreamConfig, opts ...DownstreamOption) (Downstream, error) {
+// New validates cfg, reads the token file, and returns the
+// Host it describes.
+func New(cfg Config, opts ...Option) (Host, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -252,9 +252,9 @@ func NewDownstream(cfg DownstreamConfig, opts ...DownstreamOption) (Downstream, 
 		o.log = slog.New(slog.DiscardHandler)
 	}
 	switch cfg.Type {
-	case DownstreamLocal:
+	case TypeLocal:
 		return Local{BaseDir: cfg.LocalBaseDir}, nil
-	case DownstreamGitLab, DownstreamGitea:
+	case TypeGitLab, TypeGitea:
 		token, err := cfg.token()
 		if err != nil {
 			return nil, err
@@ -264,20 +264,20 @@ func NewDownstream(cfg DownstreamConfig, opts ...DownstreamOption) (Downstream, 
 			return nil, err
 		}
 		client := downstreamHTTPClient(cfg, o.client)
-		if cfg.Type == DownstreamGitLab {
+		if cfg.Type == TypeGitLab {
 			return newGitLabDownstream(cfg, base, token, client, o.log), nil
 		}
 		return newGiteaDownstream(cfg, base, token, client, o.log), nil
-	case DownstreamGerrit:
-		return &GerritDownstream{ssh: newDownstreamSSH(cfg), log: o.log}, nil
-	case DownstreamGitano:
-		return &GitanoDownstream{ssh: newDownstreamSSH(cfg), log: o.log}, nil
+	case TypeGerrit:
+		return &Gerrit{ssh: newDownstreamSSH(cfg), log: o.log}, nil
+	case TypeGitano:
+		return &Gitano{ssh: newDownstreamSSH(cfg), log: o.log}, nil
 	}
 	return None{}, nil
 }
 
 // token is the API token, from the configuration or its file.
-func (c DownstreamConfig) token() (string, error) {
+func (c Config) token() (string, error) {
 	if c.TokenFile == "" {
 		return strings.TrimSpace(c.Token), nil
 	}
@@ -326,7 +326,7 @@ func parseDownstreamBaseURL(host string) (*url.URL, error) {
 // downstreamHTTPClient is the client of the API drivers. Redirects stay on
 // the configured scheme and host, because the token travels in a header
 // that net/http forwards to any host a redirect names.
-func downstreamHTTPClient(cfg DownstreamConfig, given *http.Client) *http.Client {
+func downstreamHTTPClient(cfg Config, given *http.Client) *http.Client {
 	var c http.Client
 	if given != nil {
 		c = *given

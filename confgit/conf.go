@@ -357,6 +357,12 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 		}
 		h.Ignore = ig
 	}
+	keys := hostKeys{sec: sec, fail: func(key string, err error) error {
+		return &ConfError{Section: i, Type: typ, Key: key, Err: err}
+	}}
+	if err := keys.parseTypeKeys(&h); err != nil {
+		return Host{}, err
+	}
 	text, err := json.Marshal(sec)
 	if err != nil {
 		return fail("", err)

@@ -16,6 +16,7 @@ import (
 	"lorrycontroller/cron"
 	"lorrycontroller/lorryspec"
 	"maps"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -97,9 +98,40 @@ type Host struct {
 	// "hard-fail-after", for the host's lorries.
 	MaxBackoff    time.Duration
 	HardFailAfter int64
-	// Section is the whole section as JSON with sorted keys, including keys
-	// this package does not interpret such as "auth" and "private-token".
-	// It holds secrets: store it, never show it.
+
+	// The keys below are read by some types of host only; each is its
+	// zero value when the section leaves it out or its type does not
+	// read it.
+
+	// Group is gitlab's "group": the full path of the group to list,
+	// subgroups included; "" lists every project the token can see.
+	Group string
+	// Org and User are gitea's and github's "org" and "user": the owner
+	// whose repositories are listed. At most one is set; github needs
+	// one.
+	Org, User string
+	// Token is the API token of gitlab, gitea and github: "private-token",
+	// or gitea's and github's "token". TokenKey is the key it came from,
+	// or the first that could give it, to name in messages. Token is a
+	// secret: never show it.
+	Token, TokenKey string
+	// APIURL is "api-url" of gitlab, gitea and github, without a trailing
+	// slash; nil for the default of the type and host.
+	APIURL *url.URL
+	// CloneWithToken is "clone-with-token": clone URLs carry Token, for
+	// private repositories over HTTP(S).
+	CloneWithToken bool
+	// SkipCertificateCheck is "check-certificates": false, which turns
+	// TLS certificate checks off for the listing and the generated
+	// lorries. The zero value checks, so a Host built in code is safe.
+	SkipCertificateCheck bool
+	// SSHUser is trove's "ssh-user", "git" by default.
+	SSHUser string
+	// Auth is trove's "auth"; nil without it.
+	Auth *HostAuth
+
+	// Section is the whole section as JSON with sorted keys. It holds
+	// secrets: store it, never show it. ParseHostSection reads it back.
 	Section string
 }
 

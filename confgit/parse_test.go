@@ -185,13 +185,13 @@ func TestParseHosts(t *testing.T) {
 	cfg := mustParse(t, map[string]string{ConfFile: conf})
 	want := []Host{
 		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
-			Prefixmap: map[string]string{"baserock": "baserock", "delta": "delta/upstream"}, Ignore: []string{"baserock/lorries"}},
+			Prefixmap: map[string]string{"baserock": "baserock", "delta": "delta/upstream"}, Ignore: []string{"baserock/lorries"}, SSHUser: "git"},
 		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default", MaxBackoff: 12 * time.Hour, HardFailAfter: 5, OnVanish: "keep",
-			Prefixmap: map[string]string{}, Ignore: []string{}},
+			Prefixmap: map[string]string{}, Ignore: []string{}, Group: "g", Token: "s3cret", TokenKey: "private-token", SkipCertificateCheck: true},
 		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "archive",
-			Prefixmap: map[string]string{}, Ignore: []string{}},
+			Prefixmap: map[string]string{}, Ignore: []string{}, Org: "o", TokenKey: "private-token"},
 		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
-			Prefixmap: map[string]string{}, Ignore: []string{}},
+			Prefixmap: map[string]string{}, Ignore: []string{}, User: "u", TokenKey: "private-token"},
 	}
 	if len(cfg.Hosts) != len(want) {
 		t.Fatalf("got %d hosts, want %d: %+v", len(cfg.Hosts), len(want), cfg.Hosts)

@@ -51,8 +51,8 @@ func NewHostLister(opts upstream.ListerOptions) HostLister {
 	}
 }
 
-// CheckHostSection refuses a host section whose lister would refuse its
-// type's keys.
+// CheckHostSection refuses a host section that no lister could list with
+// the options it would be given.
 func CheckHostSection(h confgit.Host) error {
 	_, err := upstream.NewLister(h, upstream.ListerOptions{})
 	return err

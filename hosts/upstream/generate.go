@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"lorrycontroller/confgit"
-	"lorrycontroller/lorryspec"
 )
 
 // GeneratedLorry is the lorry made for one repository of an Upstream
@@ -40,7 +39,7 @@ type GeneratedLorry struct {
 func Generate(h confgit.Host, repos []Repo) ([]GeneratedLorry, []string) {
 	prefixes := sortedPrefixes(h.Prefixmap)
 	spec := gitSpec{Type: "git"}
-	if !sectionChecksCertificates(h.Section) {
+	if h.SkipCertificateCheck {
 		spec.CheckCertificates = new(bool)
 	}
 
@@ -153,16 +152,4 @@ func ignored(globs []string, p string) bool {
 		}
 	}
 	return false
-}
-
-// sectionChecksCertificates reads "check-certificates" from a host
-// section, true unless it is false. NewLister has refused any other value.
-func sectionChecksCertificates(sectionJSON string) bool {
-	v, err := lorryspec.DecodeJSON([]byte(sectionJSON))
-	if err != nil {
-		return true
-	}
-	m, _ := v.(map[string]any)
-	b, ok := m["check-certificates"].(bool)
-	return !ok || b
 }

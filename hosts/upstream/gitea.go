@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -24,7 +23,7 @@ import (
 //     GET /repos/search (repoSearch, which answers
 //     {"ok": true, "data": [...]}).
 //
-// Section keys: "private-token" or "token" (optional), "org" or "user"
+// Section keys (decoded by confgit): "private-token" or "token" (optional), "org" or "user"
 // (at most one; neither lists every repository the token can see),
 // "api-url" (default <scheme>://<host>/api/v1), "check-certificates",
 // "clone-with-token".
@@ -41,20 +40,9 @@ type giteaLister struct {
 	cloneTok string
 }
 
-func newGiteaLister(h confgit.Host, sec hostSection, opts ListerOptions) (Lister, error) {
-	org, err := sec.name("org")
-	if err != nil {
-		return nil, err
-	}
-	user, err := sec.name("user")
-	if err != nil {
-		return nil, err
-	}
-	if org != "" && user != "" {
-		return nil, sec.fail("user", errors.New(`cannot be given with "org"; give one, or neither to list every repository`))
-	}
-	api, cloneTok, err := newForgeAPI(h, sec, opts, forgeAPIScheme(h.Protocol)+"://"+h.Name+"/api/v1",
-		"Authorization", "token ", "private-token", "token")
+func newGiteaLister(h confgit.Host, opts ListerOptions) (Lister, error) {
+	org, user := h.Org, h.User
+	api, cloneTok, err := newForgeAPI(h, opts, forgeAPIScheme(h.Protocol)+"://"+h.Name+"/api/v1", "Authorization", "token ")
 	if err != nil {
 		return nil, err
 	}

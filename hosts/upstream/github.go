@@ -28,7 +28,7 @@ import (
 // GitHub Enterprise Server serves the same API under /api/v3:
 // https://docs.github.com/en/enterprise-server@latest/rest/quickstart
 //
-// Section keys: "org" or "user" (exactly one), "private-token" or "token"
+// Section keys (decoded by confgit): "org" or "user" (exactly one), "private-token" or "token"
 // (optional, but GitHub allows 60 anonymous requests an hour), "api-url"
 // (default https://api.github.com for github.com, <scheme>://<host>/api/v3
 // for GitHub Enterprise), "check-certificates", "clone-with-token".
@@ -40,40 +40,26 @@ type githubLister struct {
 	cloneTok string
 }
 
-func newGitHubLister(h confgit.Host, sec hostSection, opts ListerOptions) (Lister, error) {
-	org, err := sec.name("org")
-	if err != nil {
-		return nil, err
-	}
-	user, err := sec.name("user")
-	if err != nil {
-		return nil, err
-	}
+func newGitHubLister(h confgit.Host, opts ListerOptions) (Lister, error) {
 	var path string
 	switch {
-	case org != "" && user != "":
-		return nil, sec.fail("user", errors.New(`cannot be given with "org"; give one`))
-	case org != "":
-		path = "/orgs/" + url.PathEscape(org) + "/repos"
-	case user != "":
-		path = "/users/" + url.PathEscape(user) + "/repos"
+	case h.Org != "":
+		path = "/orgs/" + url.PathEscape(h.Org) + "/repos"
+	case h.User != "":
+		path = "/users/" + url.PathEscape(h.User) + "/repos"
 	default:
-		return nil, sec.fail("org", errors.New(`missing: a github section needs "org" or "user"`))
-	}
-	dotCom := strings.EqualFold(h.Name, "github.com")
-	if dotCom && h.Protocol == "http" {
-		return nil, sec.fail("protocol", errors.New(`"http" is not a protocol for github.com (want ssh or https)`))
+		return nil, hostError(h, "org", errors.New(`missing: a github section needs "org" or "user"`))
 	}
 	def := forgeAPIScheme(h.Protocol) + "://" + h.Name + "/api/v3"
-	if dotCom {
+	if strings.EqualFold(h.Name, "github.com") {
 		def = "https://api.github.com"
 	}
-	api, cloneTok, err := newForgeAPI(h, sec, opts, def, "Authorization", "Bearer ", "private-token", "token")
+	api, cloneTok, err := newForgeAPI(h, opts, def, "Authorization", "Bearer ")
 	if err != nil {
 		return nil, err
 	}
 	api.nameKey = "org"
-	if user != "" {
+	if h.User != "" {
 		api.nameKey = "user"
 	}
 	api.header.Set("Accept", "application/vnd.github+json")

@@ -22,8 +22,8 @@ import (
 //   - The PRIVATE-TOKEN header:
 //     https://docs.gitlab.com/api/rest/authentication/
 //
-// Section keys: "private-token" (optional: without it only public
-// projects are listed), "group" (a group's full path, such as
+// Section keys (decoded by confgit): "private-token" (optional: without it
+// only public projects are listed), "group" (a group's full path, such as
 // "gnome/extra"; without it every project the token can see), "api-url"
 // (default <scheme>://<host>/api/v4), "check-certificates",
 // "clone-with-token".
@@ -35,20 +35,15 @@ type gitlabLister struct {
 	cloneTok string
 }
 
-func newGitLabLister(h confgit.Host, sec hostSection, opts ListerOptions) (Lister, error) {
-	group, err := sec.name("group")
+func newGitLabLister(h confgit.Host, opts ListerOptions) (Lister, error) {
+	api, cloneTok, err := newForgeAPI(h, opts, forgeAPIScheme(h.Protocol)+"://"+h.Name+"/api/v4", "PRIVATE-TOKEN", "")
 	if err != nil {
 		return nil, err
 	}
-	api, cloneTok, err := newForgeAPI(h, sec, opts, forgeAPIScheme(h.Protocol)+"://"+h.Name+"/api/v4",
-		"PRIVATE-TOKEN", "", "private-token")
-	if err != nil {
-		return nil, err
-	}
-	if group != "" {
+	if h.Group != "" {
 		api.nameKey = "group"
 	}
-	return &gitlabLister{api: api, group: group, ssh: h.Protocol == "ssh", cloneTok: cloneTok}, nil
+	return &gitlabLister{api: api, group: h.Group, ssh: h.Protocol == "ssh", cloneTok: cloneTok}, nil
 }
 
 // gitlabProject holds the fields of a project that a lorry needs; the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,10 +12,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
-	"unicode"
 
 	"lorrycontroller/confgit"
-	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
 )
 
@@ -34,7 +31,7 @@ import (
 // Either answers one line per repository the caller may see: its access
 // rights, white space and its path, such as "RW baserock/definitions".
 //
-// Section keys: "auth" ({"username": ..., "password": ...}, for HTTP(S)),
+// Section keys (decoded by confgit): "auth" ({"username": ..., "password": ...}, for HTTP(S)),
 // "ssh-user" (default "git"), "check-certificates".
 
 type troveLister struct {
@@ -47,24 +44,10 @@ type troveLister struct {
 	log      *slog.Logger
 }
 
-func newTroveLister(h confgit.Host, sec hostSection, opts ListerOptions) (Lister, error) {
-	if strings.HasPrefix(h.Name, "-") {
-		return nil, sec.fail("host", fmt.Errorf("%q must not start with '-'", h.Name))
-	}
-	user, ok, err := sec.str("ssh-user")
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
+func newTroveLister(h confgit.Host, opts ListerOptions) (Lister, error) {
+	user := h.SSHUser
+	if user == "" {
 		user = "git"
-	}
-	if strings.HasPrefix(user, "-") || strings.ContainsAny(user, "@:/") ||
-		strings.ContainsFunc(user, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
-		return nil, sec.fail("ssh-user", fmt.Errorf("%q is not a user name", user))
-	}
-	username, password, err := troveAuth(sec)
-	if err != nil {
-		return nil, err
 	}
 	l := &troveLister{
 		host:     h.Name,
@@ -79,50 +62,17 @@ func newTroveLister(h confgit.Host, sec hostSection, opts ListerOptions) (Lister
 	}
 	base, err := url.Parse(h.Protocol + "://" + h.Name)
 	if err != nil || base.Host == "" {
-		return nil, sec.fail("host", fmt.Errorf("%q is not a host name", h.Name))
+		return nil, hostError(h, "host", fmt.Errorf("%q is not a host name", h.Name))
 	}
-	if l.api, err = newUpstreamAPI(h, sec, opts, base); err != nil {
+	if l.api, err = newUpstreamAPI(h, opts, base); err != nil {
 		return nil, err
 	}
 	l.api.authKey = "auth"
-	if username != "" {
-		cred := base64.StdEncoding.EncodeToString([]byte(username + ":" + password))
-		l.api.setSecret("Authorization", "Basic "+cred, cred, password)
+	if a := h.Auth; a != nil {
+		cred := base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password))
+		l.api.setSecret("Authorization", "Basic "+cred, cred, a.Password)
 	}
 	return l, nil
-}
-
-// troveAuth reads "auth": {"username": ..., "password": ...}.
-func troveAuth(sec hostSection) (username, password string, err error) {
-	v, ok := sec.keys["auth"]
-	if !ok {
-		return "", "", nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return "", "", sec.fail("auth", fmt.Errorf(`must be an object {"username": ..., "password": ...}, not %s`, lorryspec.KindOf(v)))
-	}
-	get := func(k string) (string, error) {
-		v, ok := m[k]
-		if !ok {
-			return "", sec.fail("auth", fmt.Errorf("%q is missing", k))
-		}
-		s, ok := v.(string)
-		if !ok {
-			return "", sec.fail("auth", fmt.Errorf("%q must be a string, not %s", k, lorryspec.KindOf(v)))
-		}
-		return s, nil
-	}
-	if username, err = get("username"); err != nil {
-		return "", "", err
-	}
-	if password, err = get("password"); err != nil {
-		return "", "", err
-	}
-	if username == "" || strings.Contains(username, ":") {
-		return "", "", sec.fail("auth", errors.New(`"username" must be non-empty and without ':'`))
-	}
-	return username, password, nil
 }
 
 // List runs Gitano's ls and makes a Repo of each line that names a

@@ -16,14 +16,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"lorrycontroller/confgit"
-	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
 )
 
@@ -79,32 +78,29 @@ type ListerOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// NewLister returns the Lister for an Upstream Host section. It checks
-// the keys that only this type of host reads, so that a broken section
-// can be refused when the configuration is read rather than when the host
-// is next listed. Those errors are *confgit.ConfError with Section -1 (a
-// caller that knows the section's index may set it) and never quote a
-// secret.
+// NewLister returns the Lister for an Upstream Host section, as confgit
+// decoded it. It refuses a Host that no lister could list, and options
+// that its section cannot be listed with. Those errors are
+// *confgit.ConfError with Section -1 (a caller that knows the section's
+// index may set it) and never quote a secret.
 func NewLister(h confgit.Host, opts ListerOptions) (Lister, error) {
 	opts = opts.withDefaults()
-	sec, err := parseListerSection(h)
-	if err != nil {
-		return nil, err
+	protocols, ok := listerProtocols[h.Type]
+	if !ok {
+		return nil, hostError(h, "type", fmt.Errorf("no lister for host type %q (want trove, gitlab, gitea or github)", h.Type))
 	}
-	if err := sec.checkProtocol(h.Protocol); err != nil {
-		return nil, err
+	if !slices.Contains(protocols, h.Protocol) {
+		return nil, hostError(h, "protocol", fmt.Errorf("%q is not a protocol for a %s host (want %s)", h.Protocol, h.Type, strings.Join(protocols, ", ")))
 	}
 	switch h.Type {
 	case "gitlab":
-		return newGitLabLister(h, sec, opts)
+		return newGitLabLister(h, opts)
 	case "gitea":
-		return newGiteaLister(h, sec, opts)
+		return newGiteaLister(h, opts)
 	case "github":
-		return newGitHubLister(h, sec, opts)
-	case "trove":
-		return newTroveLister(h, sec, opts)
+		return newGitHubLister(h, opts)
 	}
-	return nil, sec.fail("type", fmt.Errorf("no lister for host type %q (want trove, gitlab, gitea or github)", h.Type))
+	return newTroveLister(h, opts)
 }
 
 func (o ListerOptions) withDefaults() ListerOptions {
@@ -143,16 +139,9 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// hostSection is a host section's keys as decoded JSON, for the keys that
-// confgit leaves to the lister of each type.
-type hostSection struct {
-	typ  string
-	keys map[string]any
-}
-
 // Protocols each host type can list and clone with. Plain HTTP is refused
-// for github.com by the GitHub lister itself: GitHub Enterprise may serve
-// it, github.com does not.
+// for github.com by confgit: GitHub Enterprise may serve it, github.com
+// does not.
 var listerProtocols = map[string][]string{
 	"trove":  {"ssh", "http", "https"},
 	"gitlab": {"ssh", "http", "https"},
@@ -160,165 +149,9 @@ var listerProtocols = map[string][]string{
 	"github": {"ssh", "http", "https"},
 }
 
-func parseListerSection(h confgit.Host) (hostSection, error) {
-	s := hostSection{typ: h.Type}
-	if _, ok := listerProtocols[h.Type]; !ok {
-		return s, s.fail("type", fmt.Errorf("no lister for host type %q (want trove, gitlab, gitea or github)", h.Type))
-	}
-	if h.Section == "" {
-		s.keys = map[string]any{}
-		return s, nil
-	}
-	v, err := lorryspec.DecodeJSON([]byte(h.Section))
-	if err != nil {
-		return s, s.fail("", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return s, s.fail("", fmt.Errorf("host section must be an object, not %s", lorryspec.KindOf(v)))
-	}
-	s.keys = m
-	return s, nil
-}
-
-func (s hostSection) fail(key string, err error) error {
-	return &confgit.ConfError{Section: -1, Type: s.typ, Key: key, Err: err}
-}
-
-func (s hostSection) checkProtocol(p string) error {
-	for _, ok := range listerProtocols[s.typ] {
-		if p == ok {
-			return nil
-		}
-	}
-	return s.fail("protocol", fmt.Errorf("%q is not a protocol for a %s host (want %s)", p, s.typ, strings.Join(listerProtocols[s.typ], ", ")))
-}
-
-// str returns a string key, and whether it is there at all. An empty
-// string is refused: it is always a mistake, and would otherwise mean the
-// same as leaving the key out.
-func (s hostSection) str(key string) (string, bool, error) {
-	v, ok := s.keys[key]
-	if !ok {
-		return "", false, nil
-	}
-	str, ok := v.(string)
-	if !ok {
-		return "", true, s.fail(key, fmt.Errorf("must be a string, not %s", lorryspec.KindOf(v)))
-	}
-	if str == "" {
-		return "", true, s.fail(key, errors.New("is empty"))
-	}
-	return str, true, nil
-}
-
-func (s hostSection) boolean(key string, def bool) (bool, error) {
-	v, ok := s.keys[key]
-	if !ok {
-		return def, nil
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, s.fail(key, fmt.Errorf("must be true or false, not %s", lorryspec.KindOf(v)))
-	}
-	return b, nil
-}
-
-// name checks a key naming a group, organisation or user, which goes into
-// an API path.
-func (s hostSection) name(key string) (string, error) {
-	v, _, err := s.str(key)
-	if err != nil {
-		return "", err
-	}
-	if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
-		return "", s.fail(key, fmt.Errorf("%q has a space or control character", v))
-	}
-	if strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") {
-		return "", s.fail(key, fmt.Errorf("%q must not start or end with a slash", v))
-	}
-	return v, nil
-}
-
-// token reads the API token from the first of keys that is set; two
-// different values are refused, since either could be the stale one. The
-// returned key is the one to name in messages. Neither the value nor any
-// part of it ever goes into an error.
-func (s hostSection) token(keys ...string) (tok, key string, err error) {
-	for _, k := range keys {
-		v, ok, err := s.str(k)
-		if err != nil {
-			return "", "", err
-		}
-		if !ok {
-			continue
-		}
-		if strings.ContainsFunc(v, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
-			return "", "", s.fail(k, errors.New("has a space or control character"))
-		}
-		if tok != "" && v != tok {
-			return "", "", s.fail(k, fmt.Errorf("differs from %q; give only one", key))
-		}
-		if tok == "" {
-			tok, key = v, k
-		}
-	}
-	if key == "" {
-		key = keys[0]
-	}
-	return tok, key, nil
-}
-
-// apiURL reads the "api-url" override, or returns def. It is the URL the
-// API's paths are appended to, such as https://gitlab.example.com/api/v4.
-func (s hostSection) apiURL(def string) (*url.URL, error) {
-	raw, ok, err := s.str("api-url")
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		raw = def
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, s.fail("api-url", errors.New("is not a URL"))
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, s.fail("api-url", errors.New("must be an http or https URL"))
-	case u.Host == "":
-		return nil, s.fail("api-url", errors.New("has no host"))
-	case u.User != nil:
-		return nil, s.fail("api-url", errors.New("must not carry credentials; give the token in its own key"))
-	case u.RawQuery != "" || u.Fragment != "":
-		return nil, s.fail("api-url", errors.New("must not have a query or fragment"))
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	return u, nil
-}
-
-// checkCertificates reads "check-certificates", true unless the section
-// turns it off.
-func (s hostSection) checkCertificates() (bool, error) {
-	return s.boolean("check-certificates", true)
-}
-
-// cloneToken reads "clone-with-token": whether clone URLs carry the API
-// token. That is for private repositories over HTTP(S) only; over ssh
-// the key authenticates.
-func (s hostSection) cloneToken(protocol, tok, tokKey string) (string, error) {
-	on, err := s.boolean("clone-with-token", false)
-	if err != nil || !on {
-		return "", err
-	}
-	if protocol == "ssh" {
-		return "", s.fail("clone-with-token", errors.New("is for http and https; ssh clones authenticate with a key"))
-	}
-	if tok == "" {
-		return "", s.fail("clone-with-token", fmt.Errorf("needs %q", tokKey))
-	}
-	return tok, nil
+// hostError says what about h a lister cannot work with.
+func hostError(h confgit.Host, key string, err error) error {
+	return &confgit.ConfError{Section: -1, Type: h.Type, Key: key, Err: err}
 }
 
 // forgeAPIScheme is the scheme of a forge's API: its clones may go over
@@ -334,13 +167,13 @@ func forgeAPIScheme(protocol string) string {
 // newListerHTTPClient gives a host its client. Redirects stay on the host
 // and never downgrade to http: token headers such as PRIVATE-TOKEN are not
 // among those net/http strips when a redirect leaves the host.
-func newListerHTTPClient(sec hostSection, opts ListerOptions, verify bool) (*http.Client, bool, error) {
+func newListerHTTPClient(h confgit.Host, opts ListerOptions) (*http.Client, bool, error) {
 	rt := opts.Transport
 	owned := false
-	if !verify {
+	if h.SkipCertificateCheck {
 		t, ok := rt.(*http.Transport)
 		if !ok {
-			return nil, false, sec.fail("check-certificates", fmt.Errorf("false needs an *http.Transport to clone, not %T", rt))
+			return nil, false, hostError(h, "check-certificates", fmt.Errorf("false needs an *http.Transport to clone, not %T", rt))
 		}
 		t = t.Clone()
 		if t.TLSClientConfig == nil {
@@ -386,12 +219,8 @@ type upstreamAPI struct {
 	sleep   func(context.Context, time.Duration) error
 }
 
-func newUpstreamAPI(h confgit.Host, sec hostSection, opts ListerOptions, base *url.URL) (*upstreamAPI, error) {
-	verify, err := sec.checkCertificates()
-	if err != nil {
-		return nil, err
-	}
-	client, owned, err := newListerHTTPClient(sec, opts, verify)
+func newUpstreamAPI(h confgit.Host, opts ListerOptions, base *url.URL) (*upstreamAPI, error) {
+	client, owned, err := newListerHTTPClient(h, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -728,30 +557,34 @@ func linkHeaderRel(h http.Header, rel string) string {
 }
 
 // newForgeAPI makes the API client that the listers of GitLab, Gitea and
-// GitHub share: the section's token (under the first of tokenKeys given)
-// goes in authHeader after authPrefix, and is hidden in every message. It
-// also returns the token to put in clone URLs, if the section asks for it.
-func newForgeAPI(h confgit.Host, sec hostSection, opts ListerOptions, defaultBase, authHeader, authPrefix string,
-	tokenKeys ...string) (*upstreamAPI, string, error) {
-	tok, tokKey, err := sec.token(tokenKeys...)
+// GitHub share: the section's token goes in authHeader after authPrefix,
+// and is hidden in every message; the API is at the section's "api-url",
+// or else at defaultBase. It also returns the token to put in clone URLs,
+// if the section asks for it.
+func newForgeAPI(h confgit.Host, opts ListerOptions, defaultBase, authHeader, authPrefix string) (*upstreamAPI, string, error) {
+	base := h.APIURL
+	if base == nil {
+		u, err := url.Parse(defaultBase)
+		if err != nil {
+			return nil, "", hostError(h, "api-url", errors.New("is not a URL"))
+		}
+		if err := confgit.CheckAPIURL(u); err != nil {
+			return nil, "", hostError(h, "api-url", err)
+		}
+		u.Path = strings.TrimRight(u.Path, "/")
+		base = u
+	}
+	api, err := newUpstreamAPI(h, opts, base)
 	if err != nil {
 		return nil, "", err
 	}
-	cloneTok, err := sec.cloneToken(h.Protocol, tok, tokKey)
-	if err != nil {
-		return nil, "", err
+	api.authKey = h.TokenKey
+	if h.Token != "" {
+		api.setSecret(authHeader, authPrefix+h.Token, h.Token)
 	}
-	base, err := sec.apiURL(defaultBase)
-	if err != nil {
-		return nil, "", err
-	}
-	api, err := newUpstreamAPI(h, sec, opts, base)
-	if err != nil {
-		return nil, "", err
-	}
-	api.authKey = tokKey
-	if tok != "" {
-		api.setSecret(authHeader, authPrefix+tok, tok)
+	cloneTok := ""
+	if h.CloneWithToken {
+		cloneTok = h.Token
 	}
 	return api, cloneTok, nil
 }

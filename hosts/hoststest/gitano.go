@@ -2,8 +2,6 @@ package hoststest
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -15,9 +13,8 @@ import (
 // "RW baserock/definitions". A wrong or missing password for a protected
 // instance is 401 with a Basic challenge (RFC 7617).
 type Gitano struct {
-	srv  *httptest.Server
+	server
 	opts GitanoOptions
-	log  requestLog
 
 	mu sync.Mutex
 	ls string
@@ -36,26 +33,19 @@ type GitanoOptions struct {
 func NewGitano(tb testing.TB, ls string, opts GitanoOptions) *Gitano {
 	tb.Helper()
 	f := &Gitano{opts: opts, ls: ls}
-	f.srv = startServer(tb, f, opts.TLS)
+	f.start(tb, f, opts.TLS)
 	return f
 }
-
-// URL is the base URL of the fake.
-func (f *Gitano) URL() string { return f.srv.URL }
-
-// Host is the host and port of the fake: the "host" of a trove section.
-func (f *Gitano) Host() string { return f.srv.Listener.Addr().String() }
 
 // Section is a trove host section for lorry-controller.conf that lists
 // this fake over HTTP(S), with its credentials if it has some, and with
 // the keys of extra added.
 func (f *Gitano) Section(extra map[string]any) map[string]any {
-	scheme := strings.SplitN(f.srv.URL, ":", 2)[0]
-	base := map[string]any{"type": "trove", "host": f.Host(), "protocol": scheme}
+	base := map[string]any{}
 	if f.opts.User != "" {
 		base["auth"] = map[string]any{"username": f.opts.User, "password": f.opts.Password}
 	}
-	return section(base, extra)
+	return f.section("trove", base, extra)
 }
 
 // SetLs changes what ls answers.
@@ -64,9 +54,6 @@ func (f *Gitano) SetLs(out string) {
 	defer f.mu.Unlock()
 	f.ls = out
 }
-
-// Requests lists the calls made so far, refused ones included.
-func (f *Gitano) Requests() []Request { return f.log.all() }
 
 // ServeHTTP answers gitano-command.cgi.
 func (f *Gitano) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -48,20 +46,15 @@ import (
 // the first push into an empty repository picks its default branch as
 // Gitea does (see firstPush).
 type Gitea struct {
-	tb      testing.TB
-	srv     *httptest.Server
+	forge
 	rootURL string // ROOT_URL, ending in "/"
 	sshHost string
 	sshPort int
 	mux     *http.ServeMux
-	git     *gitRepos
-	log     requestLog
-	chg     changeLog
+	auth    apiAuth
 	opts    GiteaOptions
 
-	mu           sync.Mutex
-	token        string
-	fail         int
+	// guarded by mu
 	forbidRepos  bool
 	beforeCreate func()
 	lastOwnerID  int64
@@ -129,13 +122,21 @@ var giteaValidName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // repositories.
 func NewGitea(tb testing.TB, opts GiteaOptions) *Gitea {
 	tb.Helper()
-	f := &Gitea{tb: tb, opts: opts, token: opts.Token,
-		owners: map[string]*giteaOwner{}, reposByName: map[string]*giteaRepo{}}
+	f := &Gitea{opts: opts, owners: map[string]*giteaOwner{}, reposByName: map[string]*giteaRepo{}}
+	f.init(tb, opts.Token, opts.ServeGit)
 	if opts.MaxResponseItems == 0 {
 		f.opts.MaxResponseItems = 50
 	}
-	if opts.ServeGit {
-		f.git = newGitRepos(tb)
+	// Gitea takes "Authorization: token <token>"; a failure answers
+	// {"message": "internal error", ...}.
+	f.auth = apiAuth{
+		header: "Authorization",
+		prefix: "token ",
+		failed: func(w http.ResponseWriter, status int) { f.answer(w, status, "internal error") },
+		badToken: func(w http.ResponseWriter) {
+			f.answer(w, http.StatusUnauthorized, "invalid username, password or token")
+		},
+		noToken: func(w http.ResponseWriter) { f.answer(w, http.StatusUnauthorized, "token is required") },
 	}
 	f.mux = http.NewServeMux()
 	f.mux.HandleFunc("GET /api/v1/repos/search", f.listRepos)
@@ -148,7 +149,7 @@ func NewGitea(tb testing.TB, opts GiteaOptions) *Gitea {
 	f.mux.HandleFunc("POST /api/v1/orgs", f.createOrg)
 	f.mux.HandleFunc("POST /api/v1/orgs/{org}/repos", f.createRepo)
 	f.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { f.answer(w, http.StatusNotFound, notFound) })
-	f.srv = startServer(tb, f, opts.TLS)
+	f.start(tb, f, opts.TLS)
 	f.rootURL = opts.RootURL
 	if f.rootURL == "" {
 		f.rootURL = f.srv.URL + "/"
@@ -165,39 +166,13 @@ func NewGitea(tb testing.TB, opts GiteaOptions) *Gitea {
 
 const notFound = "The target couldn't be found."
 
-// URL is the base URL of the fake, such as http://127.0.0.1:4321: the
-// --downstream-host of a gitea downstream.
-func (f *Gitea) URL() string { return f.srv.URL }
-
-// Host is the host and port of the fake: the "host" of a gitea section.
-func (f *Gitea) Host() string { return f.srv.Listener.Addr().String() }
-
 // APIURL is the base of the API, <URL>/api/v1: an "api-url".
-func (f *Gitea) APIURL() string { return f.srv.URL + "/api/v1" }
-
-// Client is an HTTP client that trusts the fake's certificate.
-func (f *Gitea) Client() *http.Client { return f.srv.Client() }
+func (f *Gitea) APIURL() string { return f.URL() + "/api/v1" }
 
 // Section is a gitea host section for lorry-controller.conf that lists
 // this fake, with the keys of extra added.
 func (f *Gitea) Section(extra map[string]any) map[string]any {
-	scheme := strings.SplitN(f.srv.URL, ":", 2)[0]
-	return section(map[string]any{"type": "gitea", "host": f.Host(), "protocol": scheme}, extra)
-}
-
-// SetToken changes the valid token.
-func (f *Gitea) SetToken(tok string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.token = tok
-}
-
-// SetFail makes every API call answer status with {"message": "internal
-// error", ...}; 0 answers normally.
-func (f *Gitea) SetFail(status int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail = status
+	return f.section("gitea", nil, extra)
 }
 
 // SetCanCreateRepos(false) answers repository creation with 403, as Gitea
@@ -216,17 +191,6 @@ func (f *Gitea) BeforeCreateRepo(fn func()) {
 	defer f.mu.Unlock()
 	f.beforeCreate = fn
 }
-
-// Requests lists the API calls made so far, refused ones included; git's
-// requests are not among them.
-func (f *Gitea) Requests() []Request { return f.log.all() }
-
-// ResetRequests forgets the calls made so far.
-func (f *Gitea) ResetRequests() { f.log.reset() }
-
-// Changes lists the authenticated calls that would change something, as
-// "METHOD /escaped/path {body with sorted keys}", whatever their answer.
-func (f *Gitea) Changes() []string { return f.chg.all() }
 
 // AddUser adds a user, which owns repositories but is not an
 // organisation.
@@ -289,14 +253,6 @@ func (f *Gitea) Repo(owner, name string) (GiteaRepo, bool) {
 		return GiteaRepo{}, false
 	}
 	return r.GiteaRepo, true
-}
-
-// RepoDir is the bare repository of owner/name, with ServeGit.
-func (f *Gitea) RepoDir(fullName string) string {
-	if f.git == nil {
-		f.tb.Fatal(errNoGit)
-	}
-	return f.git.dir(fullName)
 }
 
 // GiteaRepos makes n repositories, three in four of the organisation org
@@ -363,27 +319,11 @@ func (f *Gitea) answer(w http.ResponseWriter, status int, message string, errs .
 // when the fake serves git.
 func (f *Gitea) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/api/") {
-		f.serveGit(w, r)
+		f.serveGit(w, r, "Gitea", f.gitTarget, f.pushed)
 		return
 	}
-	f.log.add(r)
-	f.mu.Lock()
-	fail, token := f.fail, f.token
-	f.mu.Unlock()
-	if fail != 0 {
-		f.answer(w, fail, "internal error")
-		return
-	}
-	authed := false
-	if h := r.Header.Get("Authorization"); h != "" {
-		if token == "" || h != "token "+token {
-			f.answer(w, http.StatusUnauthorized, "invalid username, password or token")
-			return
-		}
-		authed = true
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !authed {
-		f.answer(w, http.StatusUnauthorized, "token is required")
+	authed, ok := f.authenticate(w, r, f.auth)
+	if !ok {
 		return
 	}
 	f.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, authed)))
@@ -454,17 +394,8 @@ func (f *Gitea) listRepos(w http.ResponseWriter, r *http.Request) {
 		list = slices.DeleteFunc(list, func(r *giteaRepo) bool { return r.Private })
 	}
 	q := r.URL.Query()
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	if limit <= 0 {
-		limit = 30
-	}
-	limit = min(limit, f.opts.MaxResponseItems)
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-	total := len(list)
-	pages := max((total+limit-1)/limit, 1)
-	lo := min((page-1)*limit, total)
-	items := list[lo:min(lo+limit, total)]
+	p := pageOf(q, pageSize(q, "limit", 30, f.opts.MaxResponseItems), len(list))
+	items := list[p.lo:p.hi]
 	out := make([]map[string]any, len(items))
 	for i, repo := range items {
 		out[i] = f.repoJSON(repo)
@@ -472,22 +403,12 @@ func (f *Gitea) listRepos(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 
 	if !f.opts.NoPageHeaders {
-		link := func(n int, rel string) string {
-			nq := r.URL.Query()
-			nq.Set("page", strconv.Itoa(n))
-			return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, f.rootURL, strings.TrimPrefix(r.URL.Path, "/"), nq.Encode(), rel)
-		}
-		var links []string
-		if page < pages {
-			links = append(links, link(page+1, "next"), link(pages, "last"))
-		}
-		if page > 1 {
-			links = append(links, link(1, "first"), link(page-1, "prev"))
-		}
-		if len(links) > 0 {
+		// Gitea builds its links on ROOT_URL.
+		href := func(n int) string { return f.rootURL + strings.TrimPrefix(r.URL.Path, "/") + "?" + withPage(q, n) }
+		if links := p.links(href, "next", "last", "first", "prev"); len(links) > 0 {
 			w.Header().Set("Link", strings.Join(links, ","))
 		}
-		w.Header().Set("X-Total-Count", strconv.Itoa(total))
+		w.Header().Set("X-Total-Count", strconv.Itoa(p.total))
 		w.Header().Set("Access-Control-Expose-Headers", "X-Total-Count, Link")
 	}
 	if search {
@@ -658,54 +579,21 @@ func (f *Gitea) deleteRepo(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// serveGit answers git under the repository's path: pushes need the token
-// as the password of any user name, fetches need it for a private
-// repository.
-func (f *Gitea) serveGit(w http.ResponseWriter, r *http.Request) {
-	path, push, ok := splitGitRequest(r)
-	if f.git == nil || !ok {
-		http.NotFound(w, r)
-		return
-	}
-	f.mu.Lock()
+// gitTarget finds the repository that git asks for at path, in any case.
+func (f *Gitea) gitTarget(path string) gitTarget {
 	repo := f.reposByName[strings.ToLower(path)]
-	_, pass, hasAuth := r.BasicAuth()
-	authed := hasAuth && f.token != "" && pass == f.token
-	access := gitAllow
-	switch {
-	case hasAuth && !authed:
-		access = gitNeedAuth
-	case repo == nil && authed:
-		access = gitNotFound
-	case repo == nil || ((push || repo.Private) && !authed):
-		access = gitNeedAuth
-	case push && repo.Archived:
-		access = gitArchived
+	if repo == nil {
+		return gitTarget{}
 	}
-	var canonical string
-	if repo != nil {
-		canonical = repo.FullName()
-	}
-	f.mu.Unlock()
-	if access == gitAllow && canonical != path {
-		r = r.Clone(r.Context())
-		r.URL.Path = "/" + canonical + strings.TrimPrefix(r.URL.Path, "/"+path)
-	}
-	receive := access == gitAllow && push && r.Method == http.MethodPost
-	var cmds []pushCommand
-	if receive {
-		var err error
-		if cmds, err = readPushCommands(r); err != nil {
-			f.tb.Logf("hoststest: Gitea cannot read the ref updates of a push to %s: %v", canonical, err)
-		}
-	}
-	f.git.serveGit(w, r, access, "Gitea")
-	if receive {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if repo := f.reposByName[strings.ToLower(canonical)]; repo != nil && repo.empty {
-			f.firstPush(repo, cmds)
-		}
+	return gitTarget{found: true, path: repo.FullName(), public: !repo.Private, archived: repo.Archived}
+}
+
+// pushed picks the default branch of a repository that was empty.
+func (f *Gitea) pushed(path string, cmds []pushCommand) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if repo := f.reposByName[strings.ToLower(path)]; repo != nil && repo.empty {
+		f.firstPush(repo, cmds)
 	}
 }
 

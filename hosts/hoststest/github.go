@@ -3,10 +3,8 @@ package hoststest
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -33,13 +31,11 @@ import (
 // Time, for the rate limits, is the fake's Clock, which a client under
 // test shares.
 type GitHub struct {
-	srv    *httptest.Server
+	forge
 	prefix string
 	clock  *Clock
-	log    requestLog
 
-	mu           sync.Mutex
-	token        string
+	// guarded by mu
 	nextID       int
 	owners       map[string][]GitHubRepo // by route: orgs/x, organizations/1000, users/y, user/1001
 	ids          map[string]int          // numeric id of the orgs/x and users/y routes
@@ -48,7 +44,6 @@ type GitHub struct {
 	extendBy     time.Duration           // if set, every request is limited for this long more
 	secondary    int                     // answer this many requests with 429 retry-after
 	retryAfter   int
-	fail         int
 }
 
 // GitHubOptions configure a fake GitHub.
@@ -73,21 +68,15 @@ type GitHubRepo struct {
 // NewGitHub starts a fake GitHub with no owners.
 func NewGitHub(tb testing.TB, opts GitHubOptions) *GitHub {
 	tb.Helper()
-	f := &GitHub{prefix: opts.Prefix, token: opts.Token, clock: opts.Clock, nextID: 1000,
+	f := &GitHub{prefix: opts.Prefix, clock: opts.Clock, nextID: 1000,
 		owners: map[string][]GitHubRepo{}, ids: map[string]int{}, logins: map[string]string{}}
+	f.init(tb, opts.Token, false)
 	if f.clock == nil {
 		f.clock = NewClock(time.Unix(1_700_000_000, 0))
 	}
-	f.srv = startServer(tb, f, opts.TLS)
+	f.start(tb, f, opts.TLS)
 	return f
 }
-
-// URL is the base URL of the fake; with Prefix "", it is the "api-url"
-// of a github section, standing in for https://api.github.com.
-func (f *GitHub) URL() string { return f.srv.URL }
-
-// Host is the host and port of the fake: the "host" of a github section.
-func (f *GitHub) Host() string { return f.srv.Listener.Addr().String() }
 
 // Clock is the time the fake's rate limits are counted in.
 func (f *GitHub) Clock() *Clock { return f.clock }
@@ -96,12 +85,12 @@ func (f *GitHub) Clock() *Clock { return f.clock }
 // this fake, with the keys of extra added; it names the fake's URL as
 // "api-url" when the fake answers like api.github.com.
 func (f *GitHub) Section(extra map[string]any) map[string]any {
-	scheme := strings.SplitN(f.srv.URL, ":", 2)[0]
-	base := map[string]any{"type": "github", "host": f.Host(), "protocol": scheme}
+	base := map[string]any{}
 	if f.prefix == "" {
-		base["api-url"] = f.srv.URL
+		// The fake's URL stands in for https://api.github.com.
+		base["api-url"] = f.URL()
 	}
-	return section(base, extra)
+	return f.section("github", base, extra)
 }
 
 // AddOrg adds an organisation and its repositories, with the next id.
@@ -120,21 +109,6 @@ func (f *GitHub) addOwner(route, numericRoute, name string, repos []GitHubRepo) 
 	f.logins[route+"/"+name], f.logins[num] = name, name
 	f.ids[route+"/"+name] = f.nextID
 	f.nextID++
-}
-
-// SetToken changes the valid token.
-func (f *GitHub) SetToken(tok string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.token = tok
-}
-
-// SetFail makes every call answer status with {"message": "Server
-// Error"}; 0 answers normally.
-func (f *GitHub) SetFail(status int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail = status
 }
 
 // LimitUntil refuses every call with the primary rate limit until t on
@@ -161,9 +135,6 @@ func (f *GitHub) SecondaryLimit(n, retryAfter int) {
 	f.secondary, f.retryAfter = n, retryAfter
 }
 
-// Requests lists the calls made so far, refused ones included.
-func (f *GitHub) Requests() []Request { return f.log.all() }
-
 // GitHubRepos makes n repositories named <owner>-r000 onwards.
 func GitHubRepos(n int, owner string) []GitHubRepo {
 	out := make([]GitHubRepo, n)
@@ -171,6 +142,20 @@ func GitHubRepos(n int, owner string) []GitHubRepo {
 		out[i] = GitHubRepo{Name: fmt.Sprintf("%s-r%03d", owner, i), Description: "repo " + strconv.Itoa(i), DefaultBranch: "main"}
 	}
 	return out
+}
+
+// githubAuth takes a bearer token; a failure answers {"message": "Server
+// Error"}. The fake lists only, so a call without a token is anonymous.
+var githubAuth = apiAuth{
+	header: "Authorization",
+	prefix: "Bearer ",
+	failed: func(w http.ResponseWriter, status int) {
+		answerJSON(w, status, map[string]string{"message": "Server Error"})
+	},
+	badToken: func(w http.ResponseWriter) {
+		answerJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials",
+			"documentation_url": "https://docs.github.com/rest", "status": "401"})
+	},
 }
 
 func rateHeaders(w http.ResponseWriter, remaining int, reset time.Time) {
@@ -183,7 +168,6 @@ func rateHeaders(w http.ResponseWriter, remaining int, reset time.Time) {
 
 // ServeHTTP answers the API.
 func (f *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.log.add(r)
 	f.mu.Lock()
 	now := f.clock.Now()
 	limitedUntil, secondary, retryAfter := f.limitedUntil, f.secondary > 0, f.retryAfter
@@ -194,16 +178,11 @@ func (f *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.limitedUntil = now.Add(f.extendBy)
 		limitedUntil = f.limitedUntil
 	}
-	fail, token := f.fail, f.token
 	f.mu.Unlock()
-	const docs = "https://docs.github.com/rest"
-	switch auth := r.Header.Get("Authorization"); {
-	case fail != 0:
-		answerJSON(w, fail, map[string]string{"message": "Server Error"})
+	if _, ok := f.authenticate(w, r, githubAuth); !ok {
 		return
-	case auth != "" && (token == "" || auth != "Bearer "+token):
-		answerJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials", "documentation_url": docs, "status": "401"})
-		return
+	}
+	switch {
 	case now.Before(limitedUntil):
 		rateHeaders(w, 0, limitedUntil)
 		answerJSON(w, http.StatusForbidden, map[string]string{
@@ -235,40 +214,17 @@ func (f *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	perPage, _ := strconv.Atoi(q.Get("per_page"))
-	if perPage <= 0 {
-		perPage = 30
-	}
-	perPage = min(perPage, 100)
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-	total := len(repos)
-	pages := max((total+perPage-1)/perPage, 1)
-	lo := min((page-1)*perPage, total)
-	items := repos[lo:min(lo+perPage, total)]
+	pg := pageOf(q, pageSize(q, "per_page", 30, 100), len(repos))
+	lo, items := pg.lo, repos[pg.lo:pg.hi]
 
 	numeric := owner
 	if hasID {
 		route := map[string]string{"orgs": "organizations", "users": "user"}[owner[:strings.IndexByte(owner, '/')]]
 		numeric = route + "/" + strconv.Itoa(id)
 	}
-	base := f.srv.URL
-	link := func(n int, rel string) string {
-		nq := r.URL.Query()
-		nq.Set("page", strconv.Itoa(n))
-		return fmt.Sprintf(`<%s%s/%s/repos?%s>; rel="%s"`, base, f.prefix, numeric, nq.Encode(), rel)
-	}
-	var links []string
-	if page > 1 {
-		links = append(links, link(page-1, "prev"))
-	}
-	if page < pages {
-		links = append(links, link(page+1, "next"), link(pages, "last"))
-	}
-	if page > 1 {
-		links = append(links, link(1, "first"))
-	}
-	if len(links) > 0 {
+	base := f.URL()
+	href := func(n int) string { return base + f.prefix + "/" + numeric + "/repos?" + withPage(q, n) }
+	if links := pg.links(href, "prev", "next", "last", "first"); len(links) > 0 {
 		w.Header().Set("Link", strings.Join(links, ", "))
 	}
 	web := base

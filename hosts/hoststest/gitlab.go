@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -52,19 +49,12 @@ import (
 // does; setting default_branch then moves the repository's HEAD, and
 // refuses a branch that does not exist.
 type GitLab struct {
-	tb   testing.TB
-	srv  *httptest.Server
-	url  string // base URL, without a trailing slash
+	forge
 	ssh  string // host of ssh_url_to_repo
 	mux  *http.ServeMux
-	git  *gitRepos // nil without ServeGit
-	log  requestLog
-	chg  changeLog
 	opts GitLabOptions
 
-	mu             sync.Mutex
-	token          string
-	fail           int
+	// guarded by mu
 	forbidGroups   bool
 	beforeCreate   func()
 	lastGroupID    int64
@@ -137,13 +127,11 @@ type gitlabListingKey struct {
 func NewGitLab(tb testing.TB, opts GitLabOptions) *GitLab {
 	tb.Helper()
 	f := &GitLab{
-		tb: tb, opts: opts, token: opts.Token,
+		opts:   opts,
 		groups: map[string]*gitlabGroup{}, groupsByID: map[int64]*gitlabGroup{},
 		projectsByPath: map[string]*gitlabProject{}, projectsByID: map[int64]*gitlabProject{},
 	}
-	if opts.ServeGit {
-		f.git = newGitRepos(tb)
-	}
+	f.init(tb, opts.Token, opts.ServeGit)
 	f.mux = http.NewServeMux()
 	f.mux.HandleFunc("GET /api/v4/projects", f.listProjects)
 	f.mux.HandleFunc("POST /api/v4/projects", f.createProject)
@@ -157,8 +145,7 @@ func NewGitLab(tb testing.TB, opts GitLabOptions) *GitLab {
 	f.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		answerJSON(w, http.StatusNotFound, map[string]string{"error": "404 Not Found"})
 	})
-	f.srv = startServer(tb, f, opts.TLS)
-	f.url = f.srv.URL
+	f.start(tb, f, opts.TLS)
 	f.ssh = opts.SSHHost
 	if f.ssh == "" {
 		f.ssh = hostOnly(f.Host())
@@ -166,40 +153,13 @@ func NewGitLab(tb testing.TB, opts GitLabOptions) *GitLab {
 	return f
 }
 
-// URL is the base URL of the fake, such as http://127.0.0.1:4321: the
-// --downstream-host of a gitlab downstream.
-func (f *GitLab) URL() string { return f.url }
-
-// Host is the host and port of the fake: the "host" of a gitlab section.
-func (f *GitLab) Host() string { return f.srv.Listener.Addr().String() }
-
 // APIURL is the base of the API, <URL>/api/v4: an "api-url".
-func (f *GitLab) APIURL() string { return f.url + "/api/v4" }
-
-// Client is an HTTP client that trusts the fake's certificate.
-func (f *GitLab) Client() *http.Client { return f.srv.Client() }
+func (f *GitLab) APIURL() string { return f.URL() + "/api/v4" }
 
 // Section is a gitlab host section for lorry-controller.conf that lists
 // this fake, with the keys of extra added.
 func (f *GitLab) Section(extra map[string]any) map[string]any {
-	return section(map[string]any{"type": "gitlab", "host": f.Host(), "protocol": f.scheme()}, extra)
-}
-
-func (f *GitLab) scheme() string { return strings.SplitN(f.url, ":", 2)[0] }
-
-// SetToken changes the valid PRIVATE-TOKEN.
-func (f *GitLab) SetToken(tok string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.token = tok
-}
-
-// SetFail makes every API call answer status with GitLab's body for it,
-// such as {"message":"500 Internal Server Error"}; 0 answers normally.
-func (f *GitLab) SetFail(status int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail = status
+	return f.section("gitlab", nil, extra)
 }
 
 // SetCanCreateGroups(false) answers group creation with 403, as GitLab
@@ -218,17 +178,6 @@ func (f *GitLab) BeforeCreateProject(fn func()) {
 	defer f.mu.Unlock()
 	f.beforeCreate = fn
 }
-
-// Requests lists the API calls made so far, refused ones included; git's
-// requests are not among them.
-func (f *GitLab) Requests() []Request { return f.log.all() }
-
-// ResetRequests forgets the calls made so far.
-func (f *GitLab) ResetRequests() { f.log.reset() }
-
-// Changes lists the authenticated calls that would change something, as
-// "METHOD /escaped/path {body with sorted keys}", whatever their answer.
-func (f *GitLab) Changes() []string { return f.chg.all() }
 
 // AddGroup adds a group and its missing parents, as an administrator
 // would have made them, private; it returns the group's id.
@@ -285,15 +234,6 @@ func (f *GitLab) Project(fullPath string) (GitLabProject, bool) {
 		return GitLabProject{}, false
 	}
 	return p.GitLabProject, true
-}
-
-// RepoDir is the bare repository of the project at fullPath, with
-// ServeGit; the project's http_url_to_repo serves it.
-func (f *GitLab) RepoDir(fullPath string) string {
-	if f.git == nil {
-		f.tb.Fatal(errNoGit)
-	}
-	return f.git.dir(fullPath)
 }
 
 // GitLabProjects makes n public projects spread over group, its subgroup
@@ -391,30 +331,29 @@ func isAuthed(r *http.Request) bool { v, _ := r.Context().Value(authedKey{}).(bo
 // when the fake serves git.
 func (f *GitLab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/api/") {
-		f.serveGit(w, r)
+		f.serveGit(w, r, "GitLab", f.gitTarget, func(path string, _ []pushCommand) { f.afterPush(path) })
 		return
 	}
-	f.log.add(r)
-	f.mu.Lock()
-	fail, token := f.fail, f.token
-	f.mu.Unlock()
-	if fail != 0 {
-		answerJSON(w, fail, map[string]string{"message": fmt.Sprintf("%d %s", fail, http.StatusText(fail))})
-		return
-	}
-	authed := false
-	if tok := r.Header.Get("PRIVATE-TOKEN"); tok != "" {
-		if tok != token {
-			answerJSON(w, http.StatusUnauthorized, map[string]string{"message": "401 Unauthorized"})
-			return
-		}
-		authed = true
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !authed {
-		answerJSON(w, http.StatusUnauthorized, map[string]string{"message": "401 Unauthorized"})
+	authed, ok := f.authenticate(w, r, gitlabAuth)
+	if !ok {
 		return
 	}
 	f.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, authed)))
+}
+
+// gitlabAuth takes the token in PRIVATE-TOKEN; a failure answers GitLab's
+// body for the status, such as {"message":"500 Internal Server Error"}.
+var gitlabAuth = apiAuth{
+	header: "PRIVATE-TOKEN",
+	failed: func(w http.ResponseWriter, status int) {
+		answerJSON(w, status, map[string]string{"message": fmt.Sprintf("%d %s", status, http.StatusText(status))})
+	},
+	badToken: gitlabUnauthorized,
+	noToken:  gitlabUnauthorized,
+}
+
+func gitlabUnauthorized(w http.ResponseWriter) {
+	answerJSON(w, http.StatusUnauthorized, map[string]string{"message": "401 Unauthorized"})
 }
 
 // gitlabProjectJSON is a project as the API shows it to a member, less
@@ -488,12 +427,12 @@ func (f *GitLab) projectJSON(p *gitlabProject) []byte {
 		CreatedAt: "2024-01-02T03:04:05.000Z", DefaultBranch: optString(p.DefaultBranch),
 		TagList: []string{}, Topics: []string{},
 		SSHURLToRepo:   "git@" + f.ssh + ":" + full + ".git",
-		HTTPURLToRepo:  f.url + "/" + full + ".git",
-		WebURL:         f.url + "/" + full,
+		HTTPURLToRepo:  f.URL() + "/" + full + ".git",
+		WebURL:         f.URL() + "/" + full,
 		LastActivityAt: "2024-01-02T03:04:05.000Z", Visibility: p.Visibility,
 		Archived: p.Archived, EmptyRepo: p.empty,
 		Namespace: gitlabNamespaceJSON{ID: ns.id, Name: ns.name, Path: ns.path, Kind: "group",
-			FullPath: ns.fullPath, ParentID: optID(ns.parentID), WebURL: f.url + "/groups/" + ns.fullPath},
+			FullPath: ns.fullPath, ParentID: optID(ns.parentID), WebURL: f.URL() + "/groups/" + ns.fullPath},
 	})
 	if err != nil {
 		f.tb.Errorf("hoststest: %v", err)
@@ -510,7 +449,7 @@ func (f *GitLab) groupJSON(g *gitlabGroup) map[string]any {
 	return map[string]any{
 		"id": g.id, "name": g.name, "path": g.path, "full_name": strings.Join(names, " / "), "full_path": g.fullPath,
 		"description": "", "visibility": g.visibility, "parent_id": optID(g.parentID),
-		"web_url": f.url + "/groups/" + g.fullPath,
+		"web_url": f.URL() + "/groups/" + g.fullPath,
 	}
 }
 
@@ -560,11 +499,7 @@ func (f *GitLab) listProjects(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	list := f.listing(group, q.Get("include_subgroups") == "true", isAuthed(r), idAsc)
-	perPage, _ := strconv.Atoi(q.Get("per_page"))
-	if perPage <= 0 {
-		perPage = 20
-	}
-	perPage = min(perPage, 100)
+	perPage := pageSize(q, "per_page", 20, 100)
 
 	var pageItems []*gitlabProject
 	if q.Get("pagination") == "keyset" {
@@ -591,36 +526,29 @@ func (f *GitLab) listProjects(w http.ResponseWriter, r *http.Request) {
 			} else {
 				nq.Set("id_before", strconv.FormatInt(pageItems[len(pageItems)-1].ID, 10))
 			}
-			w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next"`, f.url, r.URL.EscapedPath(), nq.Encode()))
+			w.Header().Set("Link", linkTo(f.URL()+r.URL.EscapedPath()+"?"+nq.Encode(), "next"))
 		}
 	} else {
-		page, _ := strconv.Atoi(q.Get("page"))
-		page = max(page, 1)
-		total := len(list)
-		pages := max((total+perPage-1)/perPage, 1)
-		lo := min((page-1)*perPage, total)
-		pageItems = list[lo:min(lo+perPage, total)]
-		link := func(n int, rel string) string {
-			nq := r.URL.Query()
-			nq.Set("page", strconv.Itoa(n))
-			nq.Set("per_page", strconv.Itoa(perPage))
-			return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, f.url, r.URL.EscapedPath(), nq.Encode(), rel)
+		p := pageOf(q, perPage, len(list))
+		page, pages, total := p.number, p.pages, p.total
+		pageItems = list[p.lo:p.hi]
+		pq := r.URL.Query()
+		pq.Set("per_page", strconv.Itoa(perPage))
+		href := func(n int) string { return f.URL() + r.URL.EscapedPath() + "?" + withPage(pq, n) }
+		// Unlike the others, GitLab always links the first page, and
+		// the last up to 10,000 records.
+		links := append(p.links(href, "prev", "next"), linkTo(href(1), "first"))
+		if total <= 10000 {
+			links = append(links, linkTo(href(pages), "last"))
 		}
-		var links []string
+		w.Header().Set("Link", strings.Join(links, ", "))
 		next, prev := "", ""
 		if page > 1 {
 			prev = strconv.Itoa(page - 1)
-			links = append(links, link(page-1, "prev"))
 		}
 		if page < pages {
 			next = strconv.Itoa(page + 1)
-			links = append(links, link(page+1, "next"))
 		}
-		links = append(links, link(1, "first"))
-		if total <= 10000 {
-			links = append(links, link(pages, "last"))
-		}
-		w.Header().Set("Link", strings.Join(links, ", "))
 		if !f.opts.LinkOnly {
 			w.Header().Set("X-Page", strconv.Itoa(page))
 			w.Header().Set("X-Per-Page", strconv.Itoa(perPage))
@@ -866,44 +794,13 @@ func (f *GitLab) deleteProject(w http.ResponseWriter, r *http.Request) {
 	answerJSON(w, http.StatusAccepted, map[string]string{"message": "202 Accepted"})
 }
 
-// serveGit answers git under the project's path: pushes need the token as
-// the password of any user name, fetches need it for a project that is
-// not public.
-func (f *GitLab) serveGit(w http.ResponseWriter, r *http.Request) {
-	path, push, ok := splitGitRequest(r)
-	if f.git == nil || !ok {
-		http.NotFound(w, r)
-		return
-	}
-	f.mu.Lock()
+// gitTarget finds the project that git asks for at path, in any case.
+func (f *GitLab) gitTarget(path string) gitTarget {
 	p := f.projectsByPath[strings.ToLower(path)]
-	_, pass, hasAuth := r.BasicAuth()
-	authed := hasAuth && f.token != "" && pass == f.token
-	access := gitAllow
-	switch {
-	case hasAuth && !authed:
-		access = gitNeedAuth
-	case p == nil && authed:
-		access = gitNotFound
-	case p == nil || ((push || p.Visibility != "public") && !authed):
-		access = gitNeedAuth
-	case push && p.Archived:
-		access = gitArchived
+	if p == nil {
+		return gitTarget{}
 	}
-	var canonical string
-	if p != nil {
-		canonical = p.FullPath()
-	}
-	f.mu.Unlock()
-	if access == gitAllow && canonical != path {
-		// The repository is on disk under its own case.
-		r = r.Clone(r.Context())
-		r.URL.Path = "/" + canonical + strings.TrimPrefix(r.URL.Path, "/"+path)
-	}
-	f.git.serveGit(w, r, access, "GitLab")
-	if access == gitAllow && push && r.Method == http.MethodPost {
-		f.afterPush(canonical)
-	}
+	return gitTarget{found: true, path: p.FullPath(), public: p.Visibility == "public", archived: p.Archived}
 }
 
 // afterPush updates what the API says of a repository that was pushed
@@ -947,24 +844,4 @@ func pickDefaultBranch(g *gitRepos, path string) string {
 	}
 	g.setHead(path, pick)
 	return pick
-}
-
-// hostOnly drops the port of host:port.
-func hostOnly(hostport string) string {
-	if u, err := url.Parse("http://" + hostport); err == nil {
-		return u.Hostname()
-	}
-	return hostport
-}
-
-// section copies base with the keys of extra set.
-func section(base, extra map[string]any) map[string]any {
-	out := make(map[string]any, len(base)+len(extra))
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range extra {
-		out[k] = v
-	}
-	return out
 }

@@ -5,7 +5,10 @@
 // pagination headers, status codes, error bodies and rate-limit headers.
 // The GitLab and Gitea fakes are both Upstream and Downstream Hosts, and
 // can serve the repositories they hold over git's smart HTTP protocol, so
-// that a mirror into them can be checked with git.
+// that a mirror into them can be checked with git. What the fakes share
+// (the server and its request log, the token and SetFail, pagination by
+// offset, and git over smart HTTP) is in forge.go; each fake holds only
+// its API's shapes and quirks.
 package hoststest
 
 import (

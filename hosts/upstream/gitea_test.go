@@ -130,47 +130,6 @@ func TestGiteaRepoFields(t *testing.T) {
 	}
 }
 
-func TestGiteaErrors(t *testing.T) {
-	const tok = "gitea-right-token"
-	tests := []struct {
-		name  string
-		extra map[string]any
-		fail  int
-		want  []string
-	}{
-		{name: "wrong token", extra: map[string]any{"token": "gitea-wrong-token"},
-			want: []string{"gitea 127.0.0.1:", "401 Unauthorized", `"invalid username, password or token"`, `check "token"`}},
-		{name: "unknown organisation", extra: map[string]any{"token": tok, "org": "nope"},
-			want: []string{"404 Not Found", "The target couldn't be found.", "/api/v1/orgs/nope/repos", `check "org"`}},
-		{name: "a user is not an organisation", extra: map[string]any{"token": tok, "org": "user1"},
-			want: []string{"404 Not Found", "/api/v1/orgs/user1/repos"}},
-		{name: "server error", extra: map[string]any{"token": tok}, fail: 500,
-			want: []string{"500 Internal Server Error", `"internal error"`}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newGitea(t, hoststest.GiteaOptions{Token: tok}, hoststest.GiteaRepos(8, "org1"))
-			f.SetFail(tc.fail)
-			l, err := NewLister(upstreamHost(t, f.Section(tc.extra)), ListerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			repos, err := l.List(context.Background())
-			if err == nil {
-				t.Fatalf("got %d repos and no error; want an error", len(repos))
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("got error %q; want it to contain %q", err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "gitea-wrong-token") || strings.Contains(err.Error(), tok) {
-				t.Errorf("error %q shows a token", err)
-			}
-		})
-	}
-}
-
 func TestGiteaSearchNotOK(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answerJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "search index unavailable"})

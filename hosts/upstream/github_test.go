@@ -152,45 +152,6 @@ func TestGitHubRepoFields(t *testing.T) {
 	}
 }
 
-func TestGitHubErrors(t *testing.T) {
-	const tok = "ghp_right"
-	tests := []struct {
-		name  string
-		extra map[string]any
-		fail  int
-		want  []string
-	}{
-		{name: "bad credentials", extra: map[string]any{"org": "o", "token": "ghp_wrong"},
-			want: []string{"github 127.0.0.1:", "401 Unauthorized", `"Bad credentials"`, `check "token"`}},
-		{name: "unknown organisation", extra: map[string]any{"org": "nope", "token": tok},
-			want: []string{"404 Not Found", `"Not Found"`, "/api/v3/orgs/nope/repos", `check "org"`}},
-		{name: "server error", extra: map[string]any{"org": "o", "token": tok}, fail: 502,
-			want: []string{"502 Bad Gateway", `"Server Error"`}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newGitHub(t, "/api/v3", tok, "o", hoststest.GitHubRepos(3, "o"), "", nil)
-			f.SetFail(tc.fail)
-			l, err := NewLister(upstreamHost(t, f.Section(tc.extra)), githubOptions(f, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			repos, err := l.List(context.Background())
-			if err == nil {
-				t.Fatalf("got %d repos and no error; want an error", len(repos))
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("got error %q; want it to contain %q", err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "ghp_wrong") || strings.Contains(err.Error(), tok) {
-				t.Errorf("error %q shows a token", err)
-			}
-		})
-	}
-}
-
 func TestGitHubRateLimit(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
 	"lorrycontroller/flagconf"
@@ -374,11 +375,7 @@ func eventNames(set map[string]bool) []string {
 
 // writeAddrFile writes addr so that a reader never sees a partial address.
 func writeAddrFile(path, addr string) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write address file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(addr+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write address file: %w", err)
 	}
 	return nil

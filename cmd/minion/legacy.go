@@ -17,7 +17,6 @@ var oldIgnored = map[string]string{
 	"webapp-timeout":       "each request to the WEBAPP times out after " + httpTimeout.String(),
 	"proxy-config":         "set http_proxy and https_proxy in the unit's environment instead",
 	"log":                  "logs go to standard error, which systemd sends to the journal",
-	"log-level":            "logs go to standard error, which systemd sends to the journal",
 	"log-max":              "logs go to standard error, which systemd sends to the journal",
 	"log-keep":             "logs go to standard error, which systemd sends to the journal",
 	"log-mode":             "logs go to standard error, which systemd sends to the journal",

@@ -3,10 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 
 	"lorrycontroller/flagconf"
 )
@@ -81,17 +79,4 @@ func (o *oldListen) apply(fs *flag.FlagSet, listen *string) error {
 	}
 	*listen = net.JoinHostPort(host, port)
 	return nil
-}
-
-// parseLevel reads --log-level, taking the original program's names too.
-func parseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "warning":
-		return slog.LevelWarn, nil
-	case "critical", "fatal":
-		return slog.LevelError, nil
-	}
-	var l slog.Level
-	err := l.UnmarshalText([]byte(s))
-	return l, err
 }

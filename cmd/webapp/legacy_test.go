@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -79,18 +78,6 @@ ghost-timeout = 21600
 				}
 			}
 		})
-	}
-}
-
-func TestParseLevel(t *testing.T) {
-	for in, want := range map[string]slog.Level{"debug": slog.LevelDebug, "INFO": slog.LevelInfo,
-		"warn": slog.LevelWarn, "warning": slog.LevelWarn, "error": slog.LevelError, "critical": slog.LevelError} {
-		if got, err := parseLevel(in); err != nil || got != want {
-			t.Errorf("parseLevel(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	if _, err := parseLevel("loud"); err == nil {
-		t.Error("parseLevel(loud) passed; want an error")
 	}
 }
 

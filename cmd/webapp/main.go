@@ -106,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
 	c.Downstream.RegisterFlags(fs)
-	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
 	fs.BoolVar(&c.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of the minions' machines (lorry refuses them otherwise)")
 	fs.BoolVar(&c.PeriodicWork, "periodic-work", false, "do the periodic work of the timer units in-process, for machines without systemd")
@@ -181,7 +181,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lorry-controller-webapp:", err)
 		os.Exit(2)
 	}
-	level, err := parseLevel(cfg.LogLevel)
+	level, err := journallog.ParseLevel(cfg.LogLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lorry-controller-webapp: --log-level:", err)
 		os.Exit(2)

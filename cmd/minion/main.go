@@ -53,7 +53,7 @@ type Config struct {
 
 // httpTimeout bounds each request to the WEBAPP, so that a hung connection
 // counts as the WEBAPP being unreachable rather than stalling the job's
-// updates for good.
+// updates for good. flagconf.OriginalMinion says so of webapp-timeout.
 const httpTimeout = 30 * time.Second
 
 func main() {
@@ -213,15 +213,11 @@ Flags:
 	fs.StringVar(&cfg.IgnoreQueues, "ignore-queues", "", "take no jobs from these `queues`, comma-separated")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.Var((*stringList)(&cfg.JobEnv), "job-env", "pass the minion's environment variable `name` on to scrapers, which see no other but TZ; repeat for more")
-	var old oldWebapp
-	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
+	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalMinion)
 	for _, w := range warnings {
 		fmt.Fprintln(out, "lorry-controller-minion: warning:", w)
 	}
 	if err != nil {
-		return cfg, err
-	}
-	if err := old.apply(fs, &cfg.WebappURL); err != nil {
 		return cfg, err
 	}
 	if cfg.RuntimeCache == "" {

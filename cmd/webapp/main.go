@@ -119,13 +119,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.NotifyEventList, "notify-events", "", "comma-separated `events` to notify of, of "+strings.Join(statedb.Events, ", ")+"; empty: all")
 	fs.StringVar(&c.HookSecretFile, "hook-secret-file", "", "`file` of the secret of the forges' push hooks (/1.0/hooks/gitlab, gitea, github); empty: the hooks are off")
 	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
-	var old oldListen
-	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
+	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalWebapp)
 	c.Warnings = warnings
 	if err != nil {
-		return c, err
-	}
-	if err := old.apply(fs, &c.Listen); err != nil {
 		return c, err
 	}
 	if err := c.Downstream.Validate(); err != nil {

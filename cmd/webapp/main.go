@@ -30,6 +30,7 @@ import (
 	"lorrycontroller/routes"
 	"lorrycontroller/secretfile"
 	"lorrycontroller/statedb"
+	"lorrycontroller/systemd"
 	"lorrycontroller/webhook"
 )
 
@@ -284,7 +285,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		deliver = d.Run
 	}
 
-	lns, activated, err := listen(cfg.Listen)
+	lns, activated, err := systemd.Listen(cfg.Listen)
 	if err != nil {
 		return err
 	}
@@ -305,10 +306,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	errc := serve(hs, lns)
+	errc := systemd.Serve(hs, lns)
 	// The database is migrated and the listeners are bound: requests are
 	// answered from now on.
-	notify(log, "READY=1\nSTATUS=serving on "+addr)
+	systemd.Notify(log, "READY=1\nSTATUS=serving on "+addr)
 	bg := startBackground(ctx, cfg, handler, deliver, log)
 	defer bg.stop()
 	// The schedules tick, and unconfirmed claims end, whether or not the
@@ -329,7 +330,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	bg.stop()
-	notify(log, "STOPPING=1")
+	systemd.Notify(log, "STOPPING=1")
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()

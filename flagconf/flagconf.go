@@ -2,7 +2,7 @@
 // file of "key = value" lines, so that systemd units and operators can keep
 // settings in /etc while the command line still wins. It also reads the
 // configuration files of the original Python Lorry Controller, whose keys
-// the program describes in Options.
+// Options describe; Original holds those of its WEBAPP and its MINION.
 package flagconf
 
 import (

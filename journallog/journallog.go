@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/coreos/go-systemd/v22/journal"
 )
@@ -56,4 +57,21 @@ func (pw priorityWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// LevelNames is what ParseLevel takes, for --help texts.
+const LevelNames = "debug, info, warn or error"
+
+// ParseLevel reads a --log-level: debug, info, warn or error in any case,
+// and the original Python programs' names warning, critical and fatal.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "warning":
+		return slog.LevelWarn, nil
+	case "critical", "fatal":
+		return slog.LevelError, nil
+	}
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
 }

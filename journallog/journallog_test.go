@@ -44,3 +44,15 @@ func TestNewFor(t *testing.T) {
 		})
 	}
 }
+
+func TestParseLevel(t *testing.T) {
+	for in, want := range map[string]slog.Level{"debug": slog.LevelDebug, "INFO": slog.LevelInfo,
+		"warn": slog.LevelWarn, "warning": slog.LevelWarn, "error": slog.LevelError, "critical": slog.LevelError} {
+		if got, err := ParseLevel(in); err != nil || got != want {
+			t.Errorf("ParseLevel(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := ParseLevel("loud"); err == nil {
+		t.Error("ParseLevel(loud) passed; want an error")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/proc"
 	"lorrycontroller/workarea"
 )
@@ -68,26 +69,7 @@ func writeFile(name string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	tmp := name + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
+	return atomicfile.WriteFile(name, data, 0o644)
 }
 
 // removeJobFiles forgets the files of job id once it has ended.

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/lorryspec"
 )
 
@@ -465,9 +466,5 @@ func saveState(file string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := file + ".new"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
+	return atomicfile.WriteFile(file, append(data, '\n'), 0o644)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/redact"
 )
 
@@ -162,11 +163,7 @@ func (j *job) converterDir(kind, source string) (string, error) {
 // writeConverterFile replaces name with data, so that a crash leaves either
 // the old or the new content.
 func writeConverterFile(name string, data []byte) error {
-	tmp := name + ".new"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, name)
+	return atomicfile.WriteFile(name, data, 0o644)
 }
 
 // initConverterRepo makes a bare repository at dir for a converter to

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
 )
@@ -98,10 +99,5 @@ func copyCvsPass(home string) error {
 	if err != nil {
 		return err
 	}
-	name := filepath.Join(home, ".cvspass")
-	tmp := name + ".new"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, name)
+	return atomicfile.WriteFile(filepath.Join(home, ".cvspass"), data, 0o600)
 }

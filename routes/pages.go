@@ -21,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sys/unix"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
 	"lorrycontroller/static"
@@ -426,7 +427,7 @@ func (s *Server) writeStatusCopy(v statusView) ([]byte, error) {
 		return nil, err
 	}
 	if s.StatusHTML != "" {
-		if err := writeFileAtomic(s.StatusHTML, page); err != nil {
+		if err := atomicfile.WriteFile(s.StatusHTML, page, 0o644); err != nil {
 			s.Log.Error("status-html copy", "err", err)
 			s.copyFailed(copyWarning(err))
 			return nil, err

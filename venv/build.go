@@ -3,7 +3,6 @@ package venv
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/proc"
 )
 
@@ -178,21 +178,8 @@ func (c *Cache) markReady(rt Runtime, s slot) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, readyName+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, readyName), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("runtime %s: %w", s, err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	err = errors.Join(err, f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, readyName))
-	}
-	if err == nil {
-		err = d.Sync()
-	}
-	if err != nil {
-		return fmt.Errorf("runtime %s: write %s: %w", s, readyName, err)
 	}
 	return nil
 }

@@ -3,9 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/mirror"
 )
 
@@ -90,23 +89,9 @@ func (f *resultFile) write(path string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	// Only the minion that runs lorry reads it.
+	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write result file: %w", err)
-	}
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write result file %s: %w", path, err)
 	}
 	return nil
 }

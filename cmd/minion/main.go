@@ -45,15 +45,15 @@ type Config struct {
 	TokenFile      string
 	JobEnv         []string
 	ConfigFile     string
+	LogLevel       string
 
-	Logger       *slog.Logger
 	Queues       string // --queues, sent with give-me-job
 	IgnoreQueues string // --ignore-queues, sent with give-me-job
 }
 
 // httpTimeout bounds each request to the WEBAPP, so that a hung connection
 // counts as the WEBAPP being unreachable rather than stalling the job's
-// updates for good.
+// updates for good. flagconf.OriginalMinion says so of webapp-timeout.
 const httpTimeout = 30 * time.Second
 
 func main() {
@@ -68,26 +68,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lorry-controller-minion:", err)
 		os.Exit(2)
 	}
-	cfg.Logger = journallog.New(slog.LevelInfo).With("minion", cfg.Name)
+	level, _ := journallog.ParseLevel(cfg.LogLevel) // checked by parseArgs
+	log := journallog.New(level).With("minion", cfg.Name)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-ctx.Done()
 		stop()
 	}()
-	err = run(ctx, cfg)
+	err = run(ctx, cfg, log)
 	if errors.Is(err, minion.ErrRetired) {
 		// A status of its own, which the systemd unit does not restart.
-		cfg.Logger.Info("retired: exiting", "exit", minion.ExitRetired)
+		log.Info("retired: exiting", "exit", minion.ExitRetired)
 		os.Exit(minion.ExitRetired)
 	}
 	if err != nil {
-		cfg.Logger.Error("minion failed", "err", err)
+		log.Error("minion failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg Config) error {
+func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := os.MkdirAll(cfg.WorkingArea, 0o755); err != nil {
 		return fmt.Errorf("create working area: %w", err)
 	}
@@ -95,7 +96,6 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("host name: %w", err)
 	}
-	log := cfg.Logger
 	var token string
 	if cfg.TokenFile != "" {
 		var warning string
@@ -211,16 +211,13 @@ Flags:
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "`file` of the minion token to send the WEBAPP (lorry-controller-webapp token create --role minion); its name must be --name, or the start of it before a \"-\"")
 	fs.StringVar(&cfg.Queues, "queues", "", "take jobs only from these `queues`, comma-separated (wins over --ignore-queues)")
 	fs.StringVar(&cfg.IgnoreQueues, "ignore-queues", "", "take no jobs from these `queues`, comma-separated")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.Var((*stringList)(&cfg.JobEnv), "job-env", "pass the minion's environment variable `name` on to scrapers, which see no other but TZ; repeat for more")
-	var old oldWebapp
-	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
+	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalMinion)
 	for _, w := range warnings {
 		fmt.Fprintln(out, "lorry-controller-minion: warning:", w)
 	}
 	if err != nil {
-		return cfg, err
-	}
-	if err := old.apply(fs, &cfg.WebappURL); err != nil {
 		return cfg, err
 	}
 	if cfg.RuntimeCache == "" {
@@ -254,6 +251,9 @@ func validate(cfg Config) error {
 	}
 	if cfg.KeepUnused < 0 {
 		return fmt.Errorf("--keep-unused %v: want a duration of zero or more", cfg.KeepUnused)
+	}
+	if _, err := journallog.ParseLevel(cfg.LogLevel); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
 	}
 	return nil
 }

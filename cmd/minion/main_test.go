@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +53,7 @@ func TestParseArgs(t *testing.T) {
 		WorkingArea:    "/var/lib/lorry-controller/work",
 		RuntimeCache:   "/var/lib/lorry-controller/work/runtimes",
 		KeepUnused:     72 * time.Hour,
+		LogLevel:       "info",
 	}
 	with := func(change func(*Config)) Config {
 		c := defaults
@@ -68,10 +71,10 @@ func TestParseArgs(t *testing.T) {
 		{
 			name: "flags",
 			args: []string{"--webapp-url", "http://webapp:8080", "--name", "box-1", "--sleep", "1m", "--update-interval", "500ms",
-				"--kill-grace", "0s", "--lorry-cmd", "/opt/lorry", "--working-area", "/srv/work", "--once"},
+				"--kill-grace", "0s", "--lorry-cmd", "/opt/lorry", "--working-area", "/srv/work", "--once", "--log-level", "debug"},
 			want: Config{WebappURL: "http://webapp:8080", Name: "box-1", Sleep: time.Minute, UpdateInterval: 500 * time.Millisecond,
 				KillGrace: 0, LorryCmd: "/opt/lorry", WorkingArea: "/srv/work", Once: true,
-				RuntimeCache: "/srv/work/runtimes", KeepUnused: 72 * time.Hour},
+				RuntimeCache: "/srv/work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "debug"},
 		},
 		{
 			name: "config file",
@@ -86,10 +89,11 @@ kill-grace=4s
 lorry-cmd = /usr/local/bin/lorry
 working-area = /srv/lorry work
 once = true
+log-level = warning
 `,
 			want: Config{WebappURL: "http://webapp:1234", Name: "box-2", Sleep: 2 * time.Second, UpdateInterval: 3 * time.Second,
 				KillGrace: 4 * time.Second, LorryCmd: "/usr/local/bin/lorry", WorkingArea: "/srv/lorry work", Once: true,
-				RuntimeCache: "/srv/lorry work/runtimes", KeepUnused: 72 * time.Hour},
+				RuntimeCache: "/srv/lorry work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "warning"},
 		},
 		{
 			name:   "runtimes",
@@ -129,7 +133,9 @@ webapp-port = 8080
 webapp-timeout = 3600
 sleep = 30
 `,
-			want: with(func(c *Config) { c.WebappURL, c.Sleep = "http://webapp.example:8080", 30*time.Second }),
+			want: with(func(c *Config) {
+				c.WebappURL, c.Sleep, c.LogLevel = "http://webapp.example:8080", 30*time.Second, "debug"
+			}),
 		},
 		{name: "original port alone", config: "webapp-port = 12766\n", want: with(func(c *Config) { c.WebappURL = "http://127.0.0.1:12766" })},
 		{name: "webapp-url wins over the original keys", args: []string{"--webapp-url", "https://w"}, config: "webapp-host = x\n",
@@ -142,6 +148,7 @@ sleep = 30
 		{name: "bad duration flag", args: []string{"--update-interval", "5"}, wantErr: "invalid value"},
 		{name: "zero sleep", args: []string{"--sleep", "0s"}, wantErr: "--sleep 0s: want a positive duration"},
 		{name: "negative grace", args: []string{"--kill-grace", "-1s"}, wantErr: "--kill-grace"},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "bad url", args: []string{"--webapp-url", "127.0.0.1:12765"}, wantErr: "--webapp-url"},
 		{name: "empty name", args: []string{"--name", ""}, wantErr: "--name must not be empty"},
 		{name: "extra argument", args: []string{"job.lorry"}, wantErr: "unexpected argument"},
@@ -179,7 +186,7 @@ func TestParseArgsHelp(t *testing.T) {
 		t.Fatalf("got error %v, want %v", err, flag.ErrHelp)
 	}
 	for _, f := range []string{"-webapp-url", "-name", "-sleep", "-update-interval", "-kill-grace", "-lorry-cmd", "-working-area", "-config", "-once",
-		"-runtime-cache", "-pip-arg", "-keep-unused", "lorry-controller-minion gc"} {
+		"-runtime-cache", "-pip-arg", "-keep-unused", "-log-level", "lorry-controller-minion gc"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("help: got %q, want it to list %s", out.String(), f)
 		}
@@ -465,5 +472,91 @@ func TestOnceSendsToken(t *testing.T) {
 	}
 	if code := waitExit(t, cmd, logs); code != 1 || !strings.Contains(logs.String(), "--token-file") {
 		t.Errorf("missing token file: exit %d; want 1 and why; log:\n%s", code, logs)
+	}
+}
+
+// TestOnceLogLevel runs the real minion with nothing to do: at the default
+// level it says that it started, at warn it says nothing of the kind.
+func TestOnceLogLevel(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		quiet bool
+	}{
+		{name: "default", quiet: false},
+		{name: "warn", args: []string{"--log-level", "warn"}, quiet: true},
+		{name: "the original's warning", args: []string{"--log-level", "warning"}, quiet: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWebapp(t, "")
+			cmd, logs := minionCmd(t, w, "/bin/true", append([]string{"--once"}, tt.args...)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if code := waitExit(t, cmd, logs); code != 0 {
+				t.Fatalf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+			}
+			if said := strings.Contains(logs.String(), "minion started"); said == tt.quiet {
+				t.Errorf("log says \"minion started\": %v; want %v; log:\n%s", said, !tt.quiet, logs)
+			}
+		})
+	}
+}
+
+// TestOriginalConfigWarns: the warnings about an original minion.conf go
+// to the output, each naming the file and line.
+func TestOriginalConfigWarns(t *testing.T) {
+	conf := writeFile(t, "minion.conf", "[config]\nlog = syslog\nwebapp-host = localhost\nwebapp-timeout = 3600\n")
+	var out bytes.Buffer
+	cfg, err := parseArgs([]string{"--config", conf}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WebappURL != "http://localhost:12765" {
+		t.Errorf("webapp-url = %q; want http://localhost:12765", cfg.WebappURL)
+	}
+	for _, want := range []string{conf + ":2: log is ignored", conf + ":4: webapp-timeout is ignored"} {
+		if !strings.Contains(out.String(), "lorry-controller-minion: warning: "+want) {
+			t.Errorf("output %q lacks the warning %q", out.String(), want)
+		}
+	}
+}
+
+// TestInstalledConfigFile checks the minion.conf that make install puts in
+// /etc: it is read without a warning, and it shows every flag.
+func TestInstalledConfigFile(t *testing.T) {
+	path := filepath.Join("..", "..", "etc", "minion.conf")
+	var out bytes.Buffer
+	if _, err := parseArgs([]string{"--config", path}, &out); err != nil || out.Len() > 0 {
+		t.Fatalf("parse %s: %v %q", path, err, out.String())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	key := regexp.MustCompile(`^#?([a-z][a-z-]*) =`)
+	mentioned := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := key.FindStringSubmatch(sc.Text()); m != nil {
+			mentioned[m[1]] = true
+		}
+	}
+	var usage bytes.Buffer
+	parseArgs([]string{"--help"}, &usage)
+	var all []string
+	for _, line := range strings.Split(usage.String(), "\n") {
+		if strings.HasPrefix(line, "  -") {
+			all = append(all, strings.Fields(strings.TrimPrefix(line, "  -"))[0])
+		}
+	}
+	if len(all) < 8 {
+		t.Fatalf("found only flags %q in --help", all)
+	}
+	for _, name := range all {
+		if name != "config" && !mentioned[name] {
+			t.Errorf("%s does not mention %s", path, name)
+		}
 	}
 }

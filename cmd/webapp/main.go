@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"lorrycontroller/atomicfile"
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
 	"lorrycontroller/flagconf"
@@ -30,6 +31,7 @@ import (
 	"lorrycontroller/routes"
 	"lorrycontroller/secretfile"
 	"lorrycontroller/statedb"
+	"lorrycontroller/systemd"
 	"lorrycontroller/webhook"
 )
 
@@ -106,7 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
 	c.Downstream.RegisterFlags(fs)
-	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
 	fs.BoolVar(&c.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of the minions' machines (lorry refuses them otherwise)")
 	fs.BoolVar(&c.PeriodicWork, "periodic-work", false, "do the periodic work of the timer units in-process, for machines without systemd")
@@ -119,13 +121,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.NotifyEventList, "notify-events", "", "comma-separated `events` to notify of, of "+strings.Join(statedb.Events, ", ")+"; empty: all")
 	fs.StringVar(&c.HookSecretFile, "hook-secret-file", "", "`file` of the secret of the forges' push hooks (/1.0/hooks/gitlab, gitea, github); empty: the hooks are off")
 	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
-	var old oldListen
-	warnings, err := flagconf.ParseWith(fs, args, "config", old.options())
+	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalWebapp)
 	c.Warnings = warnings
 	if err != nil {
-		return c, err
-	}
-	if err := old.apply(fs, &c.Listen); err != nil {
 		return c, err
 	}
 	if err := c.Downstream.Validate(); err != nil {
@@ -181,7 +179,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lorry-controller-webapp:", err)
 		os.Exit(2)
 	}
-	level, err := parseLevel(cfg.LogLevel)
+	level, err := journallog.ParseLevel(cfg.LogLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lorry-controller-webapp: --log-level:", err)
 		os.Exit(2)
@@ -288,7 +286,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		deliver = d.Run
 	}
 
-	lns, activated, err := listen(cfg.Listen)
+	lns, activated, err := systemd.Listen(cfg.Listen)
 	if err != nil {
 		return err
 	}
@@ -309,10 +307,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	errc := serve(hs, lns)
+	errc := systemd.Serve(hs, lns)
 	// The database is migrated and the listeners are bound: requests are
 	// answered from now on.
-	notify(log, "READY=1\nSTATUS=serving on "+addr)
+	systemd.Notify(log, "READY=1\nSTATUS=serving on "+addr)
 	bg := startBackground(ctx, cfg, handler, deliver, log)
 	defer bg.stop()
 	// The schedules tick, and unconfirmed claims end, whether or not the
@@ -333,7 +331,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	bg.stop()
-	notify(log, "STOPPING=1")
+	systemd.Notify(log, "STOPPING=1")
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
@@ -375,11 +373,7 @@ func eventNames(set map[string]bool) []string {
 
 // writeAddrFile writes addr so that a reader never sees a partial address.
 func writeAddrFile(path, addr string) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write address file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(addr+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write address file: %w", err)
 	}
 	return nil

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -175,4 +178,53 @@ func heldListener(t *testing.T) net.Listener {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return ln
+}
+
+// TestInstalledConfigFile checks the webapp.conf that make install puts in
+// /etc: it is read without a warning, and it shows every flag.
+func TestInstalledConfigFile(t *testing.T) {
+	path := filepath.Join("..", "..", "etc", "webapp.conf")
+	cfg, err := parseFlags([]string{"--config", path}, io.Discard)
+	if err != nil || len(cfg.Warnings) > 0 {
+		t.Fatalf("parse %s: %v %q", path, err, cfg.Warnings)
+	}
+	if !strings.HasPrefix(cfg.StateDB, "/var/lib/lorry-controller/") {
+		t.Errorf("statedb = %q; want it under /var/lib/lorry-controller", cfg.StateDB)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	key := regexp.MustCompile(`^#?([a-z][a-z-]*) =`)
+	mentioned := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := key.FindStringSubmatch(sc.Text()); m != nil {
+			mentioned[m[1]] = true
+		}
+	}
+	// The usage output lists every flag; parseFlags keeps its flag set to
+	// itself.
+	var all []string
+	var usage strings.Builder
+	parseFlags([]string{"--help"}, &usage)
+	for _, line := range strings.Split(usage.String(), "\n") {
+		if strings.HasPrefix(line, "  -") {
+			name := strings.Fields(strings.TrimPrefix(line, "  -"))[0]
+			all = append(all, name)
+		}
+	}
+	if len(all) < 10 {
+		t.Fatalf("found only flags %q in --help", all)
+	}
+	for _, name := range all {
+		if name != "config" && !mentioned[name] {
+			t.Errorf("%s does not mention %s", path, name)
+		}
+		delete(mentioned, name)
+	}
+	for name := range mentioned {
+		t.Errorf("%s mentions %s, which is no flag", path, name)
+	}
 }

@@ -1,25 +1,18 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"lorrycontroller/routes"
-	"lorrycontroller/statedb"
 )
 
 // notifySocket listens where a WEBAPP started with NOTIFY_SOCKET sends its
@@ -230,32 +223,5 @@ ghost-timeout = 21600
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
-	}
-}
-
-func healthyServer(t *testing.T) (*routes.Server, *statedb.DB) {
-	t.Helper()
-	dir := t.TempDir()
-	db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return &routes.Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Minute}, db
-}
-
-func TestWatchdogPingsOnlyWhileHealthy(t *testing.T) {
-	srv, db := healthyServer(t)
-	var pings atomic.Int32
-	wd := &watchdog{every: 200 * time.Millisecond, check: selfCheck(srv.Handler()),
-		log:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ping: func() error { pings.Add(1); return nil }}
-	ctx := context.Background()
-	if !wd.runOnce(ctx) || pings.Load() != 1 {
-		t.Fatalf("healthy: pinged %d times; want 1", pings.Load())
-	}
-	db.Close()
-	if wd.runOnce(ctx) || pings.Load() != 1 {
-		t.Errorf("database closed: pinged %d times in all; want still 1", pings.Load())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package periodic
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ func (s *stubConfig) Read(context.Context) (*confgit.Config, error) {
 	}}}, nil
 }
 
-func TestPeriodicRunOnce(t *testing.T) {
+func TestRunOnce(t *testing.T) {
 	dir := t.TempDir()
 	fake := &clock.Fake{}
 	fake.Set(1000)
@@ -46,7 +46,7 @@ func TestPeriodicRunOnce(t *testing.T) {
 	srv := &routes.Server{DB: db, Config: conf, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		StatusHTML: filepath.Join(dir, "status.html"), GhostTimeout: time.Minute, JobMaxAge: time.Hour, FakeClock: fake}
 	h := srv.Handler()
-	p := &periodic{h: h, tasks: periodicTasks, log: srv.Log}
+	p := &Runner{Handler: h, Tasks: Tasks, Log: srv.Log}
 
 	if errs := p.runOnce(ctx); len(errs) > 0 {
 		t.Fatalf("runOnce: %v", errs)
@@ -58,12 +58,12 @@ func TestPeriodicRunOnce(t *testing.T) {
 	}
 
 	// A job that no minion reports on is ended by remove-ghost-jobs.
-	code, _, err := serveInProcess(ctx, h, http.MethodPost, "/1.0/give-me-job?host=h&pid=1&minion=m")
+	code, _, err := routes.ServeInProcess(ctx, h, http.MethodPost, "/1.0/give-me-job?host=h&pid=1&minion=m")
 	if err != nil || code != 200 {
 		t.Fatalf("give-me-job = %d %v", code, err)
 	}
 	// Confirmed, it is running: left unconfirmed, it would end orphaned.
-	code, _, err = serveInProcess(ctx, h, http.MethodPost, "/1.0/job-update?job_id=1&minion=m&pid=1&exit=no")
+	code, _, err = routes.ServeInProcess(ctx, h, http.MethodPost, "/1.0/job-update?job_id=1&minion=m&pid=1&exit=no")
 	if err != nil || code != 200 {
 		t.Fatalf("job-update = %d %v", code, err)
 	}
@@ -139,7 +139,7 @@ func span(t *testing.T, s string) time.Duration {
 // TestTimerUnitsMatchPeriodicTasks keeps --periodic-work and the timer
 // units doing the same work at the same intervals.
 func TestTimerUnitsMatchPeriodicTasks(t *testing.T) {
-	units := filepath.Join("..", "..", "units")
+	units := filepath.Join("..", "units")
 	all, err := filepath.Glob(filepath.Join(units, "lorry-controller-*.timer"))
 	if err != nil {
 		t.Fatal(err)
@@ -151,42 +151,42 @@ func TestTimerUnitsMatchPeriodicTasks(t *testing.T) {
 			timers = append(timers, tm)
 		}
 	}
-	if len(timers) != len(periodicTasks) {
-		t.Errorf("%d timer units, %d periodic tasks; want one of each per task", len(timers), len(periodicTasks))
+	if len(timers) != len(Tasks) {
+		t.Errorf("%d timer units, %d periodic tasks; want one of each per task", len(timers), len(Tasks))
 	}
 	webapp, err := os.ReadFile(filepath.Join(units, "lorry-controller-webapp.service"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, task := range periodicTasks {
-		base := filepath.Join(units, "lorry-controller-"+task.name)
+	for _, task := range Tasks {
+		base := filepath.Join(units, "lorry-controller-"+task.Name)
 		timer := timerSettings(t, base+".timer")
 		switch {
 		case timer["OnCalendar"] == "daily":
-			if task.every != 24*time.Hour {
-				t.Errorf("%s.timer is daily; the task runs every %v", task.name, task.every)
+			if task.Every != 24*time.Hour {
+				t.Errorf("%s.timer is daily; the task runs every %v", task.Name, task.Every)
 			}
 		case timer["OnUnitActiveSec"] != "":
-			if got := span(t, timer["OnUnitActiveSec"]); got != task.every {
-				t.Errorf("%s.timer runs every %v; the task every %v", task.name, got, task.every)
+			if got := span(t, timer["OnUnitActiveSec"]); got != task.Every {
+				t.Errorf("%s.timer runs every %v; the task every %v", task.Name, got, task.Every)
 			}
-			if got := span(t, timer["OnActiveSec"]); got != task.every {
-				t.Errorf("%s.timer first runs after %v; the task after %v", task.name, got, task.every)
+			if got := span(t, timer["OnActiveSec"]); got != task.Every {
+				t.Errorf("%s.timer first runs after %v; the task after %v", task.Name, got, task.Every)
 			}
 		default:
-			t.Errorf("%s.timer has neither OnCalendar=daily nor OnUnitActiveSec", task.name)
+			t.Errorf("%s.timer has neither OnCalendar=daily nor OnUnitActiveSec", task.Name)
 		}
 		service, err := os.ReadFile(base + ".service")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if call := " call --quiet --config @sysconfdir@/lorry-controller/webapp.conf " + task.method + " " + task.path + "\n"; !strings.Contains(string(service), call) {
-			t.Errorf("%s.service does not make the call%s", task.name, call)
+		if call := " call --quiet --config @sysconfdir@/lorry-controller/webapp.conf " + task.Method + " " + task.Path + "\n"; !strings.Contains(string(service), call) {
+			t.Errorf("%s.service does not make the call%s", task.Name, call)
 		}
 		// The tasks done at start are those the WEBAPP's unit pulls in.
-		pulled := strings.Contains(string(webapp), "lorry-controller-"+task.name+".service")
-		if pulled != task.atStart {
-			t.Errorf("task %s runs at start: %v; the WEBAPP's unit pulls its service in: %v", task.name, task.atStart, pulled)
+		pulled := strings.Contains(string(webapp), "lorry-controller-"+task.Name+".service")
+		if pulled != task.AtStart {
+			t.Errorf("task %s runs at start: %v; the WEBAPP's unit pulls its service in: %v", task.Name, task.AtStart, pulled)
 		}
 	}
 }

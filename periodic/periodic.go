@@ -1,0 +1,104 @@
+// Package periodic does the WEBAPP's periodic work in-process
+// (--periodic-work): the calls to its own API that the timer units make on
+// a systemd installation, at the same intervals, so that nothing depends
+// on timers being there.
+package periodic
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"lorrycontroller/routes"
+)
+
+// Task is one piece of the periodic work of the original design: on a
+// systemd installation the timer unit lorry-controller-<Name>.timer makes
+// its call to the API.
+type Task struct {
+	Name   string
+	Method string
+	Path   string
+	Every  time.Duration
+	// AtStart tasks also run when the WEBAPP starts, in order: the WEBAPP's
+	// unit pulls their services in for the same reason.
+	AtStart bool
+}
+
+// Tasks are the timers' work. A test checks them against the timer units.
+var Tasks = []Task{
+	// Read CONFGIT at start (RC/START) and now and then; the CONFGIT hook
+	// asks at once after each push.
+	{Name: "read-configuration", Method: http.MethodPost, Path: "/1.0/read-configuration", Every: 5 * time.Minute, AtStart: true},
+	// Rewrite the on-disk status page at least once a minute (MON/STATIC).
+	{Name: "status-html", Method: http.MethodGet, Path: "/1.0/status-html", Every: time.Minute, AtStart: true},
+	// Each host's ls-interval decides whether it is listed.
+	{Name: "ls-troves", Method: http.MethodPost, Path: "/1.0/ls-troves", Every: time.Minute},
+	{Name: "remove-ghost-jobs", Method: http.MethodPost, Path: "/1.0/remove-ghost-jobs", Every: 5 * time.Minute},
+	{Name: "remove-old-jobs", Method: http.MethodPost, Path: "/1.0/remove-old-jobs", Every: 24 * time.Hour},
+}
+
+// Runner does Tasks through Handler, the WEBAPP's own routes, so that the
+// work and its logs are those of the timers' calls.
+type Runner struct {
+	Handler http.Handler
+	Tasks   []Task
+	Log     *slog.Logger
+}
+
+// Run does the AtStart tasks, then each task at its interval, each in its
+// own goroutine so that a slow host listing never holds up the status page,
+// until ctx ends.
+func (r *Runner) Run(ctx context.Context) {
+	for _, t := range r.Tasks {
+		if t.AtStart && ctx.Err() == nil {
+			r.runTask(ctx, t)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, t := range r.Tasks {
+		wg.Go(func() {
+			tick := time.NewTicker(t.Every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					r.runTask(ctx, t)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// runOnce does every task once, in order, and returns the failures.
+func (r *Runner) runOnce(ctx context.Context) []error {
+	var errs []error
+	for _, t := range r.Tasks {
+		if err := r.runTask(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func (r *Runner) runTask(ctx context.Context, t Task) error {
+	start := time.Now()
+	code, body, err := routes.ServeInProcess(ctx, r.Handler, t.Method, t.Path)
+	if err == nil && code >= 400 {
+		err = fmt.Errorf("answered %d: %s", code, body)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Log.Warn("periodic work failed", "task", t.Name, "err", err)
+		}
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	r.Log.Debug("periodic work done", "task", t.Name, "status", code, "duration_ms", time.Since(start).Milliseconds())
+	return nil
+}

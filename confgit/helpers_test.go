@@ -7,8 +7,6 @@ import (
 	"testing"
 )
 
-var gitEnv = gittest.GitEnv
-
 func runGit(tb testing.TB, dir string, stdin []byte, args ...string) string {
 	tb.Helper()
 	return gittest.Git(tb, dir, stdin, args...)

@@ -137,7 +137,7 @@ func parseISO(t string) (int64, error) {
 		return 0, errors.New("empty ISO 8601 duration")
 	}
 	if tee != "" && hours == "" && mins == "" && secs == "" {
-		return 0, errors.New("T with no time part")
+		return 0, errors.New(`the time designator "T" has no time part after it`)
 	}
 	var total int64
 	for _, part := range []struct {

@@ -82,7 +82,7 @@ func (s *selector) prev(v int64) (int64, bool) {
 
 // single reports the one value of a selector that has only one.
 func (s *selector) single() (int64, bool) {
-	if s.list != nil && len(s.list) == 1 {
+	if len(s.list) == 1 {
 		return s.list[0], true
 	}
 	if s.list == nil && s.start == s.end {

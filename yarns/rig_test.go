@@ -116,22 +116,6 @@ func (r *rig) post(route string) {
 	}
 }
 
-// get decodes the answer to GET path into v.
-func (r *rig) get(path string, v any) {
-	r.tb.Helper()
-	resp, err := http.Get(r.url + path)
-	if err != nil {
-		r.tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		r.tb.Fatalf("GET %s: %d", path, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		r.tb.Fatalf("GET %s: %v", path, err)
-	}
-}
-
 // rigJob is what the rig reads of a job.
 type rigJob struct {
 	Status  string `json:"status"`

@@ -151,6 +151,7 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/move-to-top", s.handle(s.move(true)))
 		r.Post("/move-to-bottom", s.handle(s.move(false)))
 		r.Get("/lorry/*", s.handle(s.lorry))
+		r.Get("/lorries", s.handle(s.listLorries))
 		r.Get("/get-max-jobs", s.handle(s.getMaxJobs))
 		r.Post("/set-max-jobs", s.handle(s.setMaxJobs))
 		r.Get("/lorry-html/*", s.page(s.lorryHTML))

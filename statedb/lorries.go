@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Lorry is one entry of the run queue.
@@ -424,4 +426,100 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		ch.Removed++
 	}
 	return ch, nil
+}
+
+// LorryListing selects one page of lorries in path order, for tools that
+// walk a long run queue a page at a time (ListLorries).
+type LorryListing struct {
+	// State, if set, is one of States.
+	State string
+	// Queue, if set, is the queue the lorries are in.
+	Queue string
+	// Prefix, if set, begins every path. It is a plain string: no
+	// character in it is a wildcard.
+	Prefix string
+	// After, if set, is the path the previous page ended at; the page
+	// begins after it.
+	After string
+	// Limit is the most lorries the page holds, at least 1.
+	Limit int
+}
+
+// ListLorries returns the page of lorries that q selects, in path order,
+// and the path to give as q.After for the next page: "" when none follows.
+// The page is one search of an index from its first path (the primary
+// key, or by state or queue lorries_state_path or lorries_queue_path), so
+// that a page costs the same at the end of 100,000 lorries as at their
+// start, and a filter with few matches reads only those.
+func (tx *Tx) ListLorries(ctx context.Context, q LorryListing) ([]Lorry, string, error) {
+	if q.State != "" && !slices.Contains(States, q.State) {
+		return nil, "", fmt.Errorf("lorry state %q is none of %s: %w", q.State, strings.Join(States, ", "), ErrInvalid)
+	}
+	if q.Limit < 1 {
+		return nil, "", fmt.Errorf("page of %d lorries: %w", q.Limit, ErrInvalid)
+	}
+	query, args := listLorriesQuery(q)
+	rows, err := tx.query(ctx, query, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list lorries: %w", err)
+	}
+	defer rows.Close()
+	out := []Lorry{}
+	for rows.Next() {
+		l, err := scanLorry(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list lorries: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list lorries: %w", err)
+	}
+	if len(out) <= q.Limit {
+		return out, "", nil
+	}
+	out = out[:q.Limit]
+	return out, out[len(out)-1].Path, nil
+}
+
+// listLorriesQuery is ListLorries' query for q and its arguments. Only
+// the filters given are in it: one condition that holds every filter, as
+// LorryPage's does, keeps SQLite from searching an index by any of them.
+func listLorriesQuery(q LorryListing) (string, []any) {
+	// One lower bound only, the later of the two: given both, SQLite
+	// would search from one of them and test the other on every row, and
+	// a walk from a prefix's start to its end would read its first pages
+	// again for every page.
+	where, args := []string{`path > ?`}, []any{q.After}
+	if q.Prefix != "" && q.Prefix > q.After {
+		where, args = []string{`path >= ?`}, []any{q.Prefix}
+	}
+	if end, ok := prefixEnd(q.Prefix); ok {
+		where, args = append(where, `path < ?`), append(args, end)
+	}
+	if q.State != "" {
+		where, args = append(where, `state = ?`), append(args, q.State)
+	}
+	if q.Queue != "" {
+		where, args = append(where, `queue = ?`), append(args, q.Queue)
+	}
+	// One more than the page, to tell whether another follows.
+	return `SELECT ` + lorryColumns + ` FROM lorries
+		WHERE ` + strings.Join(where, ` AND `) + ` ORDER BY path LIMIT ?`, append(args, q.Limit+1)
+}
+
+// prefixEnd is the least string greater than every string that begins
+// with prefix, in SQLite's byte order, so that "path >= prefix AND path <
+// end" is a range of the index on path; ok is false when there is none
+// (an empty prefix, or one of 0xff bytes only).
+func prefixEnd(prefix string) (end string, ok bool) {
+	b := []byte(prefix)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "", false
+	}
+	b[len(b)-1]++
+	return string(b), true
 }

@@ -222,6 +222,12 @@ type session struct {
 	begin string
 	// schedules are the queues' threads-schedules parsed, by their text.
 	schedules map[string][]ThreadsEntry
+	// queues is the queue list as last read, which every hand-out needs,
+	// and queuesVersion the connection's data_version then: a commit by
+	// another connection changes that, and this connection's own changes
+	// to the queues, or any rollback, drop the list.
+	queues        []Queue
+	queuesVersion int64
 }
 
 func newSession(ctx context.Context, pool *sql.DB, readOnly bool) (*session, error) {
@@ -297,6 +303,7 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(&Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}); err != nil {
+		s.queues = nil
 		// The rollback must happen even if ctx is what failed.
 		if _, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))

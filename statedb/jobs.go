@@ -262,13 +262,20 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	if err != nil {
 		return a, err
 	}
+	// The live jobs are counted once, before the due probe when max_jobs
+	// needs them, after it otherwise, so that an idle poll never counts.
+	var live *liveCounts
+	count := func() error {
+		c, err := tx.runningByQueueAndHost(ctx, m.Host)
+		live = &c
+		return err
+	}
 	if max != nil {
-		var n int64
-		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE `+liveStatus).Scan(&n); err != nil {
-			return a, fmt.Errorf("count running jobs: %w", err)
+		if err := count(); err != nil {
+			return a, err
 		}
-		if n >= *max {
-			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", n, *max)}, nil
+		if live.all >= *max {
+			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", live.all, *max)}, nil
 		}
 	}
 
@@ -283,7 +290,12 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	if err != nil {
 		return a, fmt.Errorf("find due lorry: %w", err)
 	}
-	l, idle, err := tx.pickLorry(ctx, m)
+	if live == nil {
+		if err := count(); err != nil {
+			return a, err
+		}
+	}
+	l, idle, err := tx.pickLorry(ctx, m, *live)
 	if err != nil {
 		return a, err
 	}

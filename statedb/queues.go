@@ -108,6 +108,22 @@ func (tx *Tx) threadsSchedule(text string) ([]ThreadsEntry, error) {
 // Queues lists the queues by name, with the default queue whether or not
 // it has a section.
 func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
+	var version int64
+	if err := tx.queryRow(ctx, `PRAGMA data_version`).Scan(&version); err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	if tx.s.queues != nil && tx.s.queuesVersion == version {
+		return slices.Clone(tx.s.queues), nil
+	}
+	qs, err := tx.readQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx.s.queues, tx.s.queuesVersion = qs, version
+	return slices.Clone(qs), nil
+}
+
+func (tx *Tx) readQueues(ctx context.Context) ([]Queue, error) {
 	rows, err := tx.query(ctx, `SELECT name, threads, sort, schedule FROM queues ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
@@ -158,6 +174,7 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 			names = append(names, q.Name)
 		}
 	}
+	tx.s.queues = nil
 	if _, err := tx.exec(ctx, `DELETE FROM queues`); err != nil {
 		return fmt.Errorf("store queues: %w", err)
 	}
@@ -323,13 +340,13 @@ func (tx *Tx) QueueStates(ctx context.Context) ([]QueueState, error) {
 	if err != nil {
 		return nil, err
 	}
-	running, _, err := tx.runningByQueueAndHost(ctx, "")
+	live, err := tx.runningByQueueAndHost(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	out := make([]QueueState, len(qs))
 	for i, q := range qs {
-		st := QueueState{Queue: q, Running: running[q.Name]}
+		st := QueueState{Queue: q, Running: live.byQueue[q.Name]}
 		if st.Entries, err = tx.threadsSchedule(q.Schedule); err != nil {
 			return nil, fmt.Errorf("queue %q: %w", q.Name, err)
 		}
@@ -346,30 +363,40 @@ func (tx *Tx) QueueStates(ctx context.Context) ([]QueueState, error) {
 	return out, nil
 }
 
-// runningByQueueAndHost counts the live (claimed or running) jobs by queue, and those on the
-// minion host named. The running jobs are few (one per busy minion), so
+// runningByQueueAndHost counts the live (claimed or running) jobs by
+// queue, those on the minion host named, and all of them. The running jobs are few (one per busy minion), so
 // this is cheap however long the run queue is.
-func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (byQueue map[string]int64, onHost int64, err error) {
-	rows, err := tx.query(ctx, `SELECT queue, host = ?, COUNT(*) FROM jobs
-		WHERE `+liveStatus+` GROUP BY queue, host = ?`, host, host)
+func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (liveCounts, error) {
+	rows, err := tx.query(ctx, liveCountQuery)
 	if err != nil {
-		return nil, 0, fmt.Errorf("count running jobs: %w", err)
+		return liveCounts{}, fmt.Errorf("count running jobs: %w", err)
 	}
 	defer rows.Close()
-	byQueue = map[string]int64{}
+	c := liveCounts{byQueue: map[string]int64{}}
 	for rows.Next() {
-		var q string
-		var here bool
+		var q, h string
 		var n int64
-		if err := rows.Scan(&q, &here, &n); err != nil {
-			return nil, 0, fmt.Errorf("count running jobs: %w", err)
+		if err := rows.Scan(&q, &h, &n); err != nil {
+			return liveCounts{}, fmt.Errorf("count running jobs: %w", err)
 		}
-		byQueue[q] += n
-		if here {
-			onHost += n
+		c.byQueue[q] += n
+		c.all += n
+		if h == host {
+			c.onHost += n
 		}
 	}
-	return byQueue, onHost, rows.Err()
+	return c, rows.Err()
+}
+
+// liveCountQuery counts the live jobs by queue and host, from their
+// partial index alone.
+const liveCountQuery = `SELECT queue, host, COUNT(*) FROM jobs INDEXED BY jobs_live_queue
+	WHERE ` + liveStatus + ` GROUP BY queue, host`
+
+// liveCounts are the live jobs by queue, on one host, and in all.
+type liveCounts struct {
+	byQueue     map[string]int64
+	onHost, all int64
 }
 
 // takesQueue says whether a minion that asked for queues and ignores
@@ -388,12 +415,8 @@ func takesQueue(q string, queues, ignore []string) bool {
 // A queue that is full, or not the minion's, is never looked into, so a
 // full queue of many due entries costs nothing. When nothing may be
 // handed out, idle says why.
-func (tx *Tx) pickLorry(ctx context.Context, m MinionID) (l Lorry, idle string, err error) {
+func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lorry, idle string, err error) {
 	qs, err := tx.Queues(ctx)
-	if err != nil {
-		return Lorry{}, "", err
-	}
-	running, onHost, err := tx.runningByQueueAndHost(ctx, m.Host)
 	if err != nil {
 		return Lorry{}, "", err
 	}
@@ -401,8 +424,8 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID) (l Lorry, idle string, 
 	if err != nil {
 		return Lorry{}, "", err
 	}
-	if hostMax != nil && onHost >= *hostMax {
-		return Lorry{}, fmt.Sprintf("%d jobs running on host %s, its max_jobs is %d", onHost, m.Host, *hostMax), nil
+	if hostMax != nil && live.onHost >= *hostMax {
+		return Lorry{}, fmt.Sprintf("%d jobs running on host %s, its max_jobs is %d", live.onHost, m.Host, *hostMax), nil
 	}
 	open := map[string]string{}
 	var full []string
@@ -414,7 +437,7 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID) (l Lorry, idle string, 
 		if err != nil {
 			return Lorry{}, "", fmt.Errorf("queue %q: %w", q.Name, err)
 		}
-		if limit, _ := ThreadsAt(q.Threads, sched, tx.Now); limit != nil && running[q.Name] >= *limit {
+		if limit, _ := ThreadsAt(q.Threads, sched, tx.Now); limit != nil && live.byQueue[q.Name] >= *limit {
 			full = append(full, q.Name)
 			continue
 		}

@@ -2,7 +2,9 @@ package statedb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +288,92 @@ func TestPickQueryPlan(t *testing.T) {
 			t.Errorf("plan reads lorries in %d steps, want 4 (fifo, lifo, probe, queue-order): %v", n, steps)
 		}
 		return nil
+	})
+}
+
+// TestQueuesKeptBetweenHandOuts checks that the queue list the write
+// session keeps between hand-outs follows every change: the session's own,
+// one undone by a rollback, and another connection's.
+func TestQueuesKeptBetweenHandOuts(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	names := func() []string {
+		var out []string
+		f.update(t, func(tx *Tx) error {
+			qs, err := tx.Queues(ctx)
+			for _, q := range qs {
+				out = append(out, q.Name)
+			}
+			return err
+		})
+		return out
+	}
+	f.queues(t, []Queue{{Name: "a", Sort: SortFIFO}}, nil)
+	if got := names(); !slices.Equal(got, []string{"a", DefaultQueue}) {
+		t.Fatalf("queues = %v; want a, default", got)
+	}
+	f.queues(t, []Queue{{Name: "b", Sort: SortFIFO}}, nil)
+	if got := names(); !slices.Equal(got, []string{"b", DefaultQueue}) {
+		t.Errorf("queues after the session changed them = %v; want b, default", got)
+	}
+
+	undone := errors.New("undone")
+	err := f.db.Update(ctx, func(tx *Tx) error {
+		if err := tx.SetConfigQueues(ctx, QueueConfig{Queues: []Queue{{Name: "c", Sort: SortFIFO}}}); err != nil {
+			return err
+		}
+		if _, err := tx.Queues(ctx); err != nil {
+			return err
+		}
+		return undone
+	})
+	if !errors.Is(err, undone) {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Equal(got, []string{"b", DefaultQueue}) {
+		t.Errorf("queues after a rollback = %v; want b, default", got)
+	}
+
+	other, err := Open(ctx, f.path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	err = other.Update(ctx, func(tx *Tx) error {
+		return tx.SetConfigQueues(ctx, QueueConfig{Queues: []Queue{{Name: "d", Sort: SortLIFO}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Equal(got, []string{"d", DefaultQueue}) {
+		t.Errorf("queues after another connection changed them = %v; want d, default", got)
+	}
+}
+
+// TestLiveCountPlan checks that counting the live jobs by queue and host,
+// which every hand-out does, reads a partial index alone, however many
+// ended jobs the table holds.
+func TestLiveCountPlan(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.update(t, func(tx *Tx) error {
+		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+liveCountQuery)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int64
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+		}
+		if len(plan) != 1 || plan[0] != "SCAN jobs USING COVERING INDEX jobs_live_queue" {
+			t.Errorf("plan = %q; want one scan of the covering index jobs_live_queue", plan)
+		}
+		return rows.Err()
 	})
 }

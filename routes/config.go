@@ -99,6 +99,9 @@ func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error
 	var changes statedb.LorryChanges
 	err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
 		var err error
+		// New schedules are ticked at the next hand-out, whatever the
+		// second.
+		s.houseKept.Store(0)
 		kept := statedb.Kept{FromPaths: cfg.Kept.Files, Paths: cfg.Kept.Paths}
 		// A scheduled entry is first due at its first event from now,
 		// not at once.

@@ -93,38 +93,32 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	// A job whose downstream cannot be prepared, or a scraper whose files
 	// cannot be read, fails at once, and the next due lorry is tried, so
 	// one bad downstream never blocks the queue.
-	var retired bool
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		if retired, _, err = tx.MinionRetired(r.Context(), m.Name); err != nil || !retired {
-			return err
-		}
-		return tx.TouchRetiredMinion(r.Context(), m)
-	})
-	if err != nil {
-		return err
-	}
-	if retired {
-		// Told at every request until un-retired, so that a retired
-		// minion started again by hand exits again.
-		s.Log.Info("retired minion told to exit", "minion", m.Name, "pid", m.PID)
-		return ok(w, map[string]bool{"retire": true})
-	}
 	for range maxPrepareTries {
 		var a statedb.Assignment
+		var retired bool
 		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-			if err := s.tickSchedules(r.Context(), tx); err != nil {
-				return err
-			}
-			if err := s.orphanClaimedJobs(r.Context(), tx); err != nil {
-				return err
-			}
 			var err error
+			if retired, _, err = tx.MinionRetired(r.Context(), m.Name); err != nil {
+				return err
+			}
+			if retired {
+				return tx.TouchRetiredMinion(r.Context(), m)
+			}
+			if err := s.keepHouse(r.Context(), tx); err != nil {
+				return err
+			}
 			a, err = tx.GiveMeJob(r.Context(), m)
 			return err
 		})
 		if err != nil {
+			s.houseKept.Store(0)
 			return err
+		}
+		if retired {
+			// Told at every request until un-retired, so that a retired
+			// minion started again by hand exits again.
+			s.Log.Info("retired minion told to exit", "minion", m.Name, "pid", m.PID)
+			return ok(w, map[string]bool{"retire": true})
 		}
 		if a.Idle != "" {
 			break

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -105,6 +106,9 @@ type Server struct {
 	// bodyBudget bounds the memory of the request bodies being read.
 	bodiesOnce sync.Once
 	bodyBudget *budget
+	// houseKept is the second of the last give-me-job that ticked the
+	// schedules and ended unconfirmed claims (keepHouse); 0 if none.
+	houseKept atomic.Int64
 }
 
 // Handler returns the WEBAPP's routes. All of them are registered here.

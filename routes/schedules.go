@@ -92,6 +92,27 @@ func (s *Server) tickSchedules(ctx context.Context, tx *statedb.Tx) error {
 	return nil
 }
 
+// keepHouse ticks the schedules and ends the unconfirmed claims within tx,
+// at most once in each second of tx.Now: both depend only on the time in
+// whole seconds and on what the configuration says, so that doing them
+// again for the other minions asking in the same second would change
+// nothing, and cost each hand-out two queries. Reading a configuration
+// forgets the second, and so does a failed hand-out, whose transaction
+// undid the work.
+func (s *Server) keepHouse(ctx context.Context, tx *statedb.Tx) error {
+	if s.houseKept.Load() == tx.Now {
+		return nil
+	}
+	if err := s.tickSchedules(ctx, tx); err != nil {
+		return err
+	}
+	if err := s.orphanClaimedJobs(ctx, tx); err != nil {
+		return err
+	}
+	s.houseKept.Store(tx.Now)
+	return nil
+}
+
 // DefaultSchedulerInterval is how often the Scheduler ticks. Every
 // schedule allows a minute's delay at least, and minions asking for work
 // tick too.

@@ -228,6 +228,8 @@ type session struct {
 	// to the queues, or any rollback, drop the list.
 	queues        []Queue
 	queuesVersion int64
+	// active is the entry in force of each threads-schedule, by its text.
+	active map[string]activeEntry
 }
 
 func newSession(ctx context.Context, pool *sql.DB, readOnly bool) (*session, error) {

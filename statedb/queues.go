@@ -105,6 +105,43 @@ func (tx *Tx) threadsSchedule(text string) ([]ThreadsEntry, error) {
 	return e, nil
 }
 
+// threadsNow is ThreadsAt for q at tx.Now. Which entry of a schedule is in
+// force is worked out once a second per schedule, as every hand-out needs
+// it for every queue.
+func (tx *Tx) threadsNow(q Queue) (*int64, error) {
+	if q.Schedule == "" {
+		return q.Threads, nil
+	}
+	sched, err := tx.threadsSchedule(q.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := tx.s.active[q.Schedule]
+	if !ok || a.at != tx.Now {
+		a.at = tx.Now
+		_, a.entry = ThreadsAt(q.Threads, sched, tx.Now)
+		if tx.s.active == nil || len(tx.s.active) > maxActiveKept {
+			tx.s.active = map[string]activeEntry{}
+		}
+		tx.s.active[q.Schedule] = a
+	}
+	if a.entry < 0 {
+		return q.Threads, nil
+	}
+	return sched[a.entry].Threads, nil
+}
+
+// activeEntry is the entry of a threads-schedule in force at a second, -1
+// for none.
+type activeEntry struct {
+	at    int64
+	entry int
+}
+
+// maxActiveKept bounds the schedules a session keeps the entry in force
+// of; past it they are worked out again.
+const maxActiveKept = 1000
+
 // Queues lists the queues by name, with the default queue whether or not
 // it has a section.
 func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
@@ -433,11 +470,11 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 		if !takesQueue(q.Name, m.Queues, m.IgnoreQueues) {
 			continue
 		}
-		sched, err := tx.threadsSchedule(q.Schedule)
+		limit, err := tx.threadsNow(q)
 		if err != nil {
 			return Lorry{}, "", fmt.Errorf("queue %q: %w", q.Name, err)
 		}
-		if limit, _ := ThreadsAt(q.Threads, sched, tx.Now); limit != nil && live.byQueue[q.Name] >= *limit {
+		if limit != nil && live.byQueue[q.Name] >= *limit {
 			full = append(full, q.Name)
 			continue
 		}

@@ -137,21 +137,18 @@ type errorPage struct {
 
 // page adapts a page handler as handle adapts an API one, but answers an
 // error with a page. The status code and text are those the API would
-// answer, found by asking handle itself, which also logs a 500.
+// answer.
 func (s *Server) page(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		err := h(w, r)
 		if err == nil {
 			return
 		}
-		a := newAnswer()
-		s.handle(func(http.ResponseWriter, *http.Request) error { return err })(a, r)
-		var e struct{ Error string }
-		json.Unmarshal(a.body.Bytes(), &e)
-		p := errorPage{pageBase: livePage(w, r, fmt.Sprintf("%d %s", a.code, http.StatusText(a.code)), "", s.DB.Now()),
-			Message: e.Error}
+		code := s.statusLogged(r, err)
+		p := errorPage{pageBase: livePage(w, r, fmt.Sprintf("%d %s", code, http.StatusText(code)), "", s.DB.Now()),
+			Message: errorText(err)}
 		p.Back = ""
-		if werr := writePage(w, a.code, "error.html", p); werr != nil {
+		if werr := writePage(w, code, "error.html", p); werr != nil {
 			s.Log.Error("error page", "err", werr)
 		}
 	}

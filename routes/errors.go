@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	"lorrycontroller/confgit"
@@ -91,6 +92,27 @@ func errorText(err error) string {
 
 // internalError is all a 500 says.
 const internalError = "internal error"
+
+// recoverPanics answers a handler's panic as any other 500, with the JSON
+// error, and logs it with its stack. It lets http.ErrAbortHandler go on
+// up: net/http takes that panic to abort the response without a word.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if err, isErr := v.(error); isErr && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			s.Log.Error("handler panicked", "method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": internalError})
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
 
 // sentence drops the sentinel's own text from err's message: the status
 // code already says "not found" or "conflict".

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -133,5 +134,55 @@ func TestAPIPagesAndButtonsAnswerErrorsAlike(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// panicConfig is a CONFGIT whose reading panics.
+type panicConfig struct{}
+
+func (panicConfig) Read(context.Context) (*confgit.Config, error) { panic("config reader broke") }
+
+// A handler's panic is answered as any other 500, in JSON, and logged
+// through the server's logger with what was asked and where it panicked.
+func TestPanicAnsweredAsJSONAndLogged(t *testing.T) {
+	logs := &logRecords{}
+	ts := newTestServer(t, func(s *Server) { s.Log = slog.New(logs) })
+	ts.Config = panicConfig{}
+	code, m := ts.call(t, "POST", "/1.0/read-configuration", url.Values{})
+	if code != http.StatusInternalServerError || m["error"] != "internal error" {
+		t.Errorf("read-configuration that panics = %d %v; want 500 {\"error\": \"internal error\"}", code, m)
+	}
+	logged := logs.find("handler panicked")
+	if len(logged) != 1 {
+		t.Fatalf("logged %v; want one panic", logged)
+	}
+	l := logged[0]
+	if l["level"] != "ERROR" || l["method"] != "POST" || l["path"] != "/1.0/read-configuration" ||
+		l["panic"] != "config reader broke" || !strings.Contains(l["stack"], "panicConfig.Read") {
+		t.Errorf("logged %v; want an error with method, path, panic and a stack through panicConfig.Read", l)
+	}
+	// The WEBAPP goes on answering.
+	if code, _ := ts.call(t, "GET", "/1.0/status", nil); code != http.StatusOK {
+		t.Errorf("status after a panic = %d; want 200", code)
+	}
+}
+
+// http.ErrAbortHandler is net/http's own way to abort a response: it goes
+// on up, unlogged.
+func TestAbortHandlerPanicGoesOn(t *testing.T) {
+	logs := &logRecords{}
+	s := &Server{Log: slog.New(logs)}
+	h := s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	w := httptest.NewRecorder()
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Errorf("recovered %v; want http.ErrAbortHandler", v)
+			}
+		}()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/1.0/status", nil))
+	}()
+	if len(logs.records) != 0 || w.Body.Len() != 0 {
+		t.Errorf("an abort logged %d records and answered %q; want neither", len(logs.records), w.Body)
 	}
 }

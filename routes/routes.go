@@ -110,7 +110,7 @@ type Server struct {
 // Handler returns the WEBAPP's routes. All of them are registered here.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(s.recoverPanics)
 	r.Use(s.logRequests)
 	r.Use(s.authenticate)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {

@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"errors"
 	"lorrycontroller/hosts"
 	"lorrycontroller/redact"
 	"net/http"
@@ -294,8 +295,12 @@ func (s *Server) finishDownstream(ctx context.Context, id int64) {
 		l, err = tx.Lorry(ctx, j.Path)
 		return err
 	})
+	if errors.Is(err, statedb.ErrNotFound) {
+		return // the job or its lorry is gone: removed, or dropped from the configuration
+	}
 	if err != nil {
-		return // the lorry is gone from the configuration
+		s.Log.Error("finish downstream repository", "job_id", id, "err", err)
+		return
 	}
 	if err := s.downstream().Finish(ctx, downstreamRepo(l)); err != nil {
 		s.Log.Warn("finish downstream repository", "path", l.Path, "err", redact.URLs(err.Error()))

@@ -402,17 +402,6 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	return writePage(w, http.StatusOK, "status.html", v)
 }
 
-// RenderStatus renders the on-disk copy of the status page (the first page
-// of the run queue, unfiltered) and, if StatusHTML is set, replaces the
-// file with it atomically.
-func (s *Server) RenderStatus(ctx context.Context) ([]byte, error) {
-	_, disk, err := s.readStatusViews(ctx, statedb.LorryFilter{}, 1)
-	if err != nil {
-		return nil, err
-	}
-	return s.writeStatusCopy(disk)
-}
-
 // writeStatusCopy renders v, read for the plain first page, as the on-disk
 // copy: style and script inline, no buttons. It writes it to StatusHTML,
 // if set, atomically.

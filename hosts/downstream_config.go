@@ -230,13 +230,6 @@ func WithDownstreamLogger(log *slog.Logger) DownstreamOption {
 	return func(o *downstreamOptions) { o.log = log }
 }
 
-// WithDownstreamHTTPClient makes the gitlab and gitea downstreams use c,
-// for a proxy or a private certificate authority. Its redirect policy and
-// timeout are kept when set.
-func WithDownstreamHTTPClient(c *http.Client) DownstreamOption {
-	return func(o *downstreamOptions) { o.client = c }
-}
-
 // NewDownstream validates cfg, reads the token file, and returns the
 // Downstream it describes.
 func NewDownstream(cfg DownstreamConfig, opts ...DownstreamOption) (Downstream, error) {

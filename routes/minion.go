@@ -18,7 +18,7 @@ type jobOffer struct {
 	Path    string `json:"path"`
 	Kind    string `json:"kind"`
 	Text    string `json:"text"`
-	Timeout int64  `json:"timeout"`
+	Timeout int64  `json:"timeout"` // seconds, as the lorry's lorry-timeout
 	PushURL string `json:"push_url"`
 	// Scraper is set for a scraper, which pushes nowhere.
 	Scraper *scraperOffer `json:"scraper,omitempty"`

@@ -248,7 +248,7 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			limit = hookBodyLimit
 		}
 		if r.ContentLength > limit {
-			s.handle(func(http.ResponseWriter, *http.Request) error { return tooLarge(limit) })(w, r)
+			s.writeError(w, r, tooLarge(limit))
 			return
 		}
 		next.ServeHTTP(w, r)

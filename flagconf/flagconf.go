@@ -32,17 +32,13 @@ type Options struct {
 	Custom map[string]func(value string) error
 }
 
-// Apply reads the file at path and sets every flag of fs that the command
+// ApplyWith reads the file at path and sets every flag of fs that the command
 // line did not set. Keys are flag names; underscores may stand for dashes.
 // Blank lines, lines starting with '#' or ';' and a "[config]" section
 // header are skipped. An unknown key or a bad value is an error naming the
 // line.
-func Apply(fs *flag.FlagSet, path string) error {
-	_, err := ApplyWith(fs, path, Options{})
-	return err
-}
-
-// ApplyWith is Apply that also accepts the old keys that opts describes. It
+//
+// It also accepts the old keys that opts describes, and
 // returns a warning for each renamed or ignored key it met.
 //
 // Values are read as the original program wrote them too: a duration may

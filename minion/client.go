@@ -17,12 +17,12 @@ import (
 // job is the WEBAPP's answer to give-me-job. Fields the minion does not use
 // are ignored.
 type job struct {
-	ID      int64   `json:"job_id"`
-	Path    string  `json:"path"`
-	Kind    string  `json:"kind"`
-	Text    string  `json:"text"`
-	Timeout float64 `json:"timeout"` // seconds; enforced by the WEBAPP
-	PushURL string  `json:"push_url"`
+	ID      int64  `json:"job_id"`
+	Path    string `json:"path"`
+	Kind    string `json:"kind"`
+	Text    string `json:"text"`
+	Timeout int64  `json:"timeout"` // seconds; enforced by the WEBAPP
+	PushURL string `json:"push_url"`
 	// Retire, alone in an answer, says that the minion is retired.
 	Retire bool `json:"retire"`
 

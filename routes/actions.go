@@ -19,41 +19,30 @@ import (
 // the API does (the same checks, the same log lines), then redirects (303)
 // back to the page with what happened, in words, shown once.
 
-// answer is a response kept in memory, to read what a handler answered.
+// answer keeps the body of an API handler's success in memory, for a
+// button to say what it did.
 type answer struct {
 	header http.Header
-	code   int
 	body   bytes.Buffer
 }
 
-func newAnswer() *answer { return &answer{header: http.Header{}} }
-
 func (a *answer) Header() http.Header { return a.header }
 
-func (a *answer) WriteHeader(code int) {
-	if a.code == 0 {
-		a.code = code
-	}
-}
+// WriteHeader is a handler's 200 (or 204): a failure is its error.
+func (a *answer) WriteHeader(int) {}
 
-func (a *answer) Write(b []byte) (int, error) {
-	a.WriteHeader(http.StatusOK)
-	return a.body.Write(b)
-}
+func (a *answer) Write(b []byte) (int, error) { return a.body.Write(b) }
 
 // action adapts the API handler h to a button: it runs h on the posted
 // form and redirects to the form's back field with say's words for a
 // success, or the API's error text for a failure.
 func (s *Server) action(h handlerFunc, say func(r *http.Request, body []byte) string) http.HandlerFunc {
-	api := s.handle(h)
 	return func(w http.ResponseWriter, r *http.Request) {
-		a := newAnswer()
-		api(a, r)
+		a := &answer{header: http.Header{}}
 		var f flash
-		if a.code >= 400 {
-			var e struct{ Error string }
-			json.Unmarshal(a.body.Bytes(), &e)
-			f = flash{Bad: true, Text: e.Error}
+		if err := h(a, r); err != nil {
+			s.statusLogged(r, err)
+			f = flash{Bad: true, Text: errorText(err)}
 		} else {
 			f.Text = say(r, a.body.Bytes())
 		}

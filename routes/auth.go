@@ -262,7 +262,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lorry-controller"`)
 	}
 	if !isPage(r.URL.Path) {
-		s.handle(func(http.ResponseWriter, *http.Request) error { return err })(w, r)
+		s.writeError(w, r, err)
 		return
 	}
 	if isHTTP && he.code == http.StatusUnauthorized {

@@ -25,17 +25,17 @@ type readConfigResult struct {
 }
 
 func (s *Server) readConfiguration(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.ReadConfiguration(r.Context())
+	res, err := s.applyConfiguration(r.Context())
 	if err != nil {
 		return err
 	}
 	return ok(w, res)
 }
 
-// ReadConfiguration fetches CONFGIT and applies it to the run queue in one
+// applyConfiguration fetches CONFGIT and applies it to the run queue in one
 // transaction. A configuration that cannot be read or is broken changes
 // nothing but the record of the failure.
-func (s *Server) ReadConfiguration(ctx context.Context) (readConfigResult, error) {
+func (s *Server) applyConfiguration(ctx context.Context) (readConfigResult, error) {
 	s.configMu.Lock()
 	defer s.configMu.Unlock()
 	var res readConfigResult

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	"lorrycontroller/confgit"
@@ -33,29 +34,84 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // answered with a bare 500.
 func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
-		if err == nil {
-			return
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
 		}
-		code, msg := http.StatusInternalServerError, "internal error"
-		var he *httpError
-		switch {
-		case errors.As(err, &he):
-			code, msg = he.code, he.msg
-		case errors.Is(err, statedb.ErrNotFound):
-			code, msg = http.StatusNotFound, sentence(err, statedb.ErrNotFound)
-		case errors.Is(err, statedb.ErrConflict):
-			code, msg = http.StatusConflict, sentence(err, statedb.ErrConflict)
-		case errors.Is(err, statedb.ErrInvalid):
-			code, msg = http.StatusBadRequest, sentence(err, statedb.ErrInvalid)
-		case errors.Is(err, confgit.ErrBadConf):
-			code, msg = http.StatusBadRequest, err.Error()
-		}
-		if code >= 500 {
-			s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		}
-		writeJSON(w, code, map[string]string{"error": msg})
 	}
+}
+
+// writeError answers err as handle does.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := s.statusLogged(r, err)
+	writeJSON(w, code, map[string]string{"error": errorText(err)})
+}
+
+// statusLogged is statusOf(err), having logged err in full if it is a 500:
+// its answer says nothing of it.
+func (s *Server) statusLogged(r *http.Request, err error) int {
+	code := statusOf(err)
+	if code >= 500 {
+		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	return code
+}
+
+// statusOf is the status code that answers err.
+func statusOf(err error) int {
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		return he.code
+	case errors.Is(err, statedb.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, statedb.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, statedb.ErrInvalid), errors.Is(err, confgit.ErrBadConf):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// errorText is what the client is told of err: nothing of an unknown
+// error, which may carry internals.
+func errorText(err error) string {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.msg
+	}
+	if statusOf(err) >= 500 {
+		return internalError
+	}
+	for _, sentinel := range []error{statedb.ErrNotFound, statedb.ErrConflict, statedb.ErrInvalid} {
+		if errors.Is(err, sentinel) {
+			return sentence(err, sentinel)
+		}
+	}
+	return err.Error()
+}
+
+// internalError is all a 500 says.
+const internalError = "internal error"
+
+// recoverPanics answers a handler's panic as any other 500, with the JSON
+// error, and logs it with its stack. It lets http.ErrAbortHandler go on
+// up: net/http takes that panic to abort the response without a word.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if err, isErr := v.(error); isErr && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			s.Log.Error("handler panicked", "method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": internalError})
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sentence drops the sentinel's own text from err's message: the status

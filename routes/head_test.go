@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -182,5 +183,35 @@ func TestFinishOutlivesTheMinionsRequest(t *testing.T) {
 	<-done
 	if err := <-gate.err; err != nil {
 		t.Errorf("Finish's context ended with the minion's request: %v; want it to go on", err)
+	}
+}
+
+// A job or lorry gone by the time its downstream is finished is no
+// failure; a database that cannot be read is, and is logged.
+func TestFinishDownstreamLogsWhatIsNotGone(t *testing.T) {
+	logs := &logRecords{}
+	ts := newTestServer(t, func(s *Server) { s.Log = slog.New(logs) })
+	down := &recordingDownstream{}
+	ts.Downstream = down
+	ts.configure(t, "delta/p")
+	if code, offer := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}}); code != 200 {
+		t.Fatalf("give-me-job = %d %v", code, offer)
+	}
+
+	ts.finishDownstream(context.Background(), 99)
+	if logged := logs.find("finish downstream repository"); len(logged) != 0 {
+		t.Errorf("finishing for a job that is gone logged %v; want nothing", logged)
+	}
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	ts.finishDownstream(ended, 1)
+	logged := logs.find("finish downstream repository")
+	if len(logged) != 1 || logged[0]["level"] != "ERROR" || logged[0]["job_id"] != "1" ||
+		!strings.Contains(logged[0]["err"], context.Canceled.Error()) {
+		t.Errorf("finishing when the database cannot be read logged %v; want one error for job 1 with why", logged)
+	}
+	if len(down.finished) != 0 {
+		t.Errorf("downstream finished %v; want nothing finished", down.finished)
 	}
 }

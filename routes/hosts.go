@@ -83,7 +83,7 @@ type vanishResult struct {
 
 func (s *Server) lsHosts(force bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		res, err := s.ListHosts(r.Context(), force)
+		res, err := s.listDueHosts(r.Context(), force)
 		if err != nil {
 			return err
 		}
@@ -91,12 +91,12 @@ func (s *Server) lsHosts(force bool) handlerFunc {
 	}
 }
 
-// ListHosts lists the upstream hosts whose ls-interval has passed (all of
+// listDueHosts lists the upstream hosts whose ls-interval has passed (all of
 // them if force) and applies each listing to the run queue in its own
 // transaction. Listing happens outside any transaction, so a slow upstream
 // never holds up the minions. A failed listing is recorded on its host and
 // leaves the host's lorries as they were.
-func (s *Server) ListHosts(ctx context.Context, force bool) ([]lsResult, error) {
+func (s *Server) listDueHosts(ctx context.Context, force bool) ([]lsResult, error) {
 	// One listing at a time: two at once would only race to apply the
 	// same answers.
 	s.lsMu.Lock()

@@ -3,6 +3,8 @@ package routes
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -136,8 +138,10 @@ func TestListHosts(t *testing.T) {
 // A slow upstream never holds up the minions.
 func TestListingDoesNotBlockGiveMeJob(t *testing.T) {
 	ts := newTestServer(t)
-	release := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	ts.ListHost = func(ctx context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
+		once.Do(func() { close(started) })
 		<-release
 		return nil, nil, nil
 	}
@@ -145,11 +149,19 @@ func TestListingDoesNotBlockGiveMeJob(t *testing.T) {
 	defer hs.Close()
 	ts.url = hs.URL
 	ts.configure(t, "q/a")
-	done := make(chan struct{})
+	listed := make(chan error, 1)
 	go func() {
-		defer close(done)
-		ts.call(t, "POST", "/1.0/force-ls-troves", url.Values{})
+		resp, err := http.PostForm(ts.url+"/1.0/force-ls-troves", url.Values{})
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("answered %d", resp.StatusCode)
+			}
+		}
+		listed <- err
 	}()
+	// Ask for a job only once the listing hangs, holding whatever it holds.
+	<-started
 	start := time.Now()
 	code, _ := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
 	if code != 200 {
@@ -157,7 +169,9 @@ func TestListingDoesNotBlockGiveMeJob(t *testing.T) {
 	}
 	t.Logf("give-me-job answered in %v while a listing hung", time.Since(start))
 	close(release)
-	<-done
+	if err := <-listed; err != nil {
+		t.Errorf("force-ls-troves: %v; want 200", err)
+	}
 }
 
 func TestReadConfigurationChecksHostSections(t *testing.T) {

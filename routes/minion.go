@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"errors"
 	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/redact"
 	"net/http"
@@ -17,7 +18,7 @@ type jobOffer struct {
 	Path    string `json:"path"`
 	Kind    string `json:"kind"`
 	Text    string `json:"text"`
-	Timeout int64  `json:"timeout"`
+	Timeout int64  `json:"timeout"` // seconds, as the lorry's lorry-timeout
 	PushURL string `json:"push_url"`
 	// Scraper is set for a scraper, which pushes nowhere.
 	Scraper *scraperOffer `json:"scraper,omitempty"`
@@ -288,8 +289,12 @@ func (s *Server) finishDownstream(ctx context.Context, id int64) {
 		l, err = tx.Lorry(ctx, j.Path)
 		return err
 	})
+	if errors.Is(err, statedb.ErrNotFound) {
+		return // the job or its lorry is gone: removed, or dropped from the configuration
+	}
 	if err != nil {
-		return // the lorry is gone from the configuration
+		s.Log.Error("finish downstream repository", "job_id", id, "err", err)
+		return
 	}
 	if err := s.downstream().Finish(ctx, downstreamRepo(l)); err != nil {
 		s.Log.Warn("finish downstream repository", "path", l.Path, "err", redact.URLs(err.Error()))

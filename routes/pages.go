@@ -138,21 +138,18 @@ type errorPage struct {
 
 // page adapts a page handler as handle adapts an API one, but answers an
 // error with a page. The status code and text are those the API would
-// answer, found by asking handle itself, which also logs a 500.
+// answer.
 func (s *Server) page(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		err := h(w, r)
 		if err == nil {
 			return
 		}
-		a := newAnswer()
-		s.handle(func(http.ResponseWriter, *http.Request) error { return err })(a, r)
-		var e struct{ Error string }
-		json.Unmarshal(a.body.Bytes(), &e)
-		p := errorPage{pageBase: livePage(w, r, fmt.Sprintf("%d %s", a.code, http.StatusText(a.code)), "", s.DB.Now()),
-			Message: e.Error}
+		code := s.statusLogged(r, err)
+		p := errorPage{pageBase: livePage(w, r, fmt.Sprintf("%d %s", code, http.StatusText(code)), "", s.DB.Now()),
+			Message: errorText(err)}
 		p.Back = ""
-		if werr := writePage(w, a.code, "error.html", p); werr != nil {
+		if werr := writePage(w, code, "error.html", p); werr != nil {
 			s.Log.Error("error page", "err", werr)
 		}
 	}
@@ -404,17 +401,6 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.pageBase = livePage(w, r, "Status", "status", v.Now)
 	return writePage(w, http.StatusOK, "status.html", v)
-}
-
-// RenderStatus renders the on-disk copy of the status page (the first page
-// of the run queue, unfiltered) and, if StatusHTML is set, replaces the
-// file with it atomically.
-func (s *Server) RenderStatus(ctx context.Context) ([]byte, error) {
-	_, disk, err := s.readStatusViews(ctx, statedb.LorryFilter{}, 1)
-	if err != nil {
-		return nil, err
-	}
-	return s.writeStatusCopy(disk)
 }
 
 // writeStatusCopy renders v, read for the plain first page, as the on-disk

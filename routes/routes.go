@@ -114,7 +114,7 @@ type Server struct {
 // Handler returns the WEBAPP's routes. All of them are registered here.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(s.recoverPanics)
 	r.Use(s.logRequests)
 	r.Use(s.authenticate)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
@@ -253,7 +253,7 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			limit = hookBodyLimit
 		}
 		if r.ContentLength > limit {
-			s.handle(func(http.ResponseWriter, *http.Request) error { return tooLarge(limit) })(w, r)
+			s.writeError(w, r, tooLarge(limit))
 			return
 		}
 		next.ServeHTTP(w, r)

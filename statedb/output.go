@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultOutputLimit is how much output a job keeps unless Options say
@@ -192,4 +193,136 @@ func (tx *Tx) outputTail(ctx context.Context, id int64, n int) ([]byte, error) {
 		out = out[len(out)-n:]
 	}
 	return []byte(strings.ToValidUTF8(strings.TrimSpace(string(out)), "\uFFFD")), nil
+}
+
+// lastLineBytes is how far back from the end of a job's output
+// LastOutputLine looks.
+const lastLineBytes = 1024
+
+// LastOutputLine is the last line of job id's output that is not blank, as
+// far as the last kilobyte of output tells; "" if there is none. Progress
+// meters end their updates with a carriage return, so the text after the
+// last one is the latest update.
+func (tx *Tx) LastOutputLine(ctx context.Context, id int64) (string, error) {
+	tail, err := tx.outputTail(ctx, id, lastLineBytes)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.FieldsFunc(string(tail), func(r rune) bool { return r == '\n' || r == '\r' })
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			return s, nil
+		}
+	}
+	return "", nil
+}
+
+// OutputPart is the output of a job from some offset on.
+type OutputPart struct {
+	Job Job
+	// Text is the output from the offset asked for, or from where the
+	// kept output resumes if that part was cut, and then with a note of
+	// the cut first.
+	Text string
+	// Next is the offset to ask for next time. Offsets count every byte
+	// the job ever printed, so they stay valid as the middle of a long
+	// output is cut.
+	Next int64
+}
+
+// OutputFrom returns job id's output from byte offset on. Only the chunks
+// from the offset on are read: a page that polls a running job reads what
+// is new, not the whole output again. A character cut in two at the end is
+// held back until its rest arrives.
+func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, error) {
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return OutputPart{}, err
+	}
+	offset = max(offset, 0)
+	part := OutputPart{Job: j, Next: max(offset, j.OutputBytes)}
+	if offset >= j.OutputBytes {
+		return part, nil
+	}
+	// Head chunks cover the output from 0 to headBytes; the tail resumes
+	// after the cut bytes and runs to OutputBytes. Lengths alone find the
+	// first chunk that holds the offset.
+	rows, err := tx.query(ctx, `SELECT seq, tail, length(data) FROM job_output WHERE job_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return part, fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	tailStart := j.headBytes + j.CutBytes
+	from, pos := int64(-1), int64(0)
+	inTail := false
+	for rows.Next() {
+		var seq, n int64
+		var tail bool
+		if err := rows.Scan(&seq, &tail, &n); err != nil {
+			rows.Close()
+			return part, fmt.Errorf("read output of job %d: %w", id, err)
+		}
+		if tail && !inTail {
+			inTail, pos = true, tailStart
+		}
+		if pos+n > offset {
+			from = seq
+			break
+		}
+		pos += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return part, fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	if from < 0 {
+		return part, nil
+	}
+	rows, err = tx.query(ctx, `SELECT tail, data FROM job_output WHERE job_id = ? AND seq >= ? ORDER BY seq`, id, from)
+	if err != nil {
+		return part, fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	marked := false
+	for rows.Next() {
+		var tail bool
+		var data []byte
+		if err := rows.Scan(&tail, &data); err != nil {
+			return part, fmt.Errorf("read output of job %d: %w", id, err)
+		}
+		if tail && !inTail {
+			inTail, pos = true, tailStart
+		}
+		if tail && !marked && j.CutBytes > 0 {
+			marked = true
+			if gap := tailStart - max(offset, j.headBytes); gap > 0 {
+				fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", gap)
+			}
+		}
+		b.Write(data[min(max(offset-pos, 0), int64(len(data))):])
+		pos += int64(len(data))
+	}
+	if err := rows.Err(); err != nil {
+		return part, fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	text := b.String()
+	if cut := partialRune(text); cut > 0 && j.Status == StatusRunning {
+		text, part.Next = text[:len(text)-cut], part.Next-int64(cut)
+	}
+	part.Text = strings.ToValidUTF8(text, "\uFFFD")
+	return part, nil
+}
+
+// partialRune is how many bytes at the end of s start a UTF-8 character
+// that is not complete.
+func partialRune(s string) int {
+	for n := 1; n < utf8.UTFMax && n <= len(s); n++ {
+		if utf8.RuneStart(s[len(s)-n]) {
+			if utf8.FullRuneInString(s[len(s)-n:]) {
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
 }

@@ -40,6 +40,14 @@ func (f *fixture) update(t *testing.T, fn func(*Tx) error) {
 	}
 }
 
+// view runs fn in a read transaction and fails the test on its error.
+func (f *fixture) view(t *testing.T, fn func(*Tx) error) {
+	t.Helper()
+	if err := f.db.View(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fixture) lorries(t *testing.T, paths ...string) {
 	t.Helper()
 	var want []NewLorry

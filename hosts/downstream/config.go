@@ -230,13 +230,6 @@ func WithLogger(log *slog.Logger) Option {
 	return func(o *downstreamOptions) { o.log = log }
 }
 
-// WithHTTPClient makes the gitlab and gitea downstreams use c,
-// for a proxy or a private certificate authority. Its redirect policy and
-// timeout are kept when set.
-func WithHTTPClient(c *http.Client) Option {
-	return func(o *downstreamOptions) { o.client = c }
-}
-
 // New validates cfg, reads the token file, and returns the
 // Host it describes.
 func New(cfg Config, opts ...Option) (Host, error) {

@@ -1,0 +1,107 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLastOutputLine(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.lorries(t, "o/a")
+	a := f.mustGive(t, m1)
+	tests := []struct {
+		name   string
+		output string
+		want   string
+	}{
+		{name: "no output yet", want: ""},
+		{name: "lines", output: "first\nsecond\n", want: "second"},
+		{name: "blank lines after", output: "third\n\n  \n", want: "third"},
+		{name: "progress meter", output: "Receiving objects:  10%\rReceiving objects:  55%\r", want: "Receiving objects:  55%"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Stdout: []byte(tc.output)}); err != nil {
+				t.Fatal(err)
+			}
+			f.view(t, func(tx *Tx) error {
+				got, err := tx.LastOutputLine(context.Background(), a.Job.ID)
+				if got != tc.want || err != nil {
+					t.Errorf("LastOutputLine = %q, %v; want %q", got, err, tc.want)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func TestOutputFrom(t *testing.T) {
+	// A cap of 20 bytes: a head of 10 and a tail of 10.
+	f := newFixture(t, Options{OutputLimit: 20})
+	ctx := context.Background()
+	f.lorries(t, "o/a")
+	a := f.mustGive(t, m1)
+	send := func(s string) {
+		t.Helper()
+		if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Stdout: []byte(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := func(offset int64) OutputPart {
+		t.Helper()
+		var p OutputPart
+		f.view(t, func(tx *Tx) error {
+			var err error
+			p, err = tx.OutputFrom(ctx, a.Job.ID, offset)
+			return err
+		})
+		return p
+	}
+	check := func(name string, offset int64, wantText string, wantNext int64) {
+		t.Helper()
+		p := from(offset)
+		if p.Text != wantText || p.Next != wantNext {
+			t.Errorf("%s: OutputFrom(%d) = %q, next %d; want %q, next %d", name, offset, p.Text, p.Next, wantText, wantNext)
+		}
+	}
+	check("no output", 0, "", 0)
+	send("0123")
+	send("4567")
+	check("all", 0, "01234567", 8)
+	check("from the middle of a chunk", 3, "34567", 8)
+	check("nothing new", 8, "", 8)
+	check("offset beyond the end", 50, "", 50)
+	send("89abcd") // head full at "9"; "abcd" starts the tail
+	check("head into tail", 6, "6789abcd", 14)
+	send("efghijkl") // tail "abcdefghijkl" is over 10: "abcd" is cut
+	check("whole output", 0, "0123456789\n[... 4 bytes of output cut ...]\nefghijkl", 22)
+	check("from inside the cut", 12, "\n[... 2 bytes of output cut ...]\nefghijkl", 22)
+	check("from the tail", 16, "ghijkl", 22)
+	// A character cut in two is held back while the job runs.
+	send("\xc3")
+	check("half a character", 22, "", 22)
+	send("\xa9!")
+	check("whole character", 22, "é!", 25)
+	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Exit: exit(0), Stdout: []byte("\xe2\x82")}); err != nil {
+		t.Fatal(err)
+	}
+	check("half a character at the end", 25, "\uFFFD", 27)
+	f.view(t, func(tx *Tx) error {
+		if _, err := tx.OutputFrom(ctx, 99, 0); !errors.Is(err, ErrNotFound) {
+			t.Errorf("OutputFrom(99) = %v; want ErrNotFound", err)
+		}
+		return nil
+	})
+	// The whole output read from offset 0 is what Output returns.
+	var whole string
+	f.view(t, func(tx *Tx) error {
+		var err error
+		whole, err = tx.Output(ctx, a.Job.ID)
+		return err
+	})
+	if p := from(0); p.Text != strings.ToValidUTF8(whole, "\uFFFD") {
+		t.Errorf("OutputFrom(0) = %q; Output = %q", p.Text, whole)
+	}
+}

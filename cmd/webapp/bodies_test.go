@@ -81,7 +81,10 @@ func loadWebapp(tb testing.TB) (updateLoad, *webapp, []int64) {
 	}
 	dir := tb.TempDir()
 	repo := confgittest.BigRepo(tb, updateClients, 1)
-	w := startWebapp(tb, dir, startOpts{bin: bin, args: []string{"--confgit-url", repo, "--insecure-no-auth"}})
+	// Each update is its job's first word; on a busy machine 30 of them
+	// may take longer to arrive than the default claim timeout.
+	w := startWebapp(tb, dir, startOpts{bin: bin, args: []string{"--confgit-url", repo, "--insecure-no-auth",
+		"--claim-timeout", "1h"}})
 	c := &http.Client{Timeout: 10 * time.Minute}
 	form := func(path string, v url.Values) map[string]any {
 		resp, err := c.PostForm(w.url+path, v)

@@ -2,7 +2,6 @@ package downstream
 
 import (
 	"context"
-	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,31 +9,10 @@ import (
 	"lorrycontroller/hosts/hoststest"
 )
 
-const fakeGTDSToken = "0123456789abcdef0123456789abcdef01234567"
-
 // newGiteaDS starts a fake Gitea for the gitea downstream, whose ssh URLs
 // name gitea.example.com.
 func newGiteaDS(t *testing.T) *hoststest.Gitea {
 	return hoststest.NewGitea(t, hoststest.GiteaOptions{Token: fakeGTDSToken, SSHHost: "gitea.example.com"})
-}
-
-// addGiteaRepo adds a private repository, as an administrator would have
-// made it.
-func addGiteaRepo(f *hoststest.Gitea, owner, name, defaultBranch, description string) {
-	f.AddRepo(hoststest.GiteaRepo{Owner: owner, Name: name, DefaultBranch: defaultBranch, Description: description, Private: true})
-}
-
-func newTestGiteaDS(t *testing.T, f *hoststest.Gitea, mod func(*Config)) Host {
-	t.Helper()
-	cfg := Config{Type: TypeGitea, Host: f.URL(), TokenFile: writeDSTokenFile(t, fakeGTDSToken)}
-	if mod != nil {
-		mod(&cfg)
-	}
-	d, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 func TestGiteaRepoName(t *testing.T) {
@@ -100,238 +78,27 @@ func TestGiteaRepoNameOneToOne(t *testing.T) {
 	}
 }
 
-func TestGiteaDownstreamPrepare(t *testing.T) {
-	tests := []struct {
-		name        string
-		setup       func(f *hoststest.Gitea)
-		config      func(c *Config)
-		repo        Repo
-		wantURL     func(f *hoststest.Gitea) string
-		wantChanges []string
-	}{
-		{
-			name: "creates the organisation and the repository",
-			repo: Repo{Path: "delta/gnome/glib", Description: "Low-level core library"},
-			wantChanges: []string{
-				`POST /api/v1/orgs {"username":"delta","visibility":"private"}`,
-				`POST /api/v1/orgs/delta/repos {"description":"Low-level core library","name":"gnome--glib","private":true}`,
-			},
-			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/gnome--glib.git" },
-		},
-		{
-			name:  "creates only the repository in an existing organisation",
-			setup: func(f *hoststest.Gitea) { f.AddOrg("delta") },
-			repo:  Repo{Path: "delta/glib", DefaultBranch: "master"},
-			wantChanges: []string{
-				`POST /api/v1/orgs/delta/repos {"default_branch":"master","name":"glib","private":true}`,
-			},
-			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
-		},
-		{
-			name:   "internal is a limited organisation with a repository that is not private",
-			config: func(c *Config) { c.Visibility = "internal" },
-			repo:   Repo{Path: "delta/glib"},
-			wantChanges: []string{
-				`POST /api/v1/orgs {"username":"delta","visibility":"limited"}`,
-				`POST /api/v1/orgs/delta/repos {"name":"glib","private":false}`,
-			},
-			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
-		},
-		{
-			name:   "public",
-			config: func(c *Config) { c.Visibility = "public" },
-			repo:   Repo{Path: "delta/glib"},
-			wantChanges: []string{
-				`POST /api/v1/orgs {"username":"delta","visibility":"public"}`,
-				`POST /api/v1/orgs/delta/repos {"name":"glib","private":false}`,
-			},
-			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
-		},
-		{
-			name:    "nothing created when the repository exists",
-			setup:   func(f *hoststest.Gitea) { addGiteaRepo(f, "delta", "gnome--glib", "master", "") },
-			repo:    Repo{Path: "delta/gnome/glib"},
-			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/gnome--glib.git" },
-		},
-		{
-			name:   "https push URL with the token",
-			setup:  func(f *hoststest.Gitea) { addGiteaRepo(f, "delta", "glib", "master", "") },
-			config: func(c *Config) { c.PushProtocol = "https" },
-			repo:   Repo{Path: "delta/glib"},
-			wantURL: func(f *hoststest.Gitea) string {
-				return strings.Replace(f.URL(), "://", "://oauth2:"+fakeGTDSToken+"@", 1) + "/delta/glib.git"
-			},
-		},
-		{
-			name: "repository created by someone else meanwhile",
-			setup: func(f *hoststest.Gitea) {
-				f.AddOrg("delta")
-				f.BeforeCreateRepo(func() { addGiteaRepo(f, "delta", "glib", "main", "") })
-			},
-			repo: Repo{Path: "delta/glib"},
-			wantChanges: []string{
-				`POST /api/v1/orgs/delta/repos {"name":"glib","private":true}`,
-			},
-			wantURL: func(*hoststest.Gitea) string { return "git@gitea.example.com:delta/glib.git" },
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newGiteaDS(t)
-			if tc.setup != nil {
-				tc.setup(f)
-			}
-			d := newTestGiteaDS(t, f, tc.config)
-			got, err := d.Prepare(context.Background(), tc.repo)
-			if err != nil {
-				t.Fatalf("Prepare: %v", err)
-			}
-			if want := tc.wantURL(f); got != want {
-				t.Errorf("push URL = %q; want %q", got, want)
-			}
-			if changes := f.Changes(); !reflect.DeepEqual(changes, tc.wantChanges) {
-				t.Errorf("calls that change something:\n got %q\nwant %q", changes, tc.wantChanges)
-			}
-			checkTokenNotInURLs(t, f.Requests(), fakeGTDSToken)
-
-			again, err := d.Prepare(context.Background(), tc.repo)
-			if err != nil || again != got {
-				t.Errorf("second Prepare = %q, %v; want %q", again, err, got)
-			}
-			if changes := f.Changes(); len(changes) != len(tc.wantChanges) {
-				t.Errorf("second Prepare changed something: %q", changes[len(tc.wantChanges):])
-			}
-		})
-	}
-}
-
-func TestGiteaDownstreamPushURLShape(t *testing.T) {
+// Gitea's users and organisations share one namespace: a first segment
+// that names a user cannot become an organisation.
+func TestGiteaDownstreamOrgIsAUser(t *testing.T) {
 	f := newGiteaDS(t)
-	d := newTestGiteaDS(t, f, func(c *Config) { c.PushProtocol = "https" })
-	got, err := d.Prepare(context.Background(), Repo{Path: "delta/gnome/glib"})
-	if err != nil {
-		t.Fatal(err)
+	f.AddUser("alice")
+	d := newTestDS(t, giteaDS, f.URL(), fakeGTDSToken, func(c *Config) { c.PushProtocol = "https" })
+	got, err := d.Prepare(context.Background(), Repo{Path: "alice/glib"})
+	if err == nil {
+		t.Fatalf("Prepare = %q; want an error", got)
 	}
-	u, err := url.Parse(got)
-	if err != nil {
-		t.Fatalf("push URL %q does not parse: %v", got, err)
+	for _, want := range []string{"create organisation alice", "422 Unprocessable Entity", "user already exists [name: alice]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q; want it to contain %q", err, want)
+		}
 	}
-	pw, _ := u.User.Password()
-	base, _ := url.Parse(f.URL())
-	if u.Scheme != base.Scheme || u.Host != base.Host || u.User.Username() != "oauth2" || pw != fakeGTDSToken || u.Path != "/delta/gnome--glib.git" {
-		t.Errorf("push URL = %q; want %s://oauth2:<token>@%s/delta/gnome--glib.git", got, base.Scheme, base.Host)
+	if strings.Contains(err.Error(), fakeGTDSToken) {
+		t.Errorf("error %q shows the token", err)
 	}
-}
-
-func TestGiteaDownstreamFinish(t *testing.T) {
-	tests := []struct {
-		name                 string
-		repo                 Repo
-		wantChanges          []string
-		wantBranch, wantDesc string
-	}{
-		{
-			name:        "default branch differs",
-			repo:        Repo{Path: "delta/glib", DefaultBranch: "master"},
-			wantChanges: []string{`PATCH /api/v1/repos/delta/glib {"default_branch":"master"}`},
-			wantBranch:  "master", wantDesc: "GLib",
-		},
-		{
-			name:        "both differ",
-			repo:        Repo{Path: "delta/glib", DefaultBranch: "master", Description: "GLib, the library"},
-			wantChanges: []string{`PATCH /api/v1/repos/delta/glib {"default_branch":"master","description":"GLib, the library"}`},
-			wantBranch:  "master", wantDesc: "GLib, the library",
-		},
-		{
-			name:       "both already right",
-			repo:       Repo{Path: "delta/glib", DefaultBranch: "main", Description: "GLib"},
-			wantBranch: "main", wantDesc: "GLib",
-		},
-		{
-			name:       "upstream's unknown",
-			repo:       Repo{Path: "delta/glib"},
-			wantBranch: "main", wantDesc: "GLib",
-		},
+	want := []string{`POST /api/v1/orgs {"username":"alice","visibility":"private"}`}
+	if changes := f.Changes(); !reflect.DeepEqual(changes, want) {
+		t.Errorf("calls that change something:\n got %q\nwant %q", changes, want)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newGiteaDS(t)
-			addGiteaRepo(f, "delta", "glib", "main", "GLib")
-			d := newTestGiteaDS(t, f, nil)
-			if err := d.Finish(context.Background(), tc.repo); err != nil {
-				t.Fatalf("Finish: %v", err)
-			}
-			if got := f.Changes(); !reflect.DeepEqual(got, tc.wantChanges) {
-				t.Errorf("calls that change something:\n got %q\nwant %q", got, tc.wantChanges)
-			}
-			if r, _ := f.Repo("delta", "glib"); r.DefaultBranch != tc.wantBranch || r.Description != tc.wantDesc {
-				t.Errorf("repository has default branch %q, description %q; want %q, %q", r.DefaultBranch, r.Description, tc.wantBranch, tc.wantDesc)
-			}
-		})
-	}
-}
-
-func TestGiteaDownstreamErrors(t *testing.T) {
-	tests := []struct {
-		name        string
-		setup       func(f *hoststest.Gitea)
-		path        string
-		wantErr     []string
-		wantChanges []string
-	}{
-		{
-			name: "repository creation forbidden",
-			setup: func(f *hoststest.Gitea) {
-				f.AddOrg("delta")
-				f.SetCanCreateRepos(false)
-			},
-			path: "delta/glib",
-			wantErr: []string{"delta/glib", "create repository", "POST /api/v1/orgs/delta/repos", "403 Forbidden",
-				"Given user is not allowed to create repository in organization."},
-			wantChanges: []string{`POST /api/v1/orgs/delta/repos {"name":"glib","private":true}`},
-		},
-		{
-			name:        "first segment is a user",
-			setup:       func(f *hoststest.Gitea) { f.AddUser("alice") },
-			path:        "alice/glib",
-			wantErr:     []string{"create organisation alice", "422 Unprocessable Entity", "user already exists [name: alice]"},
-			wantChanges: []string{`POST /api/v1/orgs {"username":"alice","visibility":"private"}`},
-		},
-		{
-			name:    "repository that differs in case",
-			setup:   func(f *hoststest.Gitea) { addGiteaRepo(f, "Delta", "GLib", "main", "") },
-			path:    "delta/glib",
-			wantErr: []string{"Delta/GLib", "differing in case"},
-		},
-		{
-			name:    "ambiguous path",
-			path:    "delta/gnome--glib",
-			wantErr: []string{"ambiguous"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newGiteaDS(t)
-			if tc.setup != nil {
-				tc.setup(f)
-			}
-			d := newTestGiteaDS(t, f, func(c *Config) { c.PushProtocol = "https" })
-			got, err := d.Prepare(context.Background(), Repo{Path: tc.path})
-			if err == nil {
-				t.Fatalf("Prepare = %q; want an error", got)
-			}
-			for _, want := range tc.wantErr {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q; want it to contain %q", err, want)
-				}
-			}
-			if strings.Contains(err.Error(), fakeGTDSToken) {
-				t.Errorf("error %q shows the token", err)
-			}
-			if changes := f.Changes(); !reflect.DeepEqual(changes, tc.wantChanges) {
-				t.Errorf("calls that change something:\n got %q\nwant %q", changes, tc.wantChanges)
-			}
-			checkTokenNotInURLs(t, f.Requests(), fakeGTDSToken)
-		})
-	}
+	checkTokenNotInURLs(t, f.Requests(), fakeGTDSToken)
 }

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,71 +25,11 @@ func githubOptions(f *hoststest.GitHub, maxWait time.Duration) ListerOptions {
 	return ListerOptions{Now: f.Clock().Now, Sleep: f.Clock().Sleep, MaxRateLimitWait: maxWait}
 }
 
-func TestGitHubList(t *testing.T) {
-	const tok = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
-	orgRepos := hoststest.GitHubRepos(250, "baserock")
-	userRepos := hoststest.GitHubRepos(7, "alice")
-	names := func(owner string, repos []hoststest.GitHubRepo) []string {
-		out := make([]string, len(repos))
-		for i, r := range repos {
-			out[i] = owner + "/" + r.Name
-		}
-		return out
-	}
-	tests := []struct {
-		name      string
-		prefix    string
-		extra     map[string]any
-		want      []string
-		wantPaths []string
-	}{
-		{name: "organisation over pages", extra: map[string]any{"org": "baserock", "token": tok}, want: names("baserock", orgRepos),
-			wantPaths: []string{"/orgs/baserock/repos", "/organizations/1000/repos", "/organizations/1000/repos"}},
-		{name: "user", extra: map[string]any{"user": "alice", "private-token": tok}, want: names("alice", userRepos),
-			wantPaths: []string{"/users/alice/repos"}},
-		{name: "anonymous", extra: map[string]any{"user": "alice"}, want: names("alice", userRepos),
-			wantPaths: []string{"/users/alice/repos"}},
-		{name: "enterprise under /api/v3", prefix: "/api/v3", extra: map[string]any{"org": "baserock", "token": tok}, want: names("baserock", orgRepos),
-			wantPaths: []string{"/api/v3/orgs/baserock/repos", "/api/v3/organizations/1000/repos", "/api/v3/organizations/1000/repos"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newGitHub(t, tc.prefix, tok, "baserock", orgRepos, "alice", userRepos)
-			l, err := NewLister(upstreamHost(t, f.Section(tc.extra)), githubOptions(f, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			repos, err := l.List(context.Background())
-			if err != nil {
-				t.Fatalf("List: %v", err)
-			}
-			if got := listPaths(repos); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %d repos %v...; want %d %v...", len(got), firstFew(got), len(tc.want), firstFew(tc.want))
-			}
-			reqs := f.Requests()
-			var paths []string
-			for _, r := range reqs {
-				u, _ := url.Parse(r.URL)
-				paths = append(paths, u.Path)
-				if got := u.Query().Get("per_page"); got != "100" {
-					t.Errorf("request %s: got per_page %q; want 100", r.URL, got)
-				}
-				for h, want := range map[string]string{"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"} {
-					if got := r.Header.Get(h); got != want {
-						t.Errorf("request %s: got %s %q; want %q", r.URL, h, got, want)
-					}
-				}
-			}
-			if !reflect.DeepEqual(paths, tc.wantPaths) {
-				t.Errorf("got request paths %v; want %v", paths, tc.wantPaths)
-			}
-			want := ""
-			if tc.extra["token"] != nil || tc.extra["private-token"] != nil {
-				want = "Bearer " + tok
-			}
-			checkCredentialHeader(t, reqs, "Authorization", want, tok)
-		})
-	}
+// GitHub Enterprise serves its API under /api/v3.
+func TestGitHubListEnterprise(t *testing.T) {
+	checkList(t, githubList, listCase{start: startGitHubList("/api/v3"), extra: map[string]any{"org": "baserock", "token": ghListTok},
+		want:      githubPaths("baserock", ghOrgRepos),
+		wantPaths: []string{"/api/v3/orgs/baserock/repos", "/api/v3/organizations/1000/repos", "/api/v3/organizations/1000/repos"}})
 }
 
 func TestGitHubAPIBase(t *testing.T) {
@@ -113,40 +52,6 @@ func TestGitHubAPIBase(t *testing.T) {
 			}
 			if got := l.(*githubLister).api.base.String(); got != tc.want {
 				t.Errorf("got API base %s; want %s", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestGitHubRepoFields(t *testing.T) {
-	const tok = "ghp_fields"
-	f := newGitHub(t, "/api/v3", tok, "o", []hoststest.GitHubRepo{{Name: "a", Description: "The A", DefaultBranch: "dev"}, {Name: "b"}}, "", nil)
-	web := f.URL()
-	sshHost := strings.Split(f.Host(), ":")[0]
-	tests := []struct {
-		name  string
-		extra map[string]any
-		want  []Repo
-	}{
-		{name: "http", want: []Repo{{Path: "o/a", CloneURL: web + "/o/a.git", Description: "The A", DefaultBranch: "dev"}, {Path: "o/b", CloneURL: web + "/o/b.git"}}},
-		{name: "ssh", extra: map[string]any{"protocol": "ssh", "api-url": web + "/api/v3"},
-			want: []Repo{{Path: "o/a", CloneURL: "git@" + sshHost + ":o/a.git", Description: "The A", DefaultBranch: "dev"}, {Path: "o/b", CloneURL: "git@" + sshHost + ":o/b.git"}}},
-		{name: "clone with token", extra: map[string]any{"clone-with-token": true},
-			want: []Repo{{Path: "o/a", CloneURL: "http://x-access-token:" + tok + "@" + f.Host() + "/o/a.git", Description: "The A", DefaultBranch: "dev"},
-				{Path: "o/b", CloneURL: "http://x-access-token:" + tok + "@" + f.Host() + "/o/b.git"}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			l, err := NewLister(upstreamHost(t, f.Section(sectionWith(map[string]any{"org": "o", "token": tok}, tc.extra))), githubOptions(f, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := l.List(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v; want %+v", got, tc.want)
 			}
 		})
 	}

@@ -297,11 +297,19 @@ const lastLineBytes = 1024
 // LastOutputLine is the last line of job id's output that is not blank, as
 // far as the last kilobyte of output tells; "" if there is none. Progress
 // meters end their updates with a carriage return, so the text after the
-// last one is the latest update.
+// last one is the latest update; while its line goes on, it is held back
+// from the stored output, and read here too.
 func (tx *Tx) LastOutputLine(ctx context.Context, id int64) (string, error) {
 	tail, err := tx.outputTail(ctx, id, lastLineBytes)
 	if err != nil {
 		return "", err
+	}
+	carry, err := tx.outputCarry(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if len(carry) > 0 {
+		tail = append(append(tail, '\n'), carry...)
 	}
 	lines := strings.FieldsFunc(string(tail), func(r rune) bool { return r == '\n' || r == '\r' })
 	for i := len(lines) - 1; i >= 0; i-- {

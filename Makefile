@@ -33,7 +33,9 @@ build:
 	$(GO) build -o $(BIN)/lorry-controller-minion ./cmd/minion
 	$(GO) build -o $(BIN)/lorry ./cmd/lorry
 
-# Start a WEBAPP and two minions on the demo configuration, until Ctrl-C.
+# Start a WEBAPP and two minions on the demo configuration, until Ctrl-C
+# or a SIGINT or SIGTERM to make (DEMO=DIR keeps its state elsewhere than
+# demo/).
 run: build
 	./scripts/demo-run
 

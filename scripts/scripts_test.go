@@ -3,12 +3,16 @@
 package scripts
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -66,4 +70,134 @@ func TestMakeTestChecksDepsFirst(t *testing.T) {
 	if deps < 0 || gotest < 0 || deps > gotest {
 		t.Errorf("make test does not run scripts/deps before go test; make -n test says:\n%s", out)
 	}
+}
+
+// makeError matches make's report of an error: "make: ***", or
+// "make[1]: ***" when make test runs it.
+var makeError = regexp.MustCompile(`make(\[[0-9]+\])?: \*\*\*`)
+
+// make run stops every process it started, and with no error from make,
+// whether the signal reaches every process of the terminal's job (Ctrl-C)
+// or make alone (a script or a service manager stopping it).
+func TestMakeRunStops(t *testing.T) {
+	for _, tool := range []string{"make", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to run this test: %v", tool, err)
+		}
+	}
+	// The programs are built first, so that each case waits for the demo
+	// alone.
+	if out, err := exec.Command("make", "-C", "..", "build").CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name  string
+		sig   syscall.Signal
+		group bool // to every process of make's group, as Ctrl-C does
+	}{
+		{"SIGTERM to make", syscall.SIGTERM, false},
+		{"SIGINT to make", syscall.SIGINT, false},
+		{"Ctrl-C", syscall.SIGINT, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			demo := t.TempDir()
+			cmd := exec.Command("make", "-C", "..", "--no-print-directory", "run")
+			cmd.Env = append(os.Environ(), "DEMO="+demo, "LISTEN=127.0.0.1:0")
+			// make leads a process group of its own, as a terminal's job
+			// does, so that what it started can be found by the group.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pgid := cmd.Process.Pid
+			defer syscall.Kill(-pgid, syscall.SIGKILL)
+
+			// The demo says when everything has started; the rest of its
+			// output is read on, so that it never blocks on a full pipe.
+			var out bytes.Buffer
+			started := make(chan bool, 1)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				sc := bufio.NewScanner(stdout)
+				said := false
+				for sc.Scan() {
+					out.WriteString(sc.Text() + "\n")
+					if !said && strings.HasPrefix(sc.Text(), "Press Ctrl-C to stop.") {
+						said = true
+						started <- true
+					}
+				}
+				if !said {
+					started <- false
+				}
+			}()
+			if !<-started {
+				<-done
+				cmd.Wait()
+				t.Fatalf("the demo did not start; stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+			}
+
+			target := pgid
+			if tc.group {
+				target = -pgid
+			}
+			if err := syscall.Kill(target, tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			err = cmd.Wait()
+
+			// make dies of the signal it was sent, once its recipe has
+			// ended; a recipe that failed would have make print an error.
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatalf("make run: got %v, want death by %v", err, tc.sig)
+			}
+			if ws := ee.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != tc.sig {
+				t.Errorf("make run: got %v, want death by %v", err, tc.sig)
+			}
+			if makeError.MatchString(stderr.String()) {
+				t.Errorf("make reported an error; stderr:\n%s", stderr.String())
+			}
+			if !strings.Contains(out.String(), "Stopping...") {
+				t.Errorf("the demo did not say it was stopping; stdout:\n%s", out.String())
+			}
+			// The script waits for what it started, and make for the
+			// script: once make is gone, so must everything else be.
+			if left := liveInGroup(pgid); len(left) > 0 {
+				t.Errorf("processes of make run are left after it ended: %q", left)
+			}
+		})
+	}
+}
+
+// liveInGroup lists the processes of process group pgid that have not
+// ended, each as its pid, name and command line. An ended process that its
+// new parent has yet to reap (a zombie) is no longer running, and is left
+// out.
+func liveInGroup(pgid int) []string {
+	var found []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range stats {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
+			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(stat), "cmdline"))
+			found = append(found, s[:strings.LastIndexByte(s, ')')+1]+" "+
+				strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		}
+	}
+	return found
 }

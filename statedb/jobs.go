@@ -67,12 +67,16 @@ type Job struct {
 	LorryState string
 
 	headBytes, tailBytes, nextChunk int64
+	// carry is the end of the output held back from job_output while a
+	// carriage return may still rewrite it (see foldCR).
+	carry []byte
 }
 
 const jobColumns = `id, path, kind, minion, host, pid, started, updated, ended, status,
 	exit, kill, kill_reason, timeout, disk_usage, output_bytes, cut_bytes,
 	head_bytes, tail_bytes, next_chunk, text, commit_id, runtime_name, runtime_version,
-	runtime_id, runtime_python, runtime_built, runtime_build_seconds, error_class, lorry_state`
+	runtime_id, runtime_python, runtime_built, runtime_build_seconds, error_class, lorry_state,
+	output_carry`
 
 func scanJob(row scanner) (Job, error) {
 	var j Job
@@ -83,7 +87,7 @@ func scanJob(row scanner) (Job, error) {
 		&j.Updated, &ended, &j.Status, &exit, &j.Kill, &j.KillReason, &j.Timeout, &du,
 		&j.OutputBytes, &j.CutBytes, &j.headBytes, &j.tailBytes, &j.nextChunk,
 		&j.Text, &j.CommitID, &j.Runtime.Name, &j.Runtime.Version, &j.Runtime.ID, &j.Runtime.Python,
-		&built, &buildSecs, &j.ErrorClass, &j.LorryState)
+		&built, &buildSecs, &j.ErrorClass, &j.LorryState, &j.carry)
 	j.Ended, j.Exit, j.DiskUsage = nullInt(ended), nullInt(exit), nullInt(du)
 	if built.Valid {
 		j.RuntimeBuilt = &built.Bool
@@ -391,12 +395,12 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 		}
 	}
 	for _, out := range [][]byte{u.Stdout, u.Stderr} {
-		if err := tx.appendOutput(ctx, &j, out); err != nil {
+		if err := tx.appendFolded(ctx, &j, bytesSource(out)); err != nil {
 			return false, err
 		}
 	}
 	for _, src := range u.Spooled {
-		if err := tx.appendFrom(ctx, &j, src); err != nil {
+		if err := tx.appendFolded(ctx, &j, src); err != nil {
 			return false, err
 		}
 	}
@@ -457,9 +461,10 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 		j.Kill, j.KillReason = true, StatusTimedOut
 	}
 	_, err = tx.exec(ctx, `UPDATE jobs SET updated = ?, kill = ?, kill_reason = ?, disk_usage = ?,
-			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, output_carry = ?
 		WHERE id = ?`,
-		tx.Now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, j.ID)
+		tx.Now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk,
+		carryValue(j.carry), j.ID)
 	if err != nil {
 		return false, fmt.Errorf("update job %d: %w", j.ID, err)
 	}
@@ -565,13 +570,18 @@ func (tx *Tx) RemoveOldJobs(ctx context.Context, maxAge int64) (int64, error) {
 // says whether the minion itself reported the end, which counts as seeing
 // it.
 func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why, class string, heard bool) error {
+	if err := tx.appendOutput(ctx, &j, finishCR(j.carry)); err != nil {
+		return err
+	}
+	j.carry = nil
 	if why != "" {
 		if err := tx.appendOutput(ctx, &j, []byte("\n"+why+"\n")); err != nil {
 			return err
 		}
 	}
 	_, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
-			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?,
+			output_carry = x''
 		WHERE id = ?`,
 		status, exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, class, j.ID)
 	if err != nil {

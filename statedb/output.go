@@ -43,6 +43,57 @@ func (b bytesSource) ReadAt(p []byte, off int64) (int, error) {
 	return copy(p, b[off:]), nil
 }
 
+// appendFolded stores src after j's output, with each line that carriage
+// returns rewrite folded to its last state (foldCR), and the end that may
+// yet be rewritten held back in j.carry. It reads src in pieces, so the
+// memory it takes is bounded whatever src's size. A source too big to be
+// read whole (more than the cap in one update, whose middle was never
+// kept) is stored as it is, after what was held back as it stands.
+func (tx *Tx) appendFolded(ctx context.Context, j *Job, src OutputSource) error {
+	n := src.Len()
+	if n == 0 {
+		return nil
+	}
+	if _, whole := src.(bytesSource); !whole && n > tx.outputLimit {
+		if err := tx.appendOutput(ctx, j, finishCR(j.carry)); err != nil {
+			return err
+		}
+		j.carry = nil
+		return tx.appendFrom(ctx, j, src)
+	}
+	var buf []byte
+	for off := int64(0); off < n; {
+		k := min(n-off, outputPiece)
+		var data []byte
+		if b, ok := src.(bytesSource); ok {
+			data = b[off : off+k]
+		} else {
+			if buf == nil {
+				buf = make([]byte, k)
+			}
+			data = buf[:k]
+			if _, err := src.ReadAt(data, off); err != nil {
+				return fmt.Errorf("append output of job %d: %w", j.ID, err)
+			}
+		}
+		var out []byte
+		out, j.carry = foldCR(j.carry, data)
+		if err := tx.appendOutput(ctx, j, out); err != nil {
+			return err
+		}
+		off += k
+	}
+	return nil
+}
+
+// carryValue is carry as stored: never NULL.
+func carryValue(carry []byte) []byte {
+	if carry == nil {
+		return []byte{}
+	}
+	return carry
+}
+
 // appendOutput stores data after j's output.
 func (tx *Tx) appendOutput(ctx context.Context, j *Job, data []byte) error {
 	return tx.appendFrom(ctx, j, bytesSource(data))
@@ -136,7 +187,8 @@ func (tx *Tx) insertChunk(ctx context.Context, j *Job, tail bool, data []byte) e
 }
 
 // Output returns what job id has printed, with a marker where the middle
-// was cut to keep under the cap.
+// was cut to keep under the cap, and each line that carriage returns
+// rewrote in its last state.
 func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 	j, err := tx.Job(ctx, id)
 	if err != nil {
@@ -162,7 +214,22 @@ func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 		}
 		b.Write(data)
 	}
-	return b.String(), rows.Err()
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	// The line still being rewritten, as it stands.
+	b.Write(finishCR(j.carry))
+	return b.String(), nil
+}
+
+// outputCarry is the end of job id's output held back while a carriage
+// return may still rewrite it, as it stands.
+func (tx *Tx) outputCarry(ctx context.Context, id int64) ([]byte, error) {
+	var carry []byte
+	if err := tx.queryRow(ctx, `SELECT output_carry FROM jobs WHERE id = ?`, id).Scan(&carry); err != nil {
+		return nil, fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	return finishCR(carry), nil
 }
 
 // outputTail returns about the last n bytes of job id's output.
@@ -202,11 +269,19 @@ const lastLineBytes = 1024
 // LastOutputLine is the last line of job id's output that is not blank, as
 // far as the last kilobyte of output tells; "" if there is none. Progress
 // meters end their updates with a carriage return, so the text after the
-// last one is the latest update.
+// last one is the latest update; while its line goes on, it is held back
+// from the stored output, and read here too.
 func (tx *Tx) LastOutputLine(ctx context.Context, id int64) (string, error) {
 	tail, err := tx.outputTail(ctx, id, lastLineBytes)
 	if err != nil {
 		return "", err
+	}
+	carry, err := tx.outputCarry(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if len(carry) > 0 {
+		tail = append(append(tail, '\n'), carry...)
 	}
 	lines := strings.FieldsFunc(string(tail), func(r rune) bool { return r == '\n' || r == '\r' })
 	for i := len(lines) - 1; i >= 0; i-- {

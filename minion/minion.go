@@ -339,6 +339,9 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			uctx, cancel = context.WithDeadline(ctx, end)
 		}
 		kill, err := m.jobUpdate(uctx, j, updateRunning, u.stdout.data, u.stderr.data, nil)
+		// Read before cancel, which would make every update look timed out,
+		// and a 404 or 409 look like the network.
+		timedOut := uctx.Err() != nil
 		cancel()
 		switch {
 		case err == nil:
@@ -361,7 +364,7 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			budget = max(budget/2, minUpdateBody)
 			log.Warn("webapp found the update too large; sending less at a time", "err", err, "budget", budget)
 			timer.Reset(0)
-		case retryable(err) || tooLarge(err) || uctx.Err() != nil:
+		case retryable(err) || tooLarge(err) || timedOut:
 			wait := bo.next()
 			log.Warn("webapp unreachable; job keeps running", "err", err, "retry_in", wait)
 			timer.Reset(wait)

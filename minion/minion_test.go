@@ -232,15 +232,20 @@ func TestKillAnswer(t *testing.T) {
 }
 
 // TestJobGone checks that a job the WEBAPP no longer counts as this minion's
-// is killed at once, group and all, and not reported on again.
+// is killed at once, group and all, and not reported on again, whether or
+// not the WEBAPP gave the job a lease: a refusal is no reason to wait for
+// the lease to run out.
 func TestJobGone(t *testing.T) {
 	tests := []struct {
 		name   string
 		status int
 		body   string
+		lease  bool
 	}{
 		{name: "unknown job", status: http.StatusNotFound, body: `{"error": "no such job"}`},
 		{name: "finished or not ours", status: http.StatusConflict, body: `{"error": "job 5 is owned by other-minion"}`},
+		{name: "unknown job with a lease", status: http.StatusNotFound, body: `{"error": "no such job"}`, lease: true},
+		{name: "lost with a lease", status: http.StatusConflict, body: `{"error": "job 5 is lost"}`, lease: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,7 +257,11 @@ echo $$ > `+sh(pidFile)+`
 echo started
 wait`)
 			m, _ := newTestMinion(t, f, lorry)
-			f.giveMeJob = oneJob(jobAnswer(5, "delta/gone", "lorry", "{}", ""))
+			answer := jobAnswer(5, "delta/gone", "lorry", "{}", "")
+			if tt.lease {
+				answer = strings.Replace(answer, "{", `{"lease": 3600, "kill_grace": 1, `, 1)
+			}
+			f.giveMeJob = oneJob(answer)
 			started := false
 			f.jobUpdate = func(n int, form url.Values) (int, string) {
 				started = started || strings.Contains(form.Get("stdout"), "started")
@@ -261,13 +270,25 @@ wait`)
 				}
 				return http.StatusOK, `{"kill": false}`
 			}
-			if ran, err := runOnce(t, t.Context(), m); !ran || err != nil {
+			// Retried until the lease ran out, the job would run an hour.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			if ran, err := runOnce(t, ctx, m); !ran || err != nil {
 				t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
 			}
 			updates := f.routeRequests("job-update")
 			last := updates[len(updates)-1]
 			if last.Status != tt.status {
 				t.Errorf("last job-update answered %d, want the %d that ended the job", last.Status, tt.status)
+			}
+			refused := 0
+			for _, q := range updates {
+				if q.Status == tt.status {
+					refused++
+				}
+			}
+			if refused != 1 {
+				t.Errorf("%d job-updates answered %d; want the one that ended the job, never retried", refused, tt.status)
 			}
 			for _, q := range updates {
 				if q.Form.Get("exit") != "no" {

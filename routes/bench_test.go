@@ -28,6 +28,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// benchDB is a new state database for a benchmark, closed when it ends.
+func benchDB(b *testing.B) *statedb.DB {
+	b.Helper()
+	db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
 // fillQueue puts n lorries, all due, straight into db.
 func fillQueue(tb testing.TB, db *statedb.DB, n int) {
 	tb.Helper()
@@ -51,11 +62,7 @@ func fillQueue(tb testing.TB, db *statedb.DB, n int) {
 // once, and reports jobs per second and the latency of give-me-job.
 func BenchmarkJobCycle(b *testing.B) {
 	const lorries = 100_000
-	db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := benchDB(b)
 	fillQueue(b, db, lorries)
 	jobCycles(b, db, fmt.Sprintf("%d lorries", lorries))
 }
@@ -107,11 +114,7 @@ func fillQueues(tb testing.TB, db *statedb.DB, lorries int, full bool) {
 // looks for the first due lorry of each open queue in its index.
 func BenchmarkJobCycleQueues(b *testing.B) {
 	const lorries = 100_000
-	db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := benchDB(b)
 	fillQueue(b, db, lorries)
 	fillQueues(b, db, lorries, false)
 	jobCycles(b, db, fmt.Sprintf("%d lorries in %d queues", lorries, benchQueues))
@@ -215,11 +218,7 @@ func BenchmarkIdlePollQueues(b *testing.B) {
 		{name: "open-queue-not-due", open: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := benchDB(b)
 			fillQueue(b, db, lorries)
 			fillQueues(b, db, lorries, true)
 			if tc.open {

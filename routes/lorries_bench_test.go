@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,13 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
-
-	"lorrycontroller/statedb"
 )
 
 // BenchmarkListLorries answers lorries and status over loopback HTTP with
@@ -28,11 +24,7 @@ import (
 // each page as a script would; and status with and without its run
 // queue.
 func BenchmarkListLorries(b *testing.B) {
-	db, err := statedb.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"), statedb.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := benchDB(b)
 	fillQueue(b, db, 100_000)
 	fillJobs(b, db, 1000, 8)
 	fillQueues(b, db, 100_000, false)

@@ -47,6 +47,7 @@ type DB struct {
 	reads       chan *session
 	health      chan *session
 	lastWrite   atomic.Pointer[writeOutcome]
+	shared      sharedWrites
 	clock       clock.Clock
 	path        string
 	outputLimit int64

@@ -1,0 +1,112 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// sharedFixture has a table t for the calls to write to, and starts n
+// UpdateShared calls while the write session is held, so that they all
+// wait and then share one transaction. fn(i) is the i-th call's work.
+func sharedFixture(t *testing.T, n int, fn func(i int, tx *Tx) error) (errs []error, txs []*Tx, rows []int) {
+	t.Helper()
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `CREATE TABLE t (x INTEGER)`)
+		return err
+	})
+	errs, txs = make([]error, n), make([]*Tx, n)
+	hold, held := make(chan struct{}), make(chan struct{})
+	go f.db.Update(ctx, func(*Tx) error { close(held); <-hold; return nil })
+	<-held
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = f.db.UpdateShared(ctx, func(tx *Tx) error {
+				txs[i] = tx
+				if _, err := tx.exec(ctx, `INSERT INTO t (x) VALUES (?)`, i); err != nil {
+					return err
+				}
+				return fn(i, tx)
+			})
+		})
+	}
+	// Every call is waiting before the session is let go.
+	for {
+		f.db.shared.mu.Lock()
+		k := len(f.db.shared.waiting)
+		f.db.shared.mu.Unlock()
+		if k == n {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(hold)
+	wg.Wait()
+	f.view(t, func(tx *Tx) error {
+		r, err := tx.query(ctx, `SELECT x FROM t ORDER BY x`)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var x int
+			if err := r.Scan(&x); err != nil {
+				return err
+			}
+			rows = append(rows, x)
+		}
+		return r.Err()
+	})
+	return errs, txs, rows
+}
+
+// TestUpdateSharedUndoesOnlyTheFailedCall checks that calls waiting
+// together share one transaction, and that one call's error undoes its
+// own work and no other's.
+func TestUpdateSharedUndoesOnlyTheFailedCall(t *testing.T) {
+	bad := errors.New("refused")
+	errs, txs, rows := sharedFixture(t, 5, func(i int, tx *Tx) error {
+		if i%2 == 1 {
+			return fmt.Errorf("call %d: %w", i, bad)
+		}
+		return nil
+	})
+	for i, err := range errs {
+		if (i%2 == 1) != errors.Is(err, bad) {
+			t.Errorf("call %d: err %v", i, err)
+		}
+		if txs[i] != txs[0] {
+			t.Errorf("call %d ran in another transaction than call 0", i)
+		}
+	}
+	if fmt.Sprint(rows) != "[0 2 4]" {
+		t.Errorf("rows = %v; want the work of calls 0, 2 and 4", rows)
+	}
+}
+
+// TestUpdateSharedTransactionLost checks that when the shared transaction
+// ends under a call (as SQLite ends it on an interrupted write), no call
+// of the batch is reported done, and none of their work is kept.
+func TestUpdateSharedTransactionLost(t *testing.T) {
+	errs, _, rows := sharedFixture(t, 4, func(i int, tx *Tx) error {
+		if i == 2 {
+			_, err := tx.exec(context.Background(), `ROLLBACK`)
+			return err
+		}
+		return nil
+	})
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("call %d: no error; want the lost transaction's", i)
+		}
+	}
+	if len(rows) != 0 {
+		t.Errorf("rows = %v; want none", rows)
+	}
+}

@@ -97,7 +97,7 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	for range maxPrepareTries {
 		var a statedb.Assignment
 		var retired bool
-		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+		err = s.DB.UpdateShared(r.Context(), func(tx *statedb.Tx) error {
 			var err error
 			if retired, _, err = tx.MinionRetired(r.Context(), m.Name); err != nil {
 				return err
@@ -237,7 +237,7 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusBadRequest, "error_class is reported with the final update only, with exit")
 	}
 	var kill, retire bool
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
+	err = s.DB.UpdateShared(r.Context(), func(tx *statedb.Tx) error {
 		var err error
 		if kill, err = tx.UpdateJob(r.Context(), u); err != nil {
 			return err

@@ -464,7 +464,9 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 	if hostMax != nil && live.onHost >= *hostMax {
 		return Lorry{}, fmt.Sprintf("%d jobs running on host %s, its max_jobs is %d", live.onHost, m.Host, *hostMax), nil
 	}
-	open := map[string]string{}
+	// open is the JSON object of the open queues' names to their sorts,
+	// as pickQuery takes it, written as it is found.
+	open := []byte{'{'}
 	var full []string
 	for _, q := range qs {
 		if !takesQueue(q.Name, m.Queues, m.IgnoreQueues) {
@@ -478,20 +480,21 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 			full = append(full, q.Name)
 			continue
 		}
-		open[q.Name] = q.Sort
+		if len(open) > 1 {
+			open = append(open, ',')
+		}
+		open = append(appendJSONString(open, q.Name), ':')
+		open = appendJSONString(open, q.Sort)
 	}
-	if len(open) == 0 {
+	open = append(open, '}')
+	if len(open) == 2 {
 		if len(full) > 0 {
 			return Lorry{}, "queues full: " + strings.Join(full, ", "), nil
 		}
 		return Lorry{}, "this minion takes none of the queues", nil
 	}
-	arg, err := json.Marshal(open)
-	if err != nil {
-		return Lorry{}, "", err
-	}
 	var pos sql.NullInt64
-	if err := tx.queryRow(ctx, pickQuery, tx.Now, string(arg)).Scan(&pos); err != nil {
+	if err := tx.queryRow(ctx, pickQuery, tx.Now, string(open)).Scan(&pos); err != nil {
 		return Lorry{}, "", fmt.Errorf("find due lorry: %w", err)
 	}
 	if !pos.Valid {
@@ -506,6 +509,23 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 		return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
 	}
 	return l, "", nil
+}
+
+// appendJSONString appends s to b as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // pickQuery finds the queue position of the entry to hand out: of each

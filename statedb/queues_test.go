@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -376,4 +377,23 @@ func TestLiveCountPlan(t *testing.T) {
 		}
 		return rows.Err()
 	})
+}
+
+// TestAppendJSONString checks the queue names written for pickQuery
+// against encoding/json, with the characters JSON escapes.
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "heavy", `a"b`, `a\b`, "tab\there", "nul\x00", "é-ü", "\x1f"} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back, got string
+		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+		json.Unmarshal(want, &back)
+		if got != back {
+			t.Errorf("%q: decoded %q", s, got)
+		}
+	}
 }

@@ -255,16 +255,12 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	if err := tx.touchMinion(ctx, m, nil); err != nil {
 		return a, err
 	}
-	running, err := tx.RunningQueue(ctx)
+	running, max, err := tx.handOutSettings(ctx)
 	if err != nil {
 		return a, err
 	}
 	if !running {
 		return Assignment{Idle: "the queue is stopped"}, nil
-	}
-	max, err := tx.MaxJobs(ctx)
-	if err != nil {
-		return a, err
 	}
 	// The live jobs are counted once, before the due probe when max_jobs
 	// needs them, after it otherwise, so that an idle poll never counts.

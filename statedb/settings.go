@@ -74,6 +74,25 @@ func (tx *Tx) MaxJobs(ctx context.Context) (*int64, error) {
 	return &n, nil
 }
 
+// handOutSettings is RunningQueue and MaxJobs in one statement, as every
+// hand-out reads both.
+func (tx *Tx) handOutSettings(ctx context.Context) (running bool, max *int64, err error) {
+	var run, limit sql.NullString
+	err = tx.queryRow(ctx, `SELECT (SELECT value FROM settings WHERE key = ?), (SELECT value FROM settings WHERE key = ?)`,
+		settingRunningQueue, settingMaxJobs).Scan(&run, &limit)
+	if err != nil {
+		return false, nil, fmt.Errorf("read settings %s and %s: %w", settingRunningQueue, settingMaxJobs, err)
+	}
+	if limit.Valid {
+		n, err := strconv.ParseInt(limit.String, 10, 64)
+		if err != nil {
+			return false, nil, fmt.Errorf("setting %s holds %q: %w", settingMaxJobs, limit.String, err)
+		}
+		max = &n
+	}
+	return !run.Valid || run.String == "1", max, nil
+}
+
 // SetMaxJobs sets the limit on running jobs; nil removes it.
 func (tx *Tx) SetMaxJobs(ctx context.Context, n *int64) error {
 	if n == nil {

@@ -459,21 +459,9 @@ func (tx *Tx) ListLorries(ctx context.Context, q LorryListing) ([]Lorry, string,
 		return nil, "", fmt.Errorf("page of %d lorries: %w", q.Limit, ErrInvalid)
 	}
 	query, args := listLorriesQuery(q)
-	rows, err := tx.query(ctx, query, args...)
+	out, err := tx.queryLorries(ctx, "list lorries", query, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("list lorries: %w", err)
-	}
-	defer rows.Close()
-	out := []Lorry{}
-	for rows.Next() {
-		l, err := scanLorry(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("list lorries: %w", err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list lorries: %w", err)
+		return nil, "", err
 	}
 	if len(out) <= q.Limit {
 		return out, "", nil
@@ -596,20 +584,7 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 		query = `SELECT ` + lorryColumns + ` FROM lorries NOT INDEXED
 		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT ?6 OFFSET ?7`
 	}
-	rows, err := tx.query(ctx, query, append(f.args(tx.Now), limit, offset)...)
-	if err != nil {
-		return nil, fmt.Errorf("list lorries: %w", err)
-	}
-	defer rows.Close()
-	out := []Lorry{}
-	for rows.Next() {
-		l, err := scanLorry(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list lorries: %w", err)
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+	return tx.queryLorries(ctx, "list lorries", query, append(f.args(tx.Now), limit, offset)...)
 }
 
 // LorriesAfter returns at most limit lorries of the run queue in queue
@@ -617,21 +592,8 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 // queue's index from pos, so a caller that reads the queue a page at a
 // time, with the last position of each page, never reads it twice.
 func (tx *Tx) LorriesAfter(ctx context.Context, pos int64, limit int) ([]Lorry, error) {
-	rows, err := tx.query(ctx, `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_queue
+	return tx.queryLorries(ctx, "list lorries", `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_queue
 		WHERE queue_pos > ? ORDER BY queue_pos LIMIT ?`, pos, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list lorries: %w", err)
-	}
-	defer rows.Close()
-	out := []Lorry{}
-	for rows.Next() {
-		l, err := scanLorry(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list lorries: %w", err)
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
 }
 
 // failingOnly is the filter that the lorries_failing index answers.
@@ -643,21 +605,8 @@ var failingOnly = LorryFilter{State: LorryFailing}
 // lost job). An index holds them, so this is quick wherever in a long
 // queue they are.
 func (tx *Tx) FailingLorries(ctx context.Context, offset, limit int) ([]Lorry, error) {
-	rows, err := tx.query(ctx, `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_failing
+	return tx.queryLorries(ctx, "list failing lorries", `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_failing
 		WHERE last_run_exit != 0 OR last_run_error != '' ORDER BY queue_pos LIMIT ? OFFSET ?`, limit, offset)
-	if err != nil {
-		return nil, fmt.Errorf("list failing lorries: %w", err)
-	}
-	defer rows.Close()
-	out := []Lorry{}
-	for rows.Next() {
-		l, err := scanLorry(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list failing lorries: %w", err)
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
 }
 
 // CountLorriesMatching counts the lorries that f selects.
@@ -692,4 +641,26 @@ func (tx *Tx) QueuePosition(ctx context.Context, path string) (int64, error) {
 		return 0, fmt.Errorf("no lorry %q: %w", path, ErrNotFound)
 	}
 	return n, nil
+}
+
+// queryLorries runs query, which selects lorryColumns, and returns its
+// lorries; what names the list in errors.
+func (tx *Tx) queryLorries(ctx context.Context, what, query string, args ...any) ([]Lorry, error) {
+	rows, err := tx.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	out := []Lorry{}
+	for rows.Next() {
+		l, err := scanLorry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }

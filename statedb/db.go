@@ -272,7 +272,10 @@ func (s *session) close() error {
 // Tx is the only handle a transaction callback may use. Now is fixed for the
 // whole transaction so everything it writes agrees on the time.
 type Tx struct {
-	s           *session
+	s *session
+	// shared says that the transaction is shared by several calls
+	// (UpdateShared), whose statements no call's context may interrupt.
+	shared      bool
 	Now         int64
 	outputLimit int64
 	notify      map[string]bool
@@ -324,6 +327,7 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 // prepared statements.
 
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = tx.stmtContext(ctx)
 	st, err := tx.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -332,6 +336,7 @@ func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 }
 
 func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) scanner {
+	ctx = tx.stmtContext(ctx)
 	st, err := tx.s.stmt(ctx, query)
 	if err != nil {
 		return errRow{err}
@@ -340,11 +345,25 @@ func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) scanner {
 }
 
 func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = tx.stmtContext(ctx)
 	st, err := tx.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	return st.QueryContext(ctx, args...)
+}
+
+// stmtContext is the context a statement of tx runs under. A shared
+// transaction's statements run to their end whatever the context of the
+// call they serve: SQLite ends the whole transaction on an interrupted
+// write, losing the work of every call that shares it. The call's context
+// is checked before its work starts. (It also spares each statement the
+// goroutine that the driver starts to watch a context that can end.)
+func (tx *Tx) stmtContext(ctx context.Context) context.Context {
+	if tx.shared {
+		return context.Background()
+	}
+	return ctx
 }
 
 // errRow is a row whose Scan reports an earlier failure.

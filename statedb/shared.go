@@ -74,7 +74,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		fail(fmt.Errorf("begin: %w", err))
 		return
 	}
-	tx := &Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
+	tx := &Tx{s: s, shared: true, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
 	// A call that the storage failed (a full disk, say) is what the
 	// health check reports, even if the others' work was committed.
 	var storageErr error

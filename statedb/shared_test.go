@@ -110,3 +110,27 @@ func TestUpdateSharedTransactionLost(t *testing.T) {
 		t.Errorf("rows = %v; want none", rows)
 	}
 }
+
+// TestUpdateSharedCallContextEndsMidway checks that a call whose context
+// ends while the shared transaction runs its work interrupts nothing: an
+// interrupted write would make SQLite end the transaction that the other
+// calls share. The call's work and every other call's are kept.
+func TestUpdateSharedCallContextEndsMidway(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errs, _, rows := sharedFixture(t, 3, func(i int, tx *Tx) error {
+		if i != 1 {
+			return nil
+		}
+		cancel()
+		_, err := tx.exec(ctx, `INSERT INTO t (x) VALUES (10)`)
+		return err
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	if fmt.Sprint(rows) != "[0 1 2 10]" {
+		t.Errorf("rows = %v; want every call's work", rows)
+	}
+}

@@ -104,6 +104,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := db.migrate(ctx); err != nil {
 		return fail(fmt.Errorf("migrate: %w", err))
 	}
+	if _, err := db.write.conn.ExecContext(ctx, touchedQueues); err != nil {
+		return fail(err)
+	}
 	for range readSessions {
 		s, err := newSession(ctx, pool, true)
 		if err != nil {
@@ -231,7 +234,36 @@ type session struct {
 	queuesVersion int64
 	// active is the entry in force of each threads-schedule, by its text.
 	active map[string]activeEntry
+	// heads is each queue's choice for a hand-out (queueHeads) in the
+	// second headsAt, kept with the queue list. The write session's
+	// triggers name in temp.touched_queues the queues whose entries it
+	// changes, whose choices are then found again.
+	heads   map[string]sql.NullInt64
+	headsAt int64
 }
+
+// forget drops what the session keeps of the database's contents: after
+// a rollback, it may tell of changes that never happened.
+func (s *session) forget() {
+	s.queues = nil
+	s.heads = nil
+}
+
+// touchedQueues are the write session's temporary table and triggers that
+// name the queues whose entries it changes in a way that can change the
+// queue's choice for a hand-out: an entry added, removed, moved in the run
+// queue or between queues, handed out, finished, or given a new due time.
+const touchedQueues = `
+CREATE TEMP TABLE touched_queues (queue TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TEMP TRIGGER lorries_touched_insert AFTER INSERT ON main.lorries BEGIN
+	INSERT OR IGNORE INTO touched_queues VALUES (new.queue);
+END;
+CREATE TEMP TRIGGER lorries_touched_delete AFTER DELETE ON main.lorries BEGIN
+	INSERT OR IGNORE INTO touched_queues VALUES (old.queue);
+END;
+CREATE TEMP TRIGGER lorries_touched_update AFTER UPDATE OF queue, queue_pos, running_job, next_due ON main.lorries BEGIN
+	INSERT OR IGNORE INTO touched_queues VALUES (old.queue), (new.queue);
+END;`
 
 func newSession(ctx context.Context, pool *sql.DB, readOnly bool) (*session, error) {
 	conn, err := pool.Conn(ctx)
@@ -309,7 +341,7 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(&Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}); err != nil {
-		s.queues = nil
+		s.forget()
 		// The rollback must happen even if ctx is what failed.
 		if _, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
@@ -318,6 +350,7 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 	}
 	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err != nil {
 		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		s.forget()
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

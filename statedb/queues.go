@@ -152,6 +152,8 @@ func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
 	if tx.s.queues != nil && tx.s.queuesVersion == version {
 		return slices.Clone(tx.s.queues), nil
 	}
+	// Another connection's commit may have changed anything.
+	tx.s.forget()
 	qs, err := tx.readQueues(ctx)
 	if err != nil {
 		return nil, err
@@ -211,7 +213,7 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 			names = append(names, q.Name)
 		}
 	}
-	tx.s.queues = nil
+	tx.s.forget()
 	if _, err := tx.exec(ctx, `DELETE FROM queues`); err != nil {
 		return fmt.Errorf("store queues: %w", err)
 	}
@@ -464,9 +466,8 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 	if hostMax != nil && live.onHost >= *hostMax {
 		return Lorry{}, fmt.Sprintf("%d jobs running on host %s, its max_jobs is %d", live.onHost, m.Host, *hostMax), nil
 	}
-	// open is the JSON object of the open queues' names to their sorts,
-	// as pickQuery takes it, written as it is found.
-	open := []byte{'{'}
+	// open is the sort of each open queue by its name.
+	open := make(map[string]string, len(qs))
 	var full []string
 	for _, q := range qs {
 		if !takesQueue(q.Name, m.Queues, m.IgnoreQueues) {
@@ -480,35 +481,117 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 			full = append(full, q.Name)
 			continue
 		}
-		if len(open) > 1 {
-			open = append(open, ',')
-		}
-		open = append(appendJSONString(open, q.Name), ':')
-		open = appendJSONString(open, q.Sort)
+		open[q.Name] = q.Sort
 	}
-	open = append(open, '}')
-	if len(open) == 2 {
+	if len(open) == 0 {
 		if len(full) > 0 {
 			return Lorry{}, "queues full: " + strings.Join(full, ", "), nil
 		}
 		return Lorry{}, "this minion takes none of the queues", nil
 	}
-	var pos sql.NullInt64
-	if err := tx.queryRow(ctx, pickQuery, tx.Now, string(open)).Scan(&pos); err != nil {
-		return Lorry{}, "", fmt.Errorf("find due lorry: %w", err)
-	}
-	if !pos.Valid {
-		why := "no lorry is due in the queues this minion takes"
-		if len(full) > 0 {
-			why += " that are not full (full: " + strings.Join(full, ", ") + ")"
+	for try := 0; ; try++ {
+		heads, err := tx.queueHeads(ctx, qs, open)
+		if err != nil {
+			return Lorry{}, "", err
 		}
-		return Lorry{}, why, nil
+		var pos sql.NullInt64
+		for q := range open {
+			if h := heads[q]; h.Valid && (!pos.Valid || h.Int64 < pos.Int64) {
+				pos = h
+			}
+		}
+		if !pos.Valid {
+			why := "no lorry is due in the queues this minion takes"
+			if len(full) > 0 {
+				why += " that are not full (full: " + strings.Join(full, ", ") + ")"
+			}
+			return Lorry{}, why, nil
+		}
+		l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = ?`, pos.Int64))
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
+		}
+		if err == nil && l.RunningJob == nil && l.NextDue <= tx.Now && open[l.Queue] != "" {
+			return l, "", nil
+		}
+		// A choice kept from before that no longer holds would be a
+		// change the triggers missed: find every choice again.
+		if try > 0 {
+			return Lorry{}, "", fmt.Errorf("the entry at %d chosen for a hand-out is not due", pos.Int64)
+		}
+		tx.s.heads = nil
 	}
-	l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = ?`, pos.Int64))
+}
+
+// queueHeads answers each open queue's choice for a hand-out: its first
+// due idle entry by its sort order (the run-queue order, the one due
+// longest, or the one due most recently), or NULL when none is due. The
+// choices are kept through the second, in which no entry falls due that
+// was not due at its start, and only the queues whose entries changed
+// since (temp.touched_queues), and those not asked yet, are asked again:
+// one search of a queue's index each, however many entries it holds.
+// The caller has read qs with Queues, which drops the kept choices when
+// another connection has committed.
+func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string) (map[string]sql.NullInt64, error) {
+	rows, err := tx.query(ctx, `DELETE FROM temp.touched_queues RETURNING queue`)
 	if err != nil {
-		return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
+		return nil, fmt.Errorf("read the queues changed: %w", err)
 	}
-	return l, "", nil
+	var touched []string
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read the queues changed: %w", err)
+		}
+		touched = append(touched, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the queues changed: %w", err)
+	}
+	s := tx.s
+	if s.heads == nil || s.headsAt != tx.Now {
+		s.heads, s.headsAt = make(map[string]sql.NullInt64, len(qs)), tx.Now
+	}
+	for _, q := range touched {
+		delete(s.heads, q)
+	}
+	// ask is the JSON object of the open queues not known, names to
+	// sorts, as headsQuery takes it.
+	ask := []byte{'{'}
+	for _, q := range qs {
+		sort, isOpen := open[q.Name]
+		if _, known := s.heads[q.Name]; !isOpen || known {
+			continue
+		}
+		if len(ask) > 1 {
+			ask = append(ask, ',')
+		}
+		ask = append(appendJSONString(ask, q.Name), ':')
+		ask = appendJSONString(ask, sort)
+	}
+	if len(ask) == 1 {
+		return s.heads, nil
+	}
+	ask = append(ask, '}')
+	rows, err = tx.query(ctx, headsQuery, tx.Now, string(ask))
+	if err != nil {
+		return nil, fmt.Errorf("find due lorries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q string
+		var pos sql.NullInt64
+		if err := rows.Scan(&q, &pos); err != nil {
+			return nil, fmt.Errorf("find due lorries: %w", err)
+		}
+		s.heads[q] = pos
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find due lorries: %w", err)
+	}
+	return s.heads, nil
 }
 
 // appendJSONString appends s to b as a JSON string.
@@ -528,17 +611,16 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// pickQuery finds the queue position of the entry to hand out: of each
-// open queue of ?2 (a JSON object of queue name to sort order), its first
-// due entry by its sort order, and of those the first in the run queue;
-// NULL when none is due. Each branch walks one index of one queue from its
-// first due entry. The EXISTS probe keeps a queue-order queue with nothing
+// headsQuery finds the choice of each queue of ?2 (a JSON object of queue
+// name to sort order): the queue position of its first due entry by its
+// sort order, NULL when none is due. Each branch walks one index of one
+// queue from its first due entry. The EXISTS probe keeps a queue-order queue with nothing
 // due from being walked to its end; it sits inside the CASE, where it
 // stays a subquery of its one queue: as a term of the WHERE clause SQLite
 // turns it into a join, evaluating the CASE for every due entry of every
 // queue, which took a second per hand-out with 100,000 due entries in 50
 // queues.
-const pickQuery = `SELECT MIN(CASE
+const headsQuery = `SELECT j.key, CASE
 		WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
 			ORDER BY next_due, queue_pos LIMIT 1)
@@ -550,5 +632,5 @@ const pickQuery = `SELECT MIN(CASE
 		THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
 			ORDER BY queue_pos LIMIT 1)
-		END)
+		END
 	FROM json_each(?2) AS j`

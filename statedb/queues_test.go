@@ -2,11 +2,14 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -250,7 +253,7 @@ func TestPickQueryPlan(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.update(t, func(tx *Tx) error {
-		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+pickQuery, tx.Now,
+		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+headsQuery, tx.Now,
 			`{"a": "fifo", "b": "lifo", "c": "queue-order"}`)
 		if err != nil {
 			return err
@@ -379,7 +382,7 @@ func TestLiveCountPlan(t *testing.T) {
 	})
 }
 
-// TestAppendJSONString checks the queue names written for pickQuery
+// TestAppendJSONString checks the queue names written for headsQuery
 // against encoding/json, with the characters JSON escapes.
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "heavy", `a"b`, `a\b`, "tab\there", "nul\x00", "é-ü", "\x1f"} {
@@ -395,5 +398,163 @@ func TestAppendJSONString(t *testing.T) {
 		if got != back {
 			t.Errorf("%q: decoded %q", s, got)
 		}
+	}
+}
+
+// TestKeptChoicesAgreeWithAFreshLook runs random hand-outs, job ends,
+// clock steps, changes of due times, queues and sorts, shared
+// transactions and rolled back ones, and checks every hand-out against a
+// fresh look at every queue the minion takes: the choices a session keeps
+// between hand-outs must never hand out another entry than that.
+func TestKeptChoicesAgreeWithAFreshLook(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	rng := rand.New(rand.NewPCG(7, 2026))
+	var paths []string
+	for i := range 60 {
+		paths = append(paths, fmt.Sprintf("l%02d", i))
+	}
+	f.lorries(t, paths...)
+	names := []string{"q0", "q1", "q2", DefaultQueue}
+	sorts := []string{SortQueueOrder, SortFIFO, SortLIFO}
+	configure := func() {
+		var qs []Queue
+		for _, n := range names[:3] {
+			qs = append(qs, Queue{Name: n, Sort: sorts[rng.IntN(len(sorts))]})
+		}
+		in := map[string]string{}
+		for _, p := range paths {
+			in[p] = names[rng.IntN(len(names))]
+		}
+		f.queues(t, qs, in)
+	}
+	configure()
+
+	// fresh is the path the hand-out must choose for minion queues,
+	// found without what the session keeps; "" if none is due.
+	fresh := func(tx *Tx, queues []string) string {
+		qs, err := tx.readQueues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := map[string]string{}
+		for _, q := range qs {
+			if takesQueue(q.Name, queues, nil) {
+				open[q.Name] = q.Sort
+			}
+		}
+		ask, err := json.Marshal(open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.query(ctx, headsQuery, tx.Now, string(ask))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pos sql.NullInt64
+		for rows.Next() {
+			var q string
+			var p sql.NullInt64
+			if err := rows.Scan(&q, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Valid && (!pos.Valid || p.Int64 < pos.Int64) {
+				pos = p
+			}
+		}
+		rows.Close()
+		if !pos.Valid {
+			return ""
+		}
+		var p string
+		if err := tx.queryRow(ctx, `SELECT path FROM lorries WHERE queue_pos = ?`, pos.Int64).Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var live []int64
+	handOut := func(tx *Tx, step int) (want, got string) {
+		m := minion(fmt.Sprint("m", step), "h")
+		for _, n := range names {
+			if rng.IntN(3) > 0 {
+				m.Queues = append(m.Queues, n)
+			}
+		}
+		if len(m.Queues) == 0 {
+			m.Queues = names
+		}
+		want = fresh(tx, m.Queues)
+		a, err := tx.GiveMeJob(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Idle == "" {
+			live = append(live, a.Job.ID)
+		}
+		return want, a.Lorry.Path
+	}
+	handOuts := 0
+	for step := range 1500 {
+		switch r := rng.IntN(100); {
+		case r < 45:
+			var want, got string
+			f.update(t, func(tx *Tx) error { want, got = handOut(tx, step); return nil })
+			handOuts++
+			if got != want {
+				t.Fatalf("step %d: handed out %q; a fresh look at the queues chooses %q", step, got, want)
+			}
+		case r < 50:
+			// Several hand-outs and an end in one shared transaction.
+			var wg sync.WaitGroup
+			for i := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := f.db.UpdateShared(ctx, func(tx *Tx) error {
+						want, got := handOut(tx, step*10+i)
+						if got != want {
+							t.Errorf("step %d: shared hand-out chose %q; a fresh look chooses %q", step, got, want)
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+		case r < 53:
+			// A hand-out undone.
+			undo := errors.New("undo")
+			n := len(live)
+			err := f.db.Update(ctx, func(tx *Tx) error {
+				handOut(tx, step)
+				return undo
+			})
+			if !errors.Is(err, undo) {
+				t.Fatal(err)
+			}
+			live = live[:n]
+		case r < 80 && len(live) > 0:
+			i := rng.IntN(len(live))
+			id := live[i]
+			live = slices.Delete(live, i, i+1)
+			if _, err := f.report(t, JobUpdate{ID: id, Exit: exit(int64(rng.IntN(2)))}); err != nil {
+				t.Fatal(err)
+			}
+		case r < 90:
+			f.clock.Set(f.clock.Now().Unix() + int64(rng.IntN(80)))
+		case r < 96:
+			p := paths[rng.IntN(len(paths))]
+			f.update(t, func(tx *Tx) error {
+				_, err := tx.exec(ctx, `UPDATE lorries SET next_due = ? WHERE path = ?`, tx.Now-int64(rng.IntN(300)), p)
+				return err
+			})
+		default:
+			configure()
+		}
+	}
+	if handOuts < 500 {
+		t.Errorf("only %d hand-outs", handOuts)
 	}
 }

@@ -85,7 +85,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		}
 		if _, err := tx.exec(ctx, `SAVEPOINT shared`); err != nil {
 			s.conn.ExecContext(ctx, `ROLLBACK`)
-			s.queues = nil
+			s.forget()
 			fail(fmt.Errorf("savepoint: %w", err))
 			return
 		}
@@ -95,7 +95,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		}
 		var err error
 		if w.err != nil {
-			s.queues = nil
+			s.forget()
 			_, err = tx.exec(ctx, `ROLLBACK TO shared`)
 		}
 		if err == nil {
@@ -107,7 +107,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		// reported done.
 		if err != nil {
 			s.conn.ExecContext(ctx, `ROLLBACK`)
-			s.queues = nil
+			s.forget()
 			for _, v := range batch {
 				v.err = nil
 			}
@@ -117,7 +117,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 	}
 	if _, err := s.conn.ExecContext(ctx, `COMMIT`); err != nil {
 		s.conn.ExecContext(ctx, `ROLLBACK`)
-		s.queues = nil
+		s.forget()
 		for _, v := range batch {
 			v.err = nil
 		}

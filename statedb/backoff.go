@@ -2,6 +2,8 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -137,12 +139,12 @@ func nextStreak(l Lorry, j Job, status, class string, base int64) streak {
 // recordRun records on j's lorry l the end of j with status, exit, the
 // last error lastErr and the error class class: its streak, and when it
 // is due next. It notifies as the streak says.
-func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, status string, exit *int64, lastErr, class string) error {
+func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, status string, exit *int64, lastErr, class string) (again bool, state string, err error) {
 	base := l.Interval
 	var cronNext int64
 	if l.Schedule != "" {
 		if err := tx.queryRow(ctx, `SELECT cron_next FROM lorries WHERE path = ?`, l.Path).Scan(&cronNext); err != nil {
-			return fmt.Errorf("read schedule of lorry %q: %w", l.Path, err)
+			return false, "", fmt.Errorf("read schedule of lorry %q: %w", l.Path, err)
 		}
 		if cronNext > j.Started {
 			base = cronNext - j.Started
@@ -158,40 +160,37 @@ func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, status string, exit
 	if s.state == StateHardFailed {
 		next = hardFailedDue
 	}
-	_, err := tx.exec(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?, next_due = ?,
+	err = tx.queryRow(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?, next_due = ?,
 			last_run_exit = ?, last_run_error = ?, disk_usage = COALESCE(?, disk_usage),
 			consecutive_failures = ?, state = ?, backoff_until = ?, last_success = ?, last_error_class = ?
-		WHERE path = ? AND running_job = ?`,
+		WHERE path = ? AND running_job = ? RETURNING run_again`,
 		j.Started, next, exit, lastErr, j.DiskUsage,
-		s.failures, s.state, s.backoffUntil, s.lastSuccess, s.errorClass, j.Path, j.ID)
-	if err != nil {
-		return fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
-	}
-	if _, err := tx.exec(ctx, `UPDATE jobs SET lorry_state = ? WHERE id = ?`, s.state, j.ID); err != nil {
-		return fmt.Errorf("record job %d: %w", j.ID, err)
+		s.failures, s.state, s.backoffUntil, s.lastSuccess, s.errorClass, j.Path, j.ID).Scan(&again)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, "", fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
 	}
 	if s.notifyFailure {
 		err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: j.Path, JobID: j.ID, Kind: j.Kind,
 			Status: status, Exit: exit, Minion: j.Minion, Error: lastErr, ErrorClass: class})
 		if err != nil {
-			return err
+			return false, "", err
 		}
 	}
 	if s.hardFailed {
 		err := tx.Notify(ctx, EventLorryHardFailed, LorryHardFailed{Lorry: j.Path, JobID: j.ID,
 			Failures: s.failures, Error: lastErr, ErrorClass: class})
 		if err != nil {
-			return err
+			return false, "", err
 		}
 	}
 	if s.recovered {
 		err := tx.Notify(ctx, EventLorryRecovered, LorryRecovered{Lorry: j.Path, JobID: j.ID,
 			Failures: l.ConsecutiveFailures})
 		if err != nil {
-			return err
+			return false, "", err
 		}
 	}
-	return nil
+	return again, s.state, nil
 }
 
 // RetryLorry is Retry now: it ends the failure streak of the lorry at

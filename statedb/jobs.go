@@ -385,8 +385,11 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 	}
 	if j.Status == StatusClaimed {
 		// The first word from the minion confirms that the process
-		// started: the two-phase hand-out's second phase.
-		if err := tx.confirmJob(ctx, &j); err != nil {
+		// started: the two-phase hand-out's second phase. A first word
+		// that is also the last is recorded by the job's end.
+		if u.Exit != nil {
+			j.Status = StatusRunning
+		} else if err := tx.confirmJob(ctx, &j); err != nil {
 			return false, err
 		}
 	}
@@ -575,14 +578,6 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 			return err
 		}
 	}
-	_, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
-			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?,
-			output_carry = x''
-		WHERE id = ?`,
-		status, exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, class, j.ID)
-	if err != nil {
-		return fmt.Errorf("end job %d: %w", j.ID, err)
-	}
 	lastErr := ""
 	if status != StatusSucceeded {
 		tail, err := tx.outputTail(ctx, j.ID, lastErrorBytes)
@@ -605,7 +600,7 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 		// again at once, its last run as it was.
 		// A scheduled lorry's due time is kept at or before the instant
 		// its schedule was last dealt with, where a tick leaves it due.
-		_, err = tx.exec(ctx, `UPDATE lorries SET running_job = NULL,
+		_, err := tx.exec(ctx, `UPDATE lorries SET running_job = NULL,
 				next_due = CASE WHEN schedule != '' THEN MIN(?1, cron_handled) ELSE ?1 END
 			WHERE path = ?2 AND running_job = ?3`,
 			tx.Now, j.Path, j.ID)
@@ -615,18 +610,28 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 		if err := tx.runAgainAfter(ctx, j.Path); err != nil {
 			return err
 		}
+		if err := tx.recordEnd(ctx, j, status, exit, class, ""); err != nil {
+			return err
+		}
 		return tx.freeMinion(ctx, j, heard)
 	}
+	// lorryState is the state the job left its lorry in, kept with the
+	// job; "" when the job was not its lorry's run.
+	lorryState := ""
 	l, err := tx.Lorry(ctx, j.Path)
 	switch {
 	case err == nil && l.RunningJob != nil && *l.RunningJob == j.ID:
-		if err := tx.recordRun(ctx, l, j, status, exit, lastErr, class); err != nil {
+		again, state, err := tx.recordRun(ctx, l, j, status, exit, lastErr, class)
+		if err != nil {
 			return err
 		}
+		lorryState = state
 		// Runs asked for while this one ran (pushes, run-now) come to one
 		// more, at once, whatever the next due time recordRun set.
-		if err := tx.runAgainAfter(ctx, j.Path); err != nil {
-			return err
+		if again {
+			if err := tx.makeDueNow(ctx, j.Path); err != nil {
+				return err
+			}
 		}
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return err
@@ -639,7 +644,25 @@ func (tx *Tx) endJob(ctx context.Context, j Job, status string, exit *int64, why
 			return err
 		}
 	}
+	if err := tx.recordEnd(ctx, j, status, exit, class, lorryState); err != nil {
+		return err
+	}
 	return tx.freeMinion(ctx, j, heard)
+}
+
+// recordEnd writes the end of job j and what endJob found: its status,
+// exit, error class and the state it left its lorry in.
+func (tx *Tx) recordEnd(ctx context.Context, j Job, status string, exit *int64, class, lorryState string) error {
+	_, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?,
+			output_carry = x'', lorry_state = ?
+		WHERE id = ?`,
+		status, exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, class,
+		lorryState, j.ID)
+	if err != nil {
+		return fmt.Errorf("end job %d: %w", j.ID, err)
+	}
+	return nil
 }
 
 // freeMinion records that j's minion no longer has it.

@@ -246,10 +246,10 @@ func TestHostLorriesTakeTheHostsQueue(t *testing.T) {
 	}
 }
 
-// TestPickQueryPlan checks that the hand-out reaches the lorries only by
+// TestHeadsQueryPlan checks that the hand-out reaches the lorries only by
 // an index, in subqueries of one queue each: never in a join over the due
 // entries of all open queues, which runs a subquery per due entry.
-func TestPickQueryPlan(t *testing.T) {
+func TestHeadsQueryPlan(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.update(t, func(tx *Tx) error {

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -88,7 +89,12 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 		return nil, err
 	}
 	defer release()
-	br := bufio.NewReaderSize(http.MaxBytesReader(nil, r.Body, limit), 32<<10)
+	br := bodyReaders.Get().(*bodyReader)
+	br.Reset(http.MaxBytesReader(nil, r.Body, limit))
+	defer func() {
+		br.Reset(nil)
+		bodyReaders.Put(br)
+	}()
 	collected := &smallBuffer{left: int(small), limit: small}
 	redactors := map[string]*redactor{}
 	field := func(name string) io.Writer {
@@ -216,9 +222,22 @@ func (s *smallBuffer) take() string {
 	return v
 }
 
+// bodyReader reads a body through its buffer, and has a second one for
+// the decoded bytes of a value on their way to its writer. They are
+// pooled (bodyReaders): the job protocol's bodies are a few dozen bytes,
+// and buffers of their own would be most of what a request allocates.
+type bodyReader struct {
+	*bufio.Reader
+	out []byte
+}
+
+var bodyReaders = sync.Pool{New: func() any {
+	return &bodyReader{Reader: bufio.NewReaderSize(nil, 32<<10), out: make([]byte, 0, 4<<10)}
+}}
+
 // decodeForm reads a form-encoded body into p, writing the value of each
 // field that field gives a writer for to that writer instead.
-func decodeForm(br *bufio.Reader, small *smallBuffer, field func(string) io.Writer, p params) error {
+func decodeForm(br *bodyReader, small *smallBuffer, field func(string) io.Writer, p params) error {
 	for {
 		stop, err := formPart(br, small, true)
 		if err != nil {
@@ -253,15 +272,14 @@ func decodeForm(br *bufio.Reader, small *smallBuffer, field func(string) io.Writ
 // formPart copies the percent-decoded bytes of br up to the next '&' (or
 // '=', if eq) or the end to w, and answers the byte it stopped at, 0 at
 // the end.
-func formPart(br *bufio.Reader, w io.Writer, eq bool) (byte, error) {
-	var out [4096]byte
-	n := 0
+func formPart(br *bodyReader, w io.Writer, eq bool) (byte, error) {
+	out := br.out[:0]
 	flush := func() error {
-		if n == 0 {
+		if len(out) == 0 {
 			return nil
 		}
-		_, err := w.Write(out[:n])
-		n = 0
+		_, err := w.Write(out)
+		out = out[:0]
 		return err
 	}
 	for {
@@ -290,9 +308,8 @@ func formPart(br *bufio.Reader, w io.Writer, eq bool) (byte, error) {
 			}
 			c = h<<4 | l
 		}
-		out[n] = c
-		n++
-		if n == len(out) {
+		out = append(out, c)
+		if len(out) == cap(out) {
 			if err := flush(); err != nil {
 				return 0, err
 			}
@@ -314,11 +331,11 @@ func unhex(c byte) (byte, bool) {
 
 // decodeJSON reads a JSON object of strings, numbers, booleans and nulls
 // into p, as decodeForm does a form. An empty body is no parameters.
-func decodeJSON(br *bufio.Reader, small *smallBuffer, field func(string) io.Writer, p params) error {
+func decodeJSON(br *bodyReader, small *smallBuffer, field func(string) io.Writer, p params) error {
 	bad := func(format string, args ...any) error {
 		return errorf(http.StatusBadRequest, "JSON body: "+format, args...)
 	}
-	c, err := skipSpace(br)
+	c, err := skipSpace(br.Reader)
 	if err == io.EOF {
 		return nil
 	}
@@ -328,7 +345,7 @@ func decodeJSON(br *bufio.Reader, small *smallBuffer, field func(string) io.Writ
 	if c != '{' {
 		return bad("not an object")
 	}
-	c, err = skipSpace(br)
+	c, err = skipSpace(br.Reader)
 	for err == nil && c != '}' {
 		if c != '"' {
 			return bad("want a key, not %q", c)
@@ -337,10 +354,10 @@ func decodeJSON(br *bufio.Reader, small *smallBuffer, field func(string) io.Writ
 			return err
 		}
 		key := small.take()
-		if c, err = skipSpace(br); err != nil || c != ':' {
+		if c, err = skipSpace(br.Reader); err != nil || c != ':' {
 			return bad("want ':' after %q", key)
 		}
-		if c, err = skipSpace(br); err != nil {
+		if c, err = skipSpace(br.Reader); err != nil {
 			break
 		}
 		switch c {
@@ -380,12 +397,12 @@ func decodeJSON(br *bufio.Reader, small *smallBuffer, field func(string) io.Writ
 				return bad("%s: %q is no value", key, v)
 			}
 		}
-		if c, err = skipSpace(br); err != nil {
+		if c, err = skipSpace(br.Reader); err != nil {
 			break
 		}
 		switch c {
 		case ',':
-			c, err = skipSpace(br)
+			c, err = skipSpace(br.Reader)
 		case '}':
 		default:
 			return bad("want ',' or '}', not %q", c)
@@ -397,7 +414,7 @@ func decodeJSON(br *bufio.Reader, small *smallBuffer, field func(string) io.Writ
 	if err != nil {
 		return err
 	}
-	if c, err := skipSpace(br); err != io.EOF {
+	if c, err := skipSpace(br.Reader); err != io.EOF {
 		if err != nil {
 			return err
 		}
@@ -422,10 +439,8 @@ func skipSpace(br *bufio.Reader) (byte, error) {
 
 // jsonString copies the decoded JSON string whose opening quote was read
 // to w.
-func jsonString(br *bufio.Reader, w io.Writer) error {
-	var out []byte
-	buf := make([]byte, 0, 4096)
-	out = buf
+func jsonString(br *bodyReader, w io.Writer) error {
+	out := br.out[:0]
 	flush := func() error {
 		if len(out) == 0 {
 			return nil
@@ -469,7 +484,7 @@ func jsonString(br *bufio.Reader, w io.Writer) error {
 			case 't':
 				out = append(out, '\t')
 			case 'u':
-				r, err := hex4(br)
+				r, err := hex4(br.Reader)
 				if err != nil {
 					return end(err)
 				}
@@ -477,7 +492,7 @@ func jsonString(br *bufio.Reader, w io.Writer) error {
 					r2 := utf8.RuneError
 					if next, _ := br.Peek(2); string(next) == `\u` {
 						br.Discard(2)
-						if r2, err = hex4(br); err != nil {
+						if r2, err = hex4(br.Reader); err != nil {
 							return end(err)
 						}
 					}
@@ -490,7 +505,7 @@ func jsonString(br *bufio.Reader, w io.Writer) error {
 		default:
 			out = append(out, c)
 		}
-		if len(out) >= cap(buf)-8 {
+		if len(out) >= cap(out)-8 {
 			if err := flush(); err != nil {
 				return err
 			}

@@ -104,6 +104,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := db.migrate(ctx); err != nil {
 		return fail(fmt.Errorf("migrate: %w", err))
 	}
+	// The write session keeps its temporary tables and its savepoints'
+	// copies of pages in memory: every call of a shared transaction runs
+	// under a savepoint, and a file would cost two system calls for each
+	// page a call changes. (It is set before the temporary table is made:
+	// setting it drops the temporary tables.)
+	if _, err := db.write.conn.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); err != nil {
+		return fail(err)
+	}
 	if _, err := db.write.conn.ExecContext(ctx, touchedQueues); err != nil {
 		return fail(err)
 	}

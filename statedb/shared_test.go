@@ -134,3 +134,20 @@ func TestUpdateSharedCallContextEndsMidway(t *testing.T) {
 		t.Errorf("rows = %v; want every call's work", rows)
 	}
 }
+
+// TestWriteSessionKeepsTemporaryDataInMemory checks the write session's
+// temp_store: with a file, each page a shared call changes would cost two
+// system calls to copy under its savepoint.
+func TestWriteSessionKeepsTemporaryDataInMemory(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.update(t, func(tx *Tx) error {
+		var v int
+		if err := tx.queryRow(context.Background(), `PRAGMA temp_store`).Scan(&v); err != nil {
+			return err
+		}
+		if v != 2 {
+			t.Errorf("temp_store = %d; want 2 (memory)", v)
+		}
+		return nil
+	})
+}

@@ -127,11 +127,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return fail(err)
 	}
 	db.health <- s
+	db.startSharedWriter()
 	return db, nil
 }
 
 // Close closes the database. It must not be called while transactions run.
 func (db *DB) Close() error {
+	db.stopSharedWriter()
 	var errs []error
 	if db.write != nil {
 		errs = append(errs, db.write.close())

@@ -8,10 +8,18 @@ import (
 	"time"
 )
 
-// sharedWrites are the UpdateShared calls waiting for the write session.
+// sharedWrites are the UpdateShared calls waiting for the write session,
+// and the goroutine that runs them (sharedWriter).
 type sharedWrites struct {
 	mu      sync.Mutex
 	waiting []*sharedWrite
+	closed  bool
+	// kick wakes the writer when a call waits; stop ends it, and
+	// stopped is closed when it has.
+	kick     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 type sharedWrite struct {
@@ -21,33 +29,87 @@ type sharedWrite struct {
 	done chan struct{}
 }
 
+// errClosed is the error of a write asked of a closed DB.
+var errClosed = errors.New("the state database is closed")
+
 // UpdateShared runs fn as Update does, but in a transaction it may share
-// with the other UpdateShared calls waiting at the same time: the first of
-// them to get the write session runs them all, each under its own
-// savepoint, and commits once. An error of fn undoes fn's work alone; a
-// commit that fails fails them all. With many minions asking at once, this
-// spends one commit (its log writes and its checkpoints) on many jobs. fn
-// must be as for Update: its effects outside the database wait until
-// UpdateShared returns nil.
+// with the other UpdateShared calls waiting at the same time: one
+// goroutine (sharedWriter) runs all the calls waiting when it gets the
+// write session, each under its own savepoint, and commits once. An
+// error of fn undoes fn's work alone; a commit that fails fails them all.
+// With many minions asking at once, this spends one commit (its log
+// writes and its checkpoints) on many jobs. fn must be as for Update: its
+// effects outside the database wait until UpdateShared returns nil.
 func (db *DB) UpdateShared(ctx context.Context, fn func(*Tx) error) error {
 	w := &sharedWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
 	db.shared.mu.Lock()
+	if db.shared.closed {
+		db.shared.mu.Unlock()
+		return errClosed
+	}
 	db.shared.waiting = append(db.shared.waiting, w)
 	db.shared.mu.Unlock()
-
-	db.write.mu.Lock()
-	defer db.write.mu.Unlock()
 	select {
-	case <-w.done:
-		return w.err // run by the call that had the session before
-	default:
+	case db.shared.kick <- struct{}{}:
+	default: // the writer is kicked already
 	}
-	db.shared.mu.Lock()
-	batch := db.shared.waiting
-	db.shared.waiting = nil
-	db.shared.mu.Unlock()
-	db.runShared(batch)
+	<-w.done
 	return w.err
+}
+
+// startSharedWriter starts the goroutine that runs the UpdateShared calls.
+func (db *DB) startSharedWriter() {
+	db.shared.kick = make(chan struct{}, 1)
+	db.shared.stop = make(chan struct{})
+	db.shared.stopped = make(chan struct{})
+	go db.sharedWriter()
+}
+
+// sharedWriter runs the waiting UpdateShared calls, all those waiting
+// once it holds the write session in one transaction, until stopped. A
+// call whose batch is done returns at once, without waiting for the
+// session: the session goes straight from one batch to the next.
+func (db *DB) sharedWriter() {
+	defer close(db.shared.stopped)
+	for {
+		select {
+		case <-db.shared.kick:
+		case <-db.shared.stop:
+			db.shared.mu.Lock()
+			batch := db.shared.waiting
+			db.shared.waiting, db.shared.closed = nil, true
+			db.shared.mu.Unlock()
+			for _, w := range batch {
+				w.err = errClosed
+				close(w.done)
+			}
+			return
+		}
+		for {
+			db.write.mu.Lock()
+			db.shared.mu.Lock()
+			batch := db.shared.waiting
+			db.shared.waiting = nil
+			db.shared.mu.Unlock()
+			if len(batch) > 0 {
+				db.runShared(batch)
+			}
+			db.write.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+		}
+	}
+}
+
+// stopSharedWriter ends the writer; calls still waiting fail with
+// errClosed, as do calls made after.
+func (db *DB) stopSharedWriter() {
+	if db.shared.stop == nil {
+		return
+	}
+	db.shared.stopOnce.Do(func() { close(db.shared.stop) })
+	<-db.shared.stopped
 }
 
 // runShared runs batch in one write transaction, setting each one's err

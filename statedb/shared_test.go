@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // sharedFixture has a table t for the calls to write to, and starts n
@@ -132,6 +133,77 @@ func TestUpdateSharedCallContextEndsMidway(t *testing.T) {
 	}
 	if fmt.Sprint(rows) != "[0 1 2 10]" {
 		t.Errorf("rows = %v; want every call's work", rows)
+	}
+}
+
+// TestUpdateSharedCallReturnsWhileTheNextBatchRuns checks that the calls
+// of a committed batch return at once, while the next batch holds the
+// write session.
+func TestUpdateSharedCallReturnsWhileTheNextBatchRuns(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	waiting := func(n int) {
+		for {
+			f.db.shared.mu.Lock()
+			k := len(f.db.shared.waiting)
+			f.db.shared.mu.Unlock()
+			if k == n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	hold, held := make(chan struct{}), make(chan struct{})
+	go f.db.Update(ctx, func(*Tx) error { close(held); <-hold; return nil })
+	<-held
+
+	// The first batch is two calls; while it runs, the first of them makes
+	// a third call, the next batch, which holds the session until both
+	// calls of the first batch have returned.
+	var first, next sync.WaitGroup
+	var nextErr error
+	firstDone := make(chan struct{})
+	for i := range 2 {
+		first.Go(func() {
+			err := f.db.UpdateShared(ctx, func(*Tx) error {
+				if i == 0 {
+					next.Go(func() {
+						nextErr = f.db.UpdateShared(ctx, func(*Tx) error {
+							select {
+							case <-firstDone:
+								return nil
+							case <-time.After(10 * time.Second):
+								return errors.New("the first batch's calls did not return while the next batch ran")
+							}
+						})
+					})
+					waiting(1)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		})
+	}
+	waiting(2)
+	close(hold)
+	first.Wait()
+	close(firstDone)
+	next.Wait()
+	if nextErr != nil {
+		t.Error(nextErr)
+	}
+}
+
+// TestUpdateSharedAfterClose checks that a shared write asked of a closed
+// database fails rather than waiting for ever.
+func TestUpdateSharedAfterClose(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.db.Close()
+	err := f.db.UpdateShared(context.Background(), func(*Tx) error { return nil })
+	if !errors.Is(err, errClosed) {
+		t.Errorf("UpdateShared after Close = %v; want %v", err, errClosed)
 	}
 }
 

@@ -202,6 +202,19 @@ type MinionID struct {
 // with a new pid has its old job ended as lost, since the minion killed what
 // was left of the job before asking.
 func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
+	a, err := tx.giveMeJob(ctx, m)
+	if err != nil {
+		return a, err
+	}
+	// The minion's row is written once, with the job it has now.
+	var job *int64
+	if a.Idle == "" {
+		job = &a.Job.ID
+	}
+	return a, tx.touchMinion(ctx, m, job)
+}
+
+func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	var a Assignment
 	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND `+liveStatus, m.Name)
 	if err != nil {
@@ -233,9 +246,6 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		if j.Host == m.Host && j.PID == m.PID {
 			l, err := tx.Lorry(ctx, j.Path)
 			if err == nil {
-				if err := tx.touchMinion(ctx, m, &j.ID); err != nil {
-					return a, err
-				}
 				return Assignment{Job: j, Lorry: l, Again: true}, nil
 			}
 			if !errors.Is(err, ErrNotFound) {
@@ -250,11 +260,6 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		}
 	}
 
-	// From here on the minion gets no job unless one is found, and it is
-	// idle either way.
-	if err := tx.touchMinion(ctx, m, nil); err != nil {
-		return a, err
-	}
 	running, max, err := tx.handOutSettings(ctx)
 	if err != nil {
 		return a, err
@@ -326,9 +331,6 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	if _, err := tx.exec(ctx, `UPDATE lorries SET running_job = ?,
 			queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries) WHERE path = ?`, id, l.Path); err != nil {
 		return a, fmt.Errorf("mark %q running: %w", l.Path, err)
-	}
-	if _, err := tx.exec(ctx, `UPDATE minions SET job_id = ? WHERE name = ?`, id, m.Name); err != nil {
-		return a, fmt.Errorf("record minion %s: %w", m.Name, err)
 	}
 	l.RunningJob = &id
 	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,

@@ -145,12 +145,19 @@ const maxActiveKept = 1000
 // Queues lists the queues by name, with the default queue whether or not
 // it has a section.
 func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
+	qs, err := tx.queues(ctx)
+	return slices.Clone(qs), err
+}
+
+// queues is Queues without the copy: the session's list, which the caller
+// must not change.
+func (tx *Tx) queues(ctx context.Context) ([]Queue, error) {
 	var version int64
 	if err := tx.queryRow(ctx, `PRAGMA data_version`).Scan(&version); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	if tx.s.queues != nil && tx.s.queuesVersion == version {
-		return slices.Clone(tx.s.queues), nil
+		return tx.s.queues, nil
 	}
 	// Another connection's commit may have changed anything.
 	tx.s.forget()
@@ -159,7 +166,7 @@ func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
 		return nil, err
 	}
 	tx.s.queues, tx.s.queuesVersion = qs, version
-	return slices.Clone(qs), nil
+	return qs, nil
 }
 
 func (tx *Tx) readQueues(ctx context.Context) ([]Queue, error) {
@@ -455,7 +462,7 @@ func takesQueue(q string, queues, ignore []string) bool {
 // full queue of many due entries costs nothing. When nothing may be
 // handed out, idle says why.
 func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lorry, idle string, err error) {
-	qs, err := tx.Queues(ctx)
+	qs, err := tx.queues(ctx)
 	if err != nil {
 		return Lorry{}, "", err
 	}

@@ -74,7 +74,7 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 			return 0, fmt.Errorf("store host %q: %w", h.Name, err)
 		}
 		_, err = tx.exec(ctx, `UPDATE lorries SET interval = ?, lorry_timeout = ?,
-				next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END, `+resetStreak+`
+				next_due = CASE WHEN last_run IS NULL THEN next_due ELSE last_run + ? END, `+resetStreak+`
 			WHERE generated = 1 AND from_host = ? AND (interval != ? OR lorry_timeout != ?)`,
 			h.Interval, h.Timeout, h.Interval, h.Name, h.Interval, h.Timeout)
 		if err != nil {
@@ -241,8 +241,8 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
 					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch, upstream_url,
 					max_backoff, hard_fail_after)
-				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0, ?, ?, ?, ?, ?)`,
-				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, l.Description, l.DefaultBranch,
+				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), ?, ?, ?, ?, ?, ?)`,
+				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, tx.Now, l.Description, l.DefaultBranch,
 				l.UpstreamURL, maxBackoff, hardFail)
 			if err != nil {
 				return ch, nil, fmt.Errorf("add lorry %q: %w", l.Path, err)
@@ -253,7 +253,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 			// A changed spec ends a failure streak.
 			_, err := tx.exec(ctx, `UPDATE lorries SET text = ?, kind = ?, from_path = ?, interval = ?,
 					lorry_timeout = ?, description = ?, default_branch = ?, upstream_url = ?,
-					next_due = CASE WHEN last_run IS NULL THEN 0 ELSE last_run + ? END, `+resetStreak+`,
+					next_due = CASE WHEN last_run IS NULL THEN next_due ELSE last_run + ? END, `+resetStreak+`,
 					max_backoff = ?, hard_fail_after = ?
 				WHERE path = ?`,
 				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.UpstreamURL, l.Interval,

@@ -306,7 +306,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	insert, err := tx.s.stmt(ctx, `INSERT INTO lorries
 		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due,
 		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python)
-		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), 0,
+		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), ?,
 		 ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return ch, err
@@ -315,7 +315,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	// events up to now are dealt with (none fires), and the first due is
 	// its first event at or after now.
 	setSchedule, err := tx.s.stmt(ctx, `UPDATE lorries SET
-		next_due = CASE WHEN ?1 = '' THEN (CASE WHEN last_run IS NULL THEN 0 ELSE last_run + interval END)
+		next_due = CASE WHEN ?1 = '' THEN (CASE WHEN last_run IS NULL THEN MIN(next_due, ?3) ELSE last_run + interval END)
 			WHEN schedule = ?1 THEN next_due ELSE ?2 END,
 		cron_wall = CASE WHEN ?1 = '' THEN 0 WHEN schedule = ?1 THEN cron_wall ELSE ?3 END,
 		cron_mono = CASE WHEN ?1 != '' AND schedule = ?1 THEN cron_mono ELSE 0 END,
@@ -332,7 +332,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	update, err := tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
 		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
 		upstream_head = '',
-		next_due = CASE WHEN schedule != '' THEN MIN(next_due, cron_next) WHEN last_run IS NULL THEN 0 ELSE last_run + ? END,
+		next_due = CASE WHEN schedule != '' THEN MIN(next_due, cron_next) WHEN last_run IS NULL THEN next_due ELSE last_run + ? END,
 		`+resetStreak+`,
 		commit_id = ?, runtime_name = ?, runtime_version = ?, runtime_id = ?, runtime_python = ?
 		WHERE path = ?`)
@@ -363,7 +363,7 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		case !ok:
 			bottom++
 			if _, err := insert.ExecContext(ctx, l.Path, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, bottom, l.Path,
-				l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python); err != nil {
+				tx.Now, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python); err != nil {
 				return ch, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
 			if l.Schedule != "" {

@@ -558,3 +558,59 @@ func TestKeptChoicesAgreeWithAFreshLook(t *testing.T) {
 		t.Errorf("only %d hand-outs", handOuts)
 	}
 }
+
+// TestNewLorriesDueFromWhenAdded checks that a lorry never run is due
+// from when it was added, from the configuration or from a host's
+// listing: its queue's oldest due entry has waited since then, not since
+// 1970. A changed spec keeps that time; a schedule taken away makes it
+// due by now at the latest.
+func TestNewLorriesDueFromWhenAdded(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	added := f.clock.Now().Unix()
+	f.lorries(t, "a")
+	f.update(t, func(tx *Tx) error {
+		if _, err := tx.SetConfigHosts(ctx, []Host{{Name: "up", Type: "gitlab", Protocol: "https", Section: "{}"}}); err != nil {
+			return err
+		}
+		_, _, err := tx.SetHostLorries(ctx, "up", []NewLorry{{Path: "up/r", Text: "{}", Kind: "lorry", Interval: 10}})
+		return err
+	})
+	f.clock.Set(added + 300)
+	for _, p := range []string{"a", "up/r"} {
+		if got := f.lorry(t, p).NextDue; got != added {
+			t.Errorf("%s: next_due %d; want %d, when it was added", p, got, added)
+		}
+	}
+	f.view(t, func(tx *Tx) error {
+		states, err := tx.QueueStates(ctx)
+		if err != nil {
+			return err
+		}
+		if len(states) != 1 || states[0].OldestDue == nil || *states[0].OldestDue != added {
+			t.Errorf("queue states %+v; want the default queue's oldest due at %d", states, added)
+		}
+		return nil
+	})
+
+	// A changed spec keeps the time it fell due.
+	set := func(l NewLorry) {
+		f.update(t, func(tx *Tx) error { _, err := tx.SetConfigLorries(ctx, []NewLorry{l}, Kept{}); return err })
+	}
+	a := NewLorry{Path: "a", Text: `{"a":{"type":"git"}}`, Kind: "lorry", Interval: 200, Timeout: 50}
+	set(a)
+	if got := f.lorry(t, "a").NextDue; got != added {
+		t.Errorf("after a changed spec: next_due %d; want %d", got, added)
+	}
+	// A schedule puts it off; taking the schedule away makes it due now.
+	a.Schedule, a.FirstDue = `{"cron": "0 3 * * *"}`, added+86400
+	set(a)
+	if got := f.lorry(t, "a").NextDue; got != added+86400 {
+		t.Errorf("scheduled: next_due %d; want %d", got, added+86400)
+	}
+	a.Schedule, a.FirstDue = "", 0
+	set(a)
+	if got := f.lorry(t, "a").NextDue; got != added+300 {
+		t.Errorf("schedule taken away: next_due %d; want now, %d", got, added+300)
+	}
+}

@@ -394,7 +394,7 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.writeStatusCopy(disk); err != nil {
+	if err := s.writeStatusCopy(disk); err != nil {
 		// The page is what was asked for: it shows whatever became of the
 		// copy, which the log and status's warning_msg tell too.
 		v.CopyFailed, v.CopyError = true, s.copyFailure()
@@ -406,21 +406,21 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 // writeStatusCopy renders v, read for the plain first page, as the on-disk
 // copy: style and script inline, no buttons. It writes it to StatusHTML,
 // if set, atomically.
-func (s *Server) writeStatusCopy(v statusView) ([]byte, error) {
+func (s *Server) writeStatusCopy(v statusView) error {
 	v.pageBase = staticPage("Status", v.Now)
 	page, err := renderPage("status.html", v)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if s.StatusHTML != "" {
 		if err := atomicfile.WriteFile(s.StatusHTML, page, 0o644); err != nil {
 			s.Log.Error("status-html copy", "err", err)
 			s.copyFailed(copyWarning(err))
-			return nil, err
+			return err
 		}
 		s.copyFailed("")
 	}
-	return page, nil
+	return nil
 }
 
 // copyWarning says why the on-disk status page could not be written,

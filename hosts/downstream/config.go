@@ -220,8 +220,7 @@ func (c Config) Validate() error {
 type Option func(*downstreamOptions)
 
 type downstreamOptions struct {
-	log    *slog.Logger
-	client *http.Client
+	log *slog.Logger
 }
 
 // WithLogger logs what the downstream creates. Without it
@@ -256,7 +255,7 @@ func New(cfg Config, opts ...Option) (Host, error) {
 		if err != nil {
 			return nil, err
 		}
-		client := downstreamHTTPClient(cfg, o.client)
+		client := downstreamHTTPClient(cfg)
 		if cfg.Type == TypeGitLab {
 			return newGitLabDownstream(cfg, base, token, client, o.log), nil
 		}
@@ -319,22 +318,13 @@ func parseDownstreamBaseURL(host string) (*url.URL, error) {
 // downstreamHTTPClient is the client of the API drivers. Redirects stay on
 // the configured scheme and host, because the token travels in a header
 // that net/http forwards to any host a redirect names.
-func downstreamHTTPClient(cfg Config, given *http.Client) *http.Client {
-	var c http.Client
-	if given != nil {
-		c = *given
-	} else {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		if cfg.SkipCertificateCheck {
-			tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
-		}
-		c.Transport = tr
+func downstreamHTTPClient(cfg Config) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.SkipCertificateCheck {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	}
-	if c.Timeout == 0 {
-		c.Timeout = cfg.Timeout
-	}
-	if c.CheckRedirect == nil {
-		c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+	return &http.Client{Transport: tr, Timeout: cfg.Timeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
 			}
@@ -343,9 +333,7 @@ func downstreamHTTPClient(cfg Config, given *http.Client) *http.Client {
 				return fmt.Errorf("redirected to another server (%s://%s)", req.URL.Scheme, req.URL.Host)
 			}
 			return nil
-		}
-	}
-	return &c
+		}}
 }
 
 // httpsPushURL puts user and token into a clone URL that an API gave.

@@ -74,13 +74,16 @@ type changeLog struct {
 }
 
 // record notes r and returns its body decoded; ok is false when the body
-// is not a JSON object.
+// is not a JSON object. A call with no body (an archive or a delete) is
+// noted as its method and path alone.
 func (l *changeLog) record(r *http.Request) (body map[string]any, ok bool) {
 	err := json.NewDecoder(r.Body).Decode(&body)
 	entry := r.Method + " " + r.URL.EscapedPath()
-	if err != nil {
+	switch {
+	case err == io.EOF:
+	case err != nil:
 		entry += " (bad JSON)"
-	} else {
+	default:
 		canon, _ := json.Marshal(body)
 		entry += " " + string(canon)
 	}

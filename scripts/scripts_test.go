@@ -170,12 +170,47 @@ func TestMakeRunStops(t *testing.T) {
 				t.Errorf("the demo did not say it was stopping; stdout:\n%s", out.String())
 			}
 			// The script waits for what it started, and make for the
-			// script: once make is gone, so must everything else be.
+			// script: once make is gone, so must everything else be,
+			// the WEBAPP too, which leads a session of its own.
 			if left := liveInGroup(pgid); len(left) > 0 {
 				t.Errorf("processes of make run are left after it ended: %q", left)
 			}
+			if left := liveNaming(demo); len(left) > 0 {
+				t.Errorf("processes of the demo are left after it ended: %q", left)
+			}
+			// The WEBAPP is stopped by the script, after the minions,
+			// and not by the signal that stopped them: Ctrl-C reaches
+			// every process of the terminal's job.
+			if m := shutdownWhy.FindStringSubmatch(stderr.String()); m == nil || m[1] != "terminated signal received" {
+				t.Errorf("the WEBAPP's shutdown: got %q, want it stopped by the script's SIGTERM; stderr:\n%s", m, stderr.String())
+			}
 		})
 	}
+}
+
+// shutdownWhy finds why the WEBAPP says it shut down.
+var shutdownWhy = regexp.MustCompile(`msg="shutting down" why="([^"]*)"`)
+
+// liveNaming lists the processes that have not ended whose command line
+// holds s, as liveInGroup does.
+func liveNaming(s string) []string {
+	var found []string
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmdlines {
+		b, err := os.ReadFile(c)
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(filepath.Dir(c), "stat"))
+		if err != nil {
+			continue
+		}
+		st := string(stat)
+		if fields := strings.Fields(st[strings.LastIndexByte(st, ')')+1:]); len(fields) > 0 && fields[0] != "Z" {
+			found = append(found, st[:strings.LastIndexByte(st, ')')+1]+" "+strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " ")))
+		}
+	}
+	return found
 }
 
 // liveInGroup lists the processes of process group pgid that have not

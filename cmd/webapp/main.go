@@ -332,7 +332,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	bg.stop()
 	systemd.Notify(log, "STOPPING=1")
-	log.Info("shutting down")
+	log.Info("shutting down", "why", context.Cause(ctx))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	return hs.Shutdown(sctx)

@@ -10,6 +10,19 @@ import (
 	"time"
 )
 
+// sharedWaiting returns once n UpdateShared calls wait for db's writer.
+func sharedWaiting(db *DB, n int) {
+	for {
+		db.shared.mu.Lock()
+		k := len(db.shared.waiting)
+		db.shared.mu.Unlock()
+		if k == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
 // sharedFixture has a table t for the calls to write to, and starts n
 // UpdateShared calls while the write session is held, so that they all
 // wait and then share one transaction. fn(i) is the i-th call's work.
@@ -38,15 +51,7 @@ func sharedFixture(t *testing.T, n int, fn func(i int, tx *Tx) error) (errs []er
 		})
 	}
 	// Every call is waiting before the session is let go.
-	for {
-		f.db.shared.mu.Lock()
-		k := len(f.db.shared.waiting)
-		f.db.shared.mu.Unlock()
-		if k == n {
-			break
-		}
-		runtime.Gosched()
-	}
+	sharedWaiting(f.db, n)
 	close(hold)
 	wg.Wait()
 	f.view(t, func(tx *Tx) error {
@@ -142,17 +147,6 @@ func TestUpdateSharedCallContextEndsMidway(t *testing.T) {
 func TestUpdateSharedCallReturnsWhileTheNextBatchRuns(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	waiting := func(n int) {
-		for {
-			f.db.shared.mu.Lock()
-			k := len(f.db.shared.waiting)
-			f.db.shared.mu.Unlock()
-			if k == n {
-				return
-			}
-			runtime.Gosched()
-		}
-	}
 	hold, held := make(chan struct{}), make(chan struct{})
 	go f.db.Update(ctx, func(*Tx) error { close(held); <-hold; return nil })
 	<-held
@@ -177,7 +171,7 @@ func TestUpdateSharedCallReturnsWhileTheNextBatchRuns(t *testing.T) {
 							}
 						})
 					})
-					waiting(1)
+					sharedWaiting(f.db, 1)
 				}
 				return nil
 			})
@@ -186,7 +180,7 @@ func TestUpdateSharedCallReturnsWhileTheNextBatchRuns(t *testing.T) {
 			}
 		})
 	}
-	waiting(2)
+	sharedWaiting(f.db, 2)
 	close(hold)
 	first.Wait()
 	close(firstDone)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -112,6 +113,18 @@ func (db *DB) stopSharedWriter() {
 	<-db.shared.stopped
 }
 
+// runCall runs fn on tx, making a panic of fn its error: fn runs on the
+// writer's goroutine, where a panic would end the process, and under its
+// savepoint, which the error undoes.
+func runCall(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in a shared write: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(tx)
+}
+
 // runShared runs batch in one write transaction, setting each one's err
 // and closing its done.
 func (db *DB) runShared(batch []*sharedWrite) {
@@ -151,7 +164,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 			fail(fmt.Errorf("savepoint: %w", err))
 			return
 		}
-		w.err = w.fn(tx)
+		w.err = runCall(w.fn, tx)
 		if storageFailure(w.err) {
 			storageErr = w.err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +217,22 @@ func TestWriteSessionKeepsTemporaryDataInMemory(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestUpdateSharedCallPanics checks that a call that panics fails alone,
+// as an error, and that the writer goes on: it runs on the writer's
+// goroutine, where nothing else would recover it.
+func TestUpdateSharedCallPanics(t *testing.T) {
+	errs, _, rows := sharedFixture(t, 3, func(i int, tx *Tx) error {
+		if i == 1 {
+			panic("boom")
+		}
+		return nil
+	})
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil || !strings.Contains(errs[1].Error(), "panic in a shared write: boom") {
+		t.Errorf("errors = %v; want only call 1's, saying it panicked", errs)
+	}
+	if fmt.Sprint(rows) != "[0 2]" {
+		t.Errorf("rows = %v; want the work of calls 0 and 2", rows)
+	}
 }

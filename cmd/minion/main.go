@@ -25,6 +25,7 @@ import (
 	"lorrycontroller/flagconf"
 	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
+	"lorrycontroller/proc"
 	"lorrycontroller/secretfile"
 	"lorrycontroller/venv"
 )
@@ -57,6 +58,12 @@ type Config struct {
 const httpTimeout = 30 * time.Second
 
 func main() {
+	// Before anything runs: a job must see none of the descriptors the
+	// minion inherited.
+	if err := proc.KeepInheritedFromChildren(); err != nil {
+		fmt.Fprintln(os.Stderr, "lorry-controller-minion:", err)
+		os.Exit(1)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "gc" {
 		os.Exit(gcMain(os.Args[2:], os.Stdout, os.Stderr))
 	}

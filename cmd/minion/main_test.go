@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -557,6 +558,53 @@ func TestInstalledConfigFile(t *testing.T) {
 	for _, name := range all {
 		if name != "config" && !mentioned[name] {
 			t.Errorf("%s does not mention %s", path, name)
+		}
+	}
+}
+
+// A job is given only its standard streams and what the minion hands it:
+// none of the descriptors the minion itself inherited.
+func TestJobSeesNoInheritedDescriptor(t *testing.T) {
+	secret, err := os.Create(filepath.Join(t.TempDir(), "inherited"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secret.Close()
+	out := filepath.Join(t.TempDir(), "fds")
+	// ls runs as a child of the job's shell and lists the shell's
+	// descriptors, not its own; through a pipe, so that the shell keeps
+	// no copy of its stdout aside for a redirection.
+	lorry := writeFile(t, "lorry", "#!/bin/sh\nls -l /proc/$$/fd/ | cat > "+out+"\n")
+	w := newWebapp(t, `{"job_id": 31, "path": "delta/fds", "kind": "lorry", "text": "{}"}`)
+	cmd, logs := minionCmd(t, w, lorry, "--once")
+	cmd.ExtraFiles = []*os.File{secret}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Fatalf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("the job listed no descriptors: %v; log:\n%s", err, logs)
+	}
+	if strings.Contains(string(data), secret.Name()) {
+		t.Errorf("the job holds the minion's inherited descriptor:\n%s", data)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 3 || fields[0] == "total" {
+			continue
+		}
+		// "lr-x------ 1 root root 64 date N -> target"
+		i := slices.Index(fields, "->")
+		if i < 1 {
+			continue
+		}
+		fd, target := fields[i-1], fields[len(fields)-1]
+		// dash keeps the script it reads open at a descriptor of its own.
+		if n, err := strconv.Atoi(fd); err == nil && n > 2 && target != lorry {
+			t.Errorf("job has descriptor %s -> %s; want only 0, 1, 2 and its script", fd, target)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lorrycontroller/atomicfile"
+	"lorrycontroller/flock"
 	"lorrycontroller/proc"
 	"lorrycontroller/workarea"
 )
@@ -80,6 +81,28 @@ func (m *Minion) removeJobFiles(id int64) {
 			m.log.Warn("cannot remove job file", "file", name, "err", err)
 		}
 	}
+}
+
+// LockName takes this minion's name on this machine for as long as the
+// minion lives: WORKING-AREA/.jobs/NAME.lock, held exclusively and never
+// given to a job. It fails, wrapping flock.ErrLocked, while another
+// minion of the same name runs. Take it before CleanUp, which must not
+// kill the jobs of a live minion.
+//
+// The scraper working directory's lock cannot serve: the job inherits
+// it, so that the directory outlives a minion killed outright for as
+// long as the job does, and it would keep the next run of the minion
+// from starting, and so from killing that job.
+func (m *Minion) LockName() (*flock.Lock, error) {
+	dir := filepath.Join(m.cfg.WorkingArea, jobsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock minion name: %w", err)
+	}
+	l, err := flock.TryExclusive(filepath.Join(dir, workarea.Name(m.cfg.Name)+".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("minion name %s: %w", m.cfg.Name, err)
+	}
+	return l, nil
 }
 
 // CleanUp kills whatever is left of the jobs of an earlier run of this

@@ -30,6 +30,10 @@ const (
 	RuntimeLockFDVar = "LORRY_CONTROLLER_RUNTIME_LOCK_FD"
 	// ConfigFDsVar lists the config files as "FD:NAME FD:NAME".
 	ConfigFDsVar = "LORRY_CONTROLLER_CONFIG_FDS"
+	// WorkDirLockFDVar names the descriptor of the working directory's
+	// lock: lorry-controller-minion gc leaves the directory alone for
+	// as long as it is open, even once the minion is gone.
+	WorkDirLockFDVar = "LORRY_CONTROLLER_WORKDIR_LOCK_FD"
 	// JobIDVar is the WEBAPP's id of the job.
 	JobIDVar = "LORRY_CONTROLLER_JOB_ID"
 )
@@ -58,8 +62,9 @@ type scraperSpec struct {
 // LockWorkDir takes this minion's scraper working directory,
 // WORKING-AREA/scrapers/NAME, for as long as the minion lives, and empties
 // it. It fails, wrapping flock.ErrLocked, while another process holds it:
-// a minion of the same name. Call it before the first job; a scraper job
-// takes it otherwise.
+// a minion of the same name, or what is left of a job of an earlier run
+// of this one. Call it after LockName and CleanUp, before the first job;
+// a scraper job takes it otherwise.
 func (m *Minion) LockWorkDir() (*venv.WorkDir, error) {
 	if m.workDir != nil {
 		return m.workDir, nil
@@ -75,7 +80,8 @@ func (m *Minion) LockWorkDir() (*venv.WorkDir, error) {
 // runScraper runs job j of kind scraper: it gets the job's runtime ready,
 // building it if no minion on this machine has, and runs the scraper in
 // this minion's working directory, with a clean environment, the
-// runtime's usage lock and its config files as inherited descriptors.
+// runtime's usage lock, its config files and the working directory's lock
+// as inherited descriptors.
 func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *output) {
 	fail := func(exit int, err error) {
 		log.Error("scraper not run", "err", err)
@@ -130,7 +136,9 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	}
 
 	// ExtraFiles become descriptors 3, 4, ... in the order given: the
-	// usage lock first, then one pipe per config file.
+	// usage lock first, then one pipe per config file, then the working
+	// directory's lock, last so that the config files keep their
+	// numbers.
 	files := []*os.File{env.LockFile()}
 	lockFD := 3
 	var fdList []string
@@ -162,12 +170,15 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 		fdList = append(fdList, strconv.Itoa(fd)+":"+c.Name)
 	}
 
+	workDirFD := 3 + len(files)
+	files = append(files, wd.File())
+
 	argv, err := scraperArgv(sc, byName, lockFD, fdList)
 	if err != nil {
 		fail(exitUnsupported, err)
 		return
 	}
-	jobEnv := m.scraperEnv(j, env.Dir, home, mark, lockFD, fdList)
+	jobEnv := m.scraperEnv(j, env.Dir, home, mark, jobFDs{runtimeLock: lockFD, workDirLock: workDirFD, config: fdList})
 	prog, err := lookProgram(argv[0], pathOf(jobEnv))
 	if err != nil {
 		fail(exitNotStarted, err)
@@ -404,10 +415,17 @@ func scraperArgv(sc *scraperSpec, byName map[string]int, lockFD int, fdList []st
 	return argv, nil
 }
 
+// jobFDs are the descriptors a scraper inherits.
+type jobFDs struct {
+	runtimeLock int
+	workDirLock int
+	config      []string // "FD:NAME"
+}
+
 // scraperEnv is the whole environment of a scraper: nothing of the
 // minion's leaks into it but TZ and the --job-env variables, so that a
 // scraper runs the same under any minion.
-func (m *Minion) scraperEnv(j *job, envDir, home, mark string, lockFD int, fdList []string) []string {
+func (m *Minion) scraperEnv(j *job, envDir, home, mark string, fds jobFDs) []string {
 	vars := map[string]string{}
 	for k, v := range j.Scraper.Env {
 		vars[k] = v
@@ -426,8 +444,9 @@ func (m *Minion) scraperEnv(j *job, envDir, home, mark string, lockFD int, fdLis
 		"LANG":           "C.UTF-8",
 		"VIRTUAL_ENV":    envDir,
 		JobIDVar:         strconv.FormatInt(j.ID, 10),
-		RuntimeLockFDVar: strconv.Itoa(lockFD),
-		ConfigFDsVar:     strings.Join(fdList, " "),
+		RuntimeLockFDVar: strconv.Itoa(fds.runtimeLock),
+		WorkDirLockFDVar: strconv.Itoa(fds.workDirLock),
+		ConfigFDsVar:     strings.Join(fds.config, " "),
 		markName:         markValue,
 	} {
 		vars[k] = v

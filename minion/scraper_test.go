@@ -173,6 +173,7 @@ func TestScraperEnvironment(t *testing.T) {
 		"LORRY_CONTROLLER_CONFIG_FDS":      "",
 		"LORRY_CONTROLLER_JOB_ID":          "3",
 		"LORRY_CONTROLLER_RUNTIME_LOCK_FD": "3",
+		"LORRY_CONTROLLER_WORKDIR_LOCK_FD": "4",
 		"PASS_ME":                          "passed",
 		"PATH":                             envDir + "/bin:" + systemPath,
 		"TZ":                               "Europe/Paris",

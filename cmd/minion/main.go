@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"lorrycontroller/flagconf"
+	"lorrycontroller/flock"
 	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
 	"lorrycontroller/proc"
@@ -147,17 +148,26 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// Taken for the minion's lifetime, before anything else: a second
 	// minion of the same name must not clean up the first one's job.
-	wd, err := lockWorkDir(m, cfg.Name)
+	name, err := lockName(m, cfg.Name)
+	if err != nil {
+		return err
+	}
+	defer name.Close()
+
+	// Before asking for work: the WEBAPP ends the job of an earlier run
+	// as lost, saying its processes were killed. A scraper among them
+	// held the working directory, which is free once they are gone.
+	if err := m.CleanUp(ctx); err != nil {
+		return err
+	}
+	wd, err := m.LockWorkDir()
+	if errors.Is(err, flock.ErrLocked) {
+		return fmt.Errorf("%w: a process of an earlier job of this minion that carries no job mark still holds it", err)
+	}
 	if err != nil {
 		return err
 	}
 	defer wd.Close()
-
-	// Before asking for work: the WEBAPP ends the job of an earlier run
-	// as lost, saying its processes were killed.
-	if err := m.CleanUp(ctx); err != nil {
-		return err
-	}
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea,
 		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues)
 	defer log.Info("minion stopped")
@@ -177,6 +187,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// configuration; the new one takes over between jobs.
 		log.Info("minion starting again", "reason", why, "exe", self.exe)
 		wd.Close()
+		name.Close()
 		if err := self.reexec(); err != nil {
 			return fmt.Errorf("start again as %s: %w", self.exe, err)
 		}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -258,6 +260,11 @@ func newWebapp(t *testing.T, job string) *webapp {
 			once.Do(func() { close(w.started) })
 		}
 		fmt.Fprint(rw, `{"kill": false}`)
+	})
+	mux.HandleFunc("GET /1.0/runtime/", func(rw http.ResponseWriter, r *http.Request) {
+		tw := tar.NewWriter(rw)
+		tw.WriteHeader(&tar.Header{Name: "requirements.txt", Typeflag: tar.TypeReg, Mode: 0o644})
+		tw.Close()
 	})
 	w.srv = httptest.NewServer(mux)
 	t.Cleanup(w.srv.Close)
@@ -571,10 +578,9 @@ func TestJobSeesNoInheritedDescriptor(t *testing.T) {
 	}
 	defer secret.Close()
 	out := filepath.Join(t.TempDir(), "fds")
-	// ls runs as a child of the job's shell and lists the shell's
-	// descriptors, not its own; through a pipe, so that the shell keeps
-	// no copy of its stdout aside for a redirection.
-	lorry := writeFile(t, "lorry", "#!/bin/sh\nls -l /proc/$$/fd/ | cat > "+out+"\n")
+	// The job's shell becomes ls, which lists its own descriptors: those
+	// it was given, and the one it reads the listing through.
+	lorry := writeFile(t, "lorry", "#!/bin/sh\nexec ls -l /proc/self/fd/ > "+out+"\n")
 	w := newWebapp(t, `{"job_id": 31, "path": "delta/fds", "kind": "lorry", "text": "{}"}`)
 	cmd, logs := minionCmd(t, w, lorry, "--once")
 	cmd.ExtraFiles = []*os.File{secret}
@@ -602,9 +608,136 @@ func TestJobSeesNoInheritedDescriptor(t *testing.T) {
 			continue
 		}
 		fd, target := fields[i-1], fields[len(fields)-1]
-		// dash keeps the script it reads open at a descriptor of its own.
-		if n, err := strconv.Atoi(fd); err == nil && n > 2 && target != lorry {
-			t.Errorf("job has descriptor %s -> %s; want only 0, 1, 2 and its script", fd, target)
+		listing := strings.HasPrefix(target, "/proc/") && strings.HasSuffix(target, "/fd")
+		if n, err := strconv.Atoi(fd); err == nil && n > 2 && !listing {
+			t.Errorf("job has descriptor %s -> %s; want only 0, 1, 2 and the listing's", fd, target)
 		}
+	}
+}
+
+// fakePython makes environments in no time: its venv copies it into the
+// environment's bin, and its pip does nothing.
+const fakePython = `#!/bin/sh
+if [ "$1 $2" = "-m venv" ]; then
+	mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
+fi
+`
+
+// scraperJob is a give-me-job answer for a scraper job running argv, in a
+// runtime whose python is fakePython.
+func scraperJob(t *testing.T, argv ...string) string {
+	t.Helper()
+	python := writeFile(t, "python", fakePython)
+	b, err := json.Marshal(map[string]any{
+		"job_id": 40, "path": "scrape/orphan", "kind": "scraper", "text": "{}", "timeout": 3600,
+		"scraper": map[string]any{
+			"runtime": map[string]string{"name": "rt", "version": "1.0", "id": strings.Repeat("1", 40), "python": python},
+			"argv":    argv, "env": map[string]string{}, "config": []any{}, "fd_args": false,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// argValue is the value of flag in the arguments of cmd.
+func argValue(t *testing.T, cmd *exec.Cmd, flag string) string {
+	t.Helper()
+	i := slices.Index(cmd.Args, flag)
+	if i < 0 || i+1 >= len(cmd.Args) {
+		t.Fatalf("no %s in %q", flag, cmd.Args)
+	}
+	return cmd.Args[i+1]
+}
+
+// runGCCmd runs the real lorry-controller-minion gc on the working area
+// and returns what it printed.
+func runGCCmd(t *testing.T, workingArea string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "gc", "--working-area", workingArea)
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gc: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// waitGone waits until pid has exited.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A scraper that outlives its minion, killed outright, keeps its working
+// directory: it inherited the directory's lock, so gc leaves the directory
+// alone until the last of the job's processes has ended, which the minion
+// started again sees to.
+func TestGCKeepsOrphanedScraperWorkDir(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	w := newWebapp(t, scraperJob(t, "sh", "-c", "sleep 1000 & echo $! > "+pidFile+"; echo started; wait"))
+	cmd, logs := minionCmd(t, w, "/bin/true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.started:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the scraper did not start; log:\n%s", logs)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+
+	cmd.Process.Kill()
+	cmd.Wait()
+	if gone(pid) {
+		t.Fatal("the scraper's child died with the minion; nothing to test")
+	}
+	area := argValue(t, cmd, "--working-area")
+	dir := filepath.Join(area, "scrapers", "test-minion")
+	out := runGCCmd(t, area)
+	if want := "kept scraper working directory " + dir + ": in use\n"; !strings.Contains(out, want) {
+		t.Errorf("gc while the scraper lives: got\n%s\nwant %q", out, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cwd")); err != nil {
+		t.Errorf("the running scraper's working directory: %v", err)
+	}
+
+	// The minion started again kills what is left of its job, though
+	// that holds the working directory, and then starts.
+	again, logs := minionCmd(t, w, "/bin/true", "--working-area", area, "--once")
+	if err := again.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, again, logs); code != 0 {
+		t.Fatalf("minion started again: exit code %d, want 0; log:\n%s", code, logs)
+	}
+	waitGone(t, pid)
+	out = runGCCmd(t, area)
+	if want := "removed scraper working directory " + dir + ": no minion holds it\n"; !strings.Contains(out, want) {
+		t.Errorf("gc once the scraper ended: got\n%s\nwant %q", out, want)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("working directory after gc: got %v, want it removed", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"lorrycontroller/flock"
 	"lorrycontroller/minion"
-	"lorrycontroller/venv"
 )
 
 // fileState is what tells that a file was replaced or rewritten.
@@ -78,26 +77,26 @@ func (w *watched) changed() string {
 }
 
 // reexec replaces the minion by the program now at its executable's path,
-// with the same arguments and environment. The working directory lock is
-// close-on-exec, so the new program takes it again (lockWorkDir waits for
-// it briefly).
+// with the same arguments and environment. The name and working directory
+// locks are close-on-exec, so the new program takes them again (lockName
+// waits for the name briefly).
 func (w *watched) reexec() error {
 	return syscall.Exec(w.exe, os.Args, os.Environ())
 }
 
-// workDirWait is how long a starting minion waits for its scraper working
-// directory: long enough for the minion it replaces by exec to be gone, too
-// short to wait on a live minion of the same name.
-const workDirWait = 5 * time.Second
+// nameWait is how long a starting minion waits for its name: long enough
+// for the minion it replaces by exec to be gone, too short to wait on a
+// live minion of the same name.
+const nameWait = 5 * time.Second
 
-// lockWorkDir takes the minion's scraper working directory, refusing to
-// start beside another minion of the same name.
-func lockWorkDir(m *minion.Minion, name string) (*venv.WorkDir, error) {
-	deadline := time.Now().Add(workDirWait)
+// lockName takes the minion's name on this machine, refusing to start
+// beside another minion of the same name.
+func lockName(m *minion.Minion, name string) (*flock.Lock, error) {
+	deadline := time.Now().Add(nameWait)
 	for {
-		w, err := m.LockWorkDir()
+		l, err := m.LockName()
 		if err == nil {
-			return w, nil
+			return l, nil
 		}
 		if !errors.Is(err, flock.ErrLocked) {
 			return nil, err

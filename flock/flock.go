@@ -22,8 +22,10 @@ type Lock struct {
 	f *os.File
 }
 
+// open opens the lock file, made readable by its owner alone: a process
+// that may open a lock file may take the lock, and hold up its owner.
 func open(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

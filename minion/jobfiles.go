@@ -61,6 +61,17 @@ func (m *Minion) writeSpec(j *job) (string, error) {
 	if err := writeFile(name, []byte(j.Text)); err != nil {
 		return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
 	}
+	if m.cfg.JobUser != nil {
+		// lorry, run as the job's user, reads the spec by its name;
+		// it need not list the directories, nor read the records.
+		for path, mode := range map[string]os.FileMode{
+			filepath.Dir(m.jobDir()): 0o711, m.jobDir(): 0o711, name: 0o644,
+		} {
+			if err := os.Chmod(path, mode); err != nil {
+				return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
+			}
+		}
+	}
 	return name, nil
 }
 
@@ -141,7 +152,7 @@ func (m *Minion) CleanUp(ctx context.Context) error {
 			m.log.Warn("unreadable job record; ignored", "file", e.Name(), "err", err)
 			continue
 		}
-		pids, err := proc.KillMarked(ctx, r.Mark)
+		pids, err := proc.KillMarked(ctx, r.Mark, m.cfg.JobUser)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("kill what is left of job %d: %w", r.JobID, err))
 			continue

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,10 @@ type Config struct {
 	// JobEnv names the variables of the minion's environment that a
 	// scraper is given; it sees no others but TZ.
 	JobEnv []string
+	// JobUser, when set, is the user that jobs, lorry and scrapers and
+	// the builds of runtimes, run as: --job-user. The minion's own
+	// files (its token, its locks) stay out of their reach.
+	JobUser *proc.User
 	// Changed, when set, is asked between jobs whether the minion
 	// should stop so as to start again as a new program (see
 	// Restart); it returns why, or "".
@@ -232,8 +237,8 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		args = append(args, "--push-url", j.PushURL)
 	}
 	args = append(args, spec)
-	env := append(os.Environ(), mark)
-	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea})
+	env := append(m.jobUserEnv(os.Environ()), mark)
+	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea, User: m.cfg.JobUser})
 	if err != nil {
 		log.Error("cannot start lorry", "err", err)
 		out.add(nil, []byte("lorry-controller-minion: "+err.Error()+"\n"))
@@ -259,6 +264,21 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	out.add(p.NewOutput())
 	j.head, j.refs, j.errorClass = result.read(log, j, exit)
 	m.finish(ctx, log, j, exit, out)
+}
+
+// jobUserEnv is env with the home and name of the job's user, when jobs
+// run as --job-user: lorry finds the ssh keys and git configuration for
+// the git hosts in that user's home, not in the minion's.
+func (m *Minion) jobUserEnv(env []string) []string {
+	u := m.cfg.JobUser
+	if u == nil {
+		return env
+	}
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "HOME" || k == "USER" || k == "LOGNAME"
+	})
+	return append(env, "HOME="+u.Home, "USER="+u.Name, "LOGNAME="+u.Name)
 }
 
 // Bounds of the form body of one job-update. Output is sent in pieces of

@@ -69,7 +69,7 @@ func (m *Minion) LockWorkDir() (*venv.WorkDir, error) {
 	if m.workDir != nil {
 		return m.workDir, nil
 	}
-	w, err := venv.LockWorkDir(m.cfg.WorkingArea, m.cfg.Name)
+	w, err := venv.LockWorkDir(m.cfg.WorkingArea, m.cfg.Name, m.cfg.JobUser)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	}()
 
 	for _, d := range []string{cwd, home} {
-		if err := emptyDir(d); err != nil {
+		if err := emptyDir(d, m.cfg.JobUser); err != nil {
 			fail(exitNotStarted, fmt.Errorf("scraper working directory: %w", err))
 			return
 		}
@@ -185,7 +185,7 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 		return
 	}
 
-	p, err := proc.Start(proc.Command{Name: prog, Args: argv[1:], Env: jobEnv, Dir: cwd, ExtraFiles: files})
+	p, err := proc.Start(proc.Command{Name: prog, Args: argv[1:], Env: jobEnv, Dir: cwd, ExtraFiles: files, User: m.cfg.JobUser})
 	if err != nil {
 		fail(exitNotStarted, err)
 		return
@@ -484,10 +484,11 @@ func lookProgram(name, path string) (string, error) {
 	return "", fmt.Errorf("start %s: not found in the runtime's bin or in %s", name, systemPath)
 }
 
-// emptyDir makes dir an empty directory.
-func emptyDir(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
+// emptyDir makes dir an empty directory of the job's user u (nil for the
+// minion's own).
+func emptyDir(dir string, u *proc.User) error {
+	if err := u.RemoveAll(dir); err != nil {
 		return err
 	}
-	return os.MkdirAll(dir, 0o755)
+	return u.Do(func() error { return os.MkdirAll(dir, 0o755) })
 }

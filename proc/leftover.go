@@ -47,7 +47,11 @@ const killRescan = 100 * time.Millisecond
 // opened before its environment is read, so that a process that dies and
 // whose pid is reused in between is never signalled: the pidfd refers to
 // the dead one, and the signal fails.
-func KillMarked(ctx context.Context, mark string) ([]int, error) {
+//
+// With a user u, the environments are read as u (User.Do): a minion that
+// runs its jobs as --job-user may read the environment of no process of
+// another user, but a thread of it acting as that user may.
+func KillMarked(ctx context.Context, mark string, u *User) ([]int, error) {
 	if mark == "" {
 		return nil, errors.New("kill marked processes: empty mark")
 	}
@@ -55,7 +59,11 @@ func KillMarked(ctx context.Context, mark string) ([]int, error) {
 	for {
 		// A process that forked while the last pass killed its
 		// parent is found by the next one.
-		fds, pids, err := signalMarked(mark)
+		var fds, pids []int
+		err := u.Do(func() (err error) {
+			fds, pids, err = signalMarked(mark)
+			return err
+		})
 		if err != nil {
 			return killed, err
 		}

@@ -42,6 +42,10 @@ type Command struct {
 	// open across exec, as in exec.Cmd: the locks and pipes a job keeps
 	// for as long as any of its processes lives.
 	ExtraFiles []*os.File
+
+	// User, when set, is who the child runs as, with that user's group
+	// and no other: the minion's --job-user.
+	User *User
 }
 
 // Process is a running (or finished) child started by Start.
@@ -71,7 +75,7 @@ type Process struct {
 // forked from an arbitrary goroutine could therefore be killed at a random
 // moment. Start forks from a goroutine locked to its thread and keeps that
 // goroutine, and so the thread, busy waiting for the child until the child
-// has exited.
+// has exited. The child gets none of the minion's ambient capabilities.
 func Start(c Command) (*Process, error) {
 	cmd := exec.Command(c.Name, c.Args...)
 	cmd.Env = c.Env
@@ -81,6 +85,9 @@ func Start(c Command) (*Process, error) {
 	cmd.Stdout = &p.stdout
 	cmd.Stderr = &p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: DeathSignal}
+	if c.User != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.User.UID, Gid: c.User.GID, Groups: []uint32{}}
+	}
 	cmd.WaitDelay = pipeDrain
 
 	started := make(chan error, 1)
@@ -92,9 +99,15 @@ func Start(c Command) (*Process, error) {
 }
 
 func (p *Process) run(cmd *exec.Cmd, started chan<- error) {
+	// No UnlockOSThread: the thread ends with this goroutine, so that
+	// the capabilities dropped for the child are dropped on no thread
+	// that the minion goes on using.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 
+	if err := dropAmbient(); err != nil {
+		started <- err
+		return
+	}
 	if err := cmd.Start(); err != nil {
 		started <- err
 		return

@@ -311,8 +311,12 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var uid string
+	var jobs struct{ uid, gid string }
 	for _, line := range strings.Split(string(passwd), "\n") {
 		f := strings.Split(line, ":")
+		if len(f) == 7 && f[0] == "lorry-controller-jobs" {
+			jobs.uid, jobs.gid = f[2], f[3]
+		}
 		if len(f) == 7 && f[0] == "lorry-controller" {
 			uid = f[2]
 			if f[5] != "/var/lib/lorry-controller" || !strings.HasSuffix(f[6], "nologin") {
@@ -323,15 +327,33 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 	if uid == "" || uid == "0" {
 		t.Fatalf("no unprivileged lorry-controller user in\n%s", passwd)
 	}
-	for dir, mode := range map[string]fs.FileMode{"/var/lib/lorry-controller": 0o755, "/var/lib/lorry-controller/work": 0o750} {
+	if jobs.uid == "" || jobs.uid == "0" || jobs.uid == uid {
+		t.Fatalf("no unprivileged lorry-controller-jobs user of its own in\n%s", passwd)
+	}
+	group, err := os.ReadFile(filepath.Join(root, "/etc/group"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains("\n"+string(group), "\nlorry-controller-jobs:x:"+jobs.gid+":lorry-controller\n") {
+		t.Errorf("lorry-controller is not a member of the group of lorry-controller-jobs (%s):\n%s", jobs.gid, group)
+	}
+	for dir, want := range map[string]struct {
+		mode     fs.FileMode
+		uid, gid string
+	}{
+		"/var/lib/lorry-controller":      {0o755, uid, ""},
+		"/var/lib/lorry-controller/work": {0o770 | fs.ModeSticky, uid, jobs.gid},
+		"/var/lib/lorry-controller/jobs": {0o700, jobs.uid, jobs.gid},
+	} {
 		info, err := os.Stat(filepath.Join(root, dir))
 		if err != nil {
 			t.Errorf("systemd-tmpfiles made no %s: %v", dir, err)
 			continue
 		}
 		st := info.Sys().(*syscall.Stat_t)
-		if !info.IsDir() || info.Mode().Perm() != mode || fmt.Sprint(st.Uid) != uid {
-			t.Errorf("%s: mode %v, owner %d; want a directory, %v, owned by lorry-controller (%s)", dir, info.Mode(), st.Uid, mode, uid)
+		mode := info.Mode() & (fs.ModePerm | fs.ModeSticky)
+		if !info.IsDir() || mode != want.mode || fmt.Sprint(st.Uid) != want.uid || want.gid != "" && fmt.Sprint(st.Gid) != want.gid {
+			t.Errorf("%s: mode %v, owner %d:%d; want a directory, %v, owned by %s:%s", dir, mode, st.Uid, st.Gid, want.mode, want.uid, want.gid)
 		}
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,25 +71,28 @@ const killGrace = 5 * time.Second
 // and goes first; whatever a failed build made goes too.
 func (c *Cache) build(ctx context.Context, rt Runtime, s slot, src Source) (err error) {
 	dir := s.env()
-	if err := os.RemoveAll(dir); err != nil {
+	if err := c.user.RemoveAll(dir); err != nil {
 		return fmt.Errorf("runtime %s: remove an interrupted build: %w", s, err)
 	}
 	defer func() {
 		if err != nil {
-			if rerr := os.RemoveAll(dir); rerr != nil {
+			if rerr := c.user.RemoveAll(dir); rerr != nil {
 				c.log.Warn("cannot remove a failed build", "dir", dir, "err", rerr)
 			}
 		}
 	}()
 	srcDir := filepath.Join(dir, "src")
-	if err := os.MkdirAll(srcDir, 0o755); err != nil {
-		return fmt.Errorf("runtime %s: %w", s, err)
-	}
 	r, err := src(ctx, rt)
 	if err != nil {
 		return fmt.Errorf("runtime %s: fetch source: %w", s, err)
 	}
-	err = extract(r, srcDir, c.maxSize)
+	// Made as the user who builds, so that its steps may write there.
+	err = c.user.Do(func() error {
+		if err := os.MkdirAll(srcDir, 0o755); err != nil {
+			return err
+		}
+		return extract(r, srcDir, c.maxSize)
+	})
 	r.Close()
 	if err != nil {
 		return fmt.Errorf("runtime %s: %w", s, err)
@@ -116,7 +119,7 @@ func (c *Cache) build(ctx context.Context, rt Runtime, s slot, src Source) (err 
 	if err := c.run(ctx, s, "pip install", srcDir, pip, args...); err != nil {
 		return err
 	}
-	return c.markReady(rt, s)
+	return c.user.Do(func() error { return c.markReady(rt, s) })
 }
 
 // outerPipProbe succeeds, printing "outer-pip 42", when the python's own
@@ -136,9 +139,22 @@ func (c *Cache) outerPip(ctx context.Context, python string) bool {
 	if ok, found := c.pipOK[python]; found {
 		return ok
 	}
-	cmd := exec.CommandContext(ctx, python, "-c", outerPipProbe)
-	cmd.Env = buildEnv()
-	out, err := cmd.Output()
+	// Started as a build step is, as the builder and without the
+	// minion's capabilities: python is the runtime's choice.
+	var out []byte
+	p, err := proc.Start(proc.Command{Name: python, Args: []string{"-c", outerPipProbe}, Env: c.buildEnv(), User: c.user})
+	if err == nil {
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			p.Kill(0)
+		}
+		exit := p.Wait()
+		out, _ = p.NewOutput()
+		if exit != 0 {
+			err = fmt.Errorf("exit %d", exit)
+		}
+	}
 	ok := err == nil && strings.TrimSpace(string(out)) == "outer-pip 42"
 	if ctx.Err() == nil {
 		if c.pipOK == nil {
@@ -188,7 +204,7 @@ func (c *Cache) markReady(rt Runtime, s slot) error {
 // the minion: a pip left running by a dead builder would write into the
 // directory that the next builder wipes and rebuilds.
 func (c *Cache) run(ctx context.Context, s slot, step, dir, name string, args ...string) error {
-	p, err := proc.Start(proc.Command{Name: name, Args: args, Env: buildEnv(), Dir: dir})
+	p, err := proc.Start(proc.Command{Name: name, Args: args, Env: c.buildEnv(), Dir: dir, User: c.user})
 	if err != nil {
 		return fmt.Errorf("runtime %s: %s: %w", s, step, err)
 	}
@@ -227,7 +243,7 @@ func (c *Cache) run(ctx context.Context, s slot, step, dir, name string, args ..
 // same environment. No cache: the environments are the cache, and a pip
 // cache in the service's home would grow with nothing to clean it. No
 // version check: it only adds a network request and a warning.
-func buildEnv() []string {
+func (c *Cache) buildEnv() []string {
 	env := []string{
 		"PIP_CONFIG_FILE=/dev/null",
 		"PIP_NO_CACHE_DIR=1",
@@ -242,6 +258,11 @@ func buildEnv() []string {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
+	}
+	if c.user != nil {
+		// The minion's home is not the builder's.
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") })
+		env = append(env, "HOME="+c.user.Home)
 	}
 	return env
 }

@@ -81,7 +81,7 @@ func (c *Cache) remove(s slot) (bool, error) {
 		return false, err
 	}
 	defer build.unlock()
-	if err := os.RemoveAll(s.env()); err != nil {
+	if err := c.user.RemoveAll(s.env()); err != nil {
 		return false, fmt.Errorf("remove %s: %w", s.env(), err)
 	}
 	// The lock files go while held; flock sees to it that whoever opened

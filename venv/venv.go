@@ -73,6 +73,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"lorrycontroller/proc"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -154,6 +155,10 @@ type Config struct {
 	Clock clock.Clock
 	// Logger; slog.Default() if nil.
 	Logger *slog.Logger
+	// User, when set, builds the environments: the steps of a build
+	// run as that user, who owns what they make (the minion's
+	// --job-user). A build runs code of the runtime's source.
+	User *proc.User
 }
 
 // Cache is the runtime cache in one directory. Any number of Caches, in
@@ -165,6 +170,7 @@ type Cache struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	locks   lockTable
+	user    *proc.User
 
 	// pipOK caches outerPip's answer by python.
 	pipMu sync.Mutex
@@ -189,7 +195,10 @@ func New(cfg Config) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("runtime cache: %w", err)
 	}
-	c := &Cache{dir: dir, pipArgs: cfg.PipArgs, maxSize: cfg.MaxSourceSize, clock: cfg.Clock, log: cfg.Logger}
+	if err := cfg.User.ShareDir(dir); err != nil {
+		return nil, fmt.Errorf("runtime cache: %w", err)
+	}
+	c := &Cache{dir: dir, pipArgs: cfg.PipArgs, maxSize: cfg.MaxSourceSize, clock: cfg.Clock, log: cfg.Logger, user: cfg.User}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxSourceSize
 	}
@@ -280,6 +289,13 @@ func (c *Cache) Acquire(ctx context.Context, rt Runtime, src Source) (*Env, erro
 	fail := func(err error) (*Env, error) {
 		usage.close()
 		return nil, err
+	}
+	// The job's user reaches the environment, and builds it, through
+	// directories of the minion's.
+	for _, d := range []string{filepath.Dir(s.dir), s.dir} {
+		if err := c.user.ShareDir(d); err != nil {
+			return fail(fmt.Errorf("runtime %s: %w", s, err))
+		}
 	}
 	if err := touch(s.usage(), c.clock.Now()); err != nil {
 		return fail(fmt.Errorf("runtime %s: %w", s, err))

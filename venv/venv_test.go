@@ -401,7 +401,7 @@ func TestGC(t *testing.T) {
 
 func TestLockWorkDir(t *testing.T) {
 	area := t.TempDir()
-	w, err := LockWorkDir(area, "box-1")
+	w, err := LockWorkDir(area, "box-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,20 +409,20 @@ func TestLockWorkDir(t *testing.T) {
 		t.Errorf("Path = %s", w.Path)
 	}
 	touchFile(t, filepath.Join(w.Path, "left-over"))
-	if _, err := LockWorkDir(area, "box-1"); !errors.Is(err, errLocked()) {
+	if _, err := LockWorkDir(area, "box-1", nil); !errors.Is(err, errLocked()) {
 		t.Errorf("second LockWorkDir = %v; want ErrLocked", err)
 	}
-	if _, err := LockWorkDir(area, "../x"); err == nil {
+	if _, err := LockWorkDir(area, "../x", nil); err == nil {
 		t.Error("LockWorkDir(../x) succeeded")
 	}
-	other, err := LockWorkDir(area, "box-2")
+	other, err := LockWorkDir(area, "box-2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other.Close()
 	touchFile(t, filepath.Join(other.Path, "left-over"))
 
-	res, err := GCWorkDirs(area)
+	res, err := GCWorkDirs(area, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestLockWorkDir(t *testing.T) {
 		t.Errorf("GCWorkDirs = %+v; want %s removed and %s in use", res, other.Path, w.Path)
 	}
 	w.Close()
-	w, err = LockWorkDir(area, "box-1")
+	w, err = LockWorkDir(area, "box-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"lorrycontroller/flock"
+	"lorrycontroller/proc"
 )
 
 // ScrapersDir is the directory, in a minion's working area, of the
@@ -28,7 +29,11 @@ type WorkDir struct {
 // workingArea, and empties it: whatever is there is left from a job that
 // ended. It fails with flock.ErrLocked if another process holds it: a
 // minion of the same name, or a job of an earlier one still running.
-func LockWorkDir(workingArea, name string) (*WorkDir, error) {
+//
+// With a user u, the jobs run as u: the directory is u's, made in a
+// directory shared with u (proc.User.ShareDir) beside a lock that stays
+// the minion's.
+func LockWorkDir(workingArea, name string, u *proc.User) (*WorkDir, error) {
 	if err := component(name); err != nil {
 		return nil, fmt.Errorf("scraper working directory for minion %q: %w", name, err)
 	}
@@ -36,16 +41,19 @@ func LockWorkDir(workingArea, name string) (*WorkDir, error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return nil, fmt.Errorf("scraper working directory: %w", err)
 	}
+	if err := u.ShareDir(base); err != nil {
+		return nil, fmt.Errorf("scraper working directory: %w", err)
+	}
 	l, err := flock.TryExclusive(filepath.Join(base, name+".lock"))
 	if err != nil {
 		return nil, fmt.Errorf("scraper working directory for minion %s: %w", name, err)
 	}
 	dir := filepath.Join(base, name)
-	if err := os.RemoveAll(dir); err != nil {
+	if err := u.RemoveAll(dir); err != nil {
 		l.Unlock()
 		return nil, fmt.Errorf("empty scraper working directory: %w", err)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := u.Do(func() error { return os.Mkdir(dir, 0o755) }); err != nil {
 		l.Unlock()
 		return nil, fmt.Errorf("scraper working directory: %w", err)
 	}
@@ -60,8 +68,8 @@ func (w *WorkDir) File() *os.File { return w.lock.File() }
 func (w *WorkDir) Close() error { return w.lock.Close() }
 
 // GCWorkDirs removes the scraper working directories in workingArea that
-// no minion or job holds.
-func GCWorkDirs(workingArea string) (GCResult, error) {
+// no minion or job holds; u is the user the jobs ran as, if any.
+func GCWorkDirs(workingArea string, u *proc.User) (GCResult, error) {
 	var res GCResult
 	base := filepath.Join(workingArea, ScrapersDir)
 	entries, err := os.ReadDir(base)
@@ -94,7 +102,7 @@ func GCWorkDirs(workingArea string) (GCResult, error) {
 		if err != nil {
 			return res, err
 		}
-		err = os.RemoveAll(dir)
+		err = u.RemoveAll(dir)
 		if err == nil {
 			err = os.Remove(lockPath)
 		}

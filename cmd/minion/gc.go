@@ -33,7 +33,11 @@ func gcMain(args []string, stdout, stderr io.Writer) int {
 // job uses, and says what it removed and what it kept because a job or a
 // minion holds it.
 func runGC(cfg Config, out io.Writer) error {
-	c, err := venv.New(venv.Config{Dir: cfg.RuntimeCache, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	jobUser, err := lookupJobUser(cfg.JobUser)
+	if err != nil {
+		return err
+	}
+	c, err := venv.New(venv.Config{Dir: cfg.RuntimeCache, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), User: jobUser})
 	if err != nil {
 		return err
 	}
@@ -42,7 +46,7 @@ func runGC(cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dirs, err := venv.GCWorkDirs(cfg.WorkingArea)
+	dirs, err := venv.GCWorkDirs(cfg.WorkingArea, jobUser)
 	report(out, "scraper working directory", dirs)
 	return err
 }

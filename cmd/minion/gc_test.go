@@ -54,12 +54,12 @@ func TestGC(t *testing.T) {
 		}
 		defer l.Unlock()
 	}
-	live, err := venv.LockWorkDir(area, "box-1")
+	live, err := venv.LockWorkDir(area, "box-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	gone, err := venv.LockWorkDir(area, "box-2")
+	gone, err := venv.LockWorkDir(area, "box-2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -45,6 +46,7 @@ type Config struct {
 	PipArgs        []string
 	KeepUnused     time.Duration
 	TokenFile      string
+	JobUser        string
 	JobEnv         []string
 	ConfigFile     string
 	LogLevel       string
@@ -97,8 +99,17 @@ func main() {
 }
 
 func run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	jobUser, err := lookupJobUser(cfg.JobUser)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.WorkingArea, 0o755); err != nil {
 		return fmt.Errorf("create working area: %w", err)
+	}
+	// lorry, run as the job's user, keeps its mirrors and their locks
+	// in the working area.
+	if err := jobUser.ShareDir(cfg.WorkingArea); err != nil {
+		return fmt.Errorf("--job-user: %w", err)
 	}
 	host, err := os.Hostname()
 	if err != nil {
@@ -123,7 +134,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	runtimes, err := venv.New(venv.Config{Dir: cfg.RuntimeCache, PipArgs: cfg.PipArgs, Logger: log})
+	runtimes, err := venv.New(venv.Config{Dir: cfg.RuntimeCache, PipArgs: cfg.PipArgs, Logger: log, User: jobUser})
 	if err != nil {
 		return err
 	}
@@ -143,6 +154,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		IgnoreQueues:   cfg.IgnoreQueues,
 		Runtimes:       runtimes,
 		JobEnv:         cfg.JobEnv,
+		JobUser:        jobUser,
 		Changed:        self.changed,
 	}, &http.Client{Timeout: httpTimeout}, log)
 
@@ -169,7 +181,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer wd.Close()
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea,
-		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues)
+		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues, "job_user", cfg.JobUser)
 	defer log.Info("minion stopped")
 	if cfg.Once {
 		ran, err := m.RunOnce(ctx)
@@ -230,6 +242,7 @@ Flags:
 	fs.StringVar(&cfg.Queues, "queues", "", "take jobs only from these `queues`, comma-separated (wins over --ignore-queues)")
 	fs.StringVar(&cfg.IgnoreQueues, "ignore-queues", "", "take no jobs from these `queues`, comma-separated")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
+	fs.StringVar(&cfg.JobUser, "job-user", "", "run jobs (lorry, scrapers, runtime builds) as `user` and its group, so that they cannot read the minion's token and locks; needs CAP_SETUID, CAP_SETGID and CAP_KILL, and the minion's user in that user's group")
 	fs.Var((*stringList)(&cfg.JobEnv), "job-env", "pass the minion's environment variable `name` on to scrapers, which see no other but TZ; repeat for more")
 	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalMinion)
 	for _, w := range warnings {
@@ -298,4 +311,33 @@ func defaultLorryCmd() string {
 		}
 	}
 	return "lorry"
+}
+
+// lookupJobUser is the --job-user, or nil without one. Taking it on
+// checks that the minion may act as it: a minion without CAP_SETUID and
+// CAP_SETGID had better say so at its start than fail every job.
+func lookupJobUser(name string) (*proc.User, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("--job-user: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("--job-user %s: %w", name, err)
+	}
+	if uid == 0 {
+		return nil, fmt.Errorf("--job-user %s: jobs must not run as root", name)
+	}
+	if int(uid) == os.Getuid() {
+		return nil, fmt.Errorf("--job-user %s: that is the minion's own user; jobs would read its token", name)
+	}
+	ju := &proc.User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
+	if err := ju.Do(func() error { return nil }); err != nil {
+		return nil, fmt.Errorf("--job-user: %w", err)
+	}
+	return ju, nil
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -226,10 +227,14 @@ type webapp struct {
 	polls   int
 	updates []map[string]string
 	auths   []string // the Authorization header of every request
+
+	// killOnStart, when set, answers the updates after "started" with
+	// a kill, as the WEBAPP does after stop-job.
+	killOnStart *atomic.Bool
 }
 
 func newWebapp(t *testing.T, job string) *webapp {
-	w := &webapp{started: make(chan struct{})}
+	w := &webapp{started: make(chan struct{}), killOnStart: &atomic.Bool{}}
 	var once sync.Once
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /1.0/give-me-job", func(rw http.ResponseWriter, r *http.Request) {
@@ -258,6 +263,14 @@ func newWebapp(t *testing.T, job string) *webapp {
 		w.mu.Unlock()
 		if strings.Contains(u["stdout"], "started") {
 			once.Do(func() { close(w.started) })
+		}
+		select {
+		case <-w.started:
+			if w.killOnStart.Load() {
+				fmt.Fprint(rw, `{"kill": true}`)
+				return
+			}
+		default:
 		}
 		fmt.Fprint(rw, `{"kill": false}`)
 	})

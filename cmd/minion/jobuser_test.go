@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The users of the --job-user tests: the minion's, with only the
+// capabilities the unit grants it, and the jobs'. The minion's user is
+// in the jobs' group, as sysusers.d makes it.
+const (
+	testMinionUser = "lc-test-minion"
+	testJobUser    = "lc-test-jobs"
+)
+
+// ids is a user's uid and gid.
+type ids struct{ uid, gid uint32 }
+
+// ensureUser makes the system user name unless it exists, and adds it to
+// the groups given.
+func ensureUser(t *testing.T, name string, groups ...string) ids {
+	t.Helper()
+	if _, err := user.Lookup(name); err != nil {
+		out, err := exec.Command("useradd", "--system", "--user-group", "--no-create-home",
+			"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name).CombinedOutput()
+		if err != nil {
+			t.Fatalf("useradd %s: %v\n%s", name, err, out)
+		}
+	}
+	for _, g := range groups {
+		if out, err := exec.Command("usermod", "--append", "--groups", g, name).CombinedOutput(); err != nil {
+			t.Fatalf("usermod %s: %v\n%s", name, err, out)
+		}
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return ids{uint32(uid), uint32(gid)}
+}
+
+// jobUserRig runs the real minion as an unprivileged user with only
+// CAP_SETUID, CAP_SETGID and CAP_KILL, as its unit does, and its jobs as
+// another user.
+type jobUserRig struct {
+	base   string // owned by the minion's user, open to all
+	exe    string // the test binary, where the minion's user can run it
+	token  string // the minion's token file, 0600
+	minion ids
+	jobs   ids
+}
+
+func newJobUserRig(t *testing.T) *jobUserRig {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: making the test users and starting the minion as one of them with capabilities takes root (CI runs this as root)")
+	}
+	r := &jobUserRig{jobs: ensureUser(t, testJobUser)}
+	r.minion = ensureUser(t, testMinionUser, testJobUser)
+	base, err := os.MkdirTemp("", "jobuser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	r.base = base
+	r.chown(t, base, r.minion, 0o755)
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.exe = filepath.Join(base, "minion.test")
+	copyFile(t, self, r.exe, 0o755)
+	r.token = filepath.Join(base, "minion.token")
+	if err := os.WriteFile(r.token, []byte("minion-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.chown(t, r.token, r.minion, 0o600)
+	return r
+}
+
+func (r *jobUserRig) chown(t *testing.T, path string, to ids, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chown(path, int(to.uid), int(to.gid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dir makes a directory in the rig that the jobs' user may write.
+func (r *jobUserRig) dir(t *testing.T, name string) string {
+	t.Helper()
+	d := filepath.Join(r.base, name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.chown(t, d, r.jobs, 0o755)
+	return d
+}
+
+// script writes an executable shell script into the rig.
+func (r *jobUserRig) script(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(r.base, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run runs the minion once, as its user with its three capabilities,
+// and returns its log.
+func (r *jobUserRig) run(t *testing.T, w *webapp, lorry string) string {
+	t.Helper()
+	cmd := exec.Command(r.exe,
+		"--webapp-url", w.srv.URL,
+		"--name", "ju",
+		"--lorry-cmd", lorry,
+		"--working-area", filepath.Join(r.base, "work"),
+		"--token-file", r.token,
+		"--job-user", testJobUser,
+		"--sleep", "20ms",
+		"--update-interval", "20ms",
+		"--kill-grace", "5s",
+		"--once")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	cmd.Dir = r.base
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential:  &syscall.Credential{Uid: r.minion.uid, Gid: r.minion.gid, Groups: []uint32{r.jobs.gid}},
+		AmbientCaps: []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL},
+	}
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, &logs); code != 0 {
+		t.Fatalf("minion exit code %d, want 0; log:\n%s", code, &logs)
+	}
+	return logs.String()
+}
+
+// output is what the job wrote to stdout and to stderr, and its exit.
+func output(w *webapp) (stdout, stderr, exit string) {
+	_, updates := w.snapshot()
+	var o, e strings.Builder
+	for _, u := range updates {
+		o.WriteString(u["stdout"])
+		e.WriteString(u["stderr"])
+	}
+	if len(updates) > 0 {
+		exit = updates[len(updates)-1]["exit"]
+	}
+	return o.String(), e.String(), exit
+}
+
+// A scraper, and the build of its runtime, run as --job-user: the
+// scraper cannot open the minion's token file or its locks, and holds
+// none of the minion's capabilities, though the minion is no root.
+func TestJobUserScraper(t *testing.T) {
+	r := newJobUserRig(t)
+	python := r.script(t, "python", "if [ \"$1 $2\" = \"-m venv\" ]; then mkdir -p \"$3/bin\" && cp \"$0\" \"$3/bin/python\"; fi\n")
+	lockFile := filepath.Join(r.base, "work", "scrapers", "ju.lock")
+	nameLock := filepath.Join(r.base, "work", ".jobs", "ju.lock")
+	probe := fmt.Sprintf(`id -u; id -G; grep '^Cap\(Prm\|Eff\|Amb\)' /proc/self/status
+stat -c 'env %%u' "$VIRTUAL_ENV"
+for f in %s %s %s; do cat "$f" >/dev/null && echo "read $f"; done
+true`, r.token, lockFile, nameLock)
+	job := scraperJob(t, "sh", "-c", probe)
+	var answer map[string]any
+	if err := json.Unmarshal([]byte(job), &answer); err != nil {
+		t.Fatal(err)
+	}
+	answer["scraper"].(map[string]any)["runtime"].(map[string]any)["python"] = python
+	b, _ := json.Marshal(answer)
+	w := newWebapp(t, string(b))
+	logs := r.run(t, w, "/bin/true")
+
+	stdout, stderr, exit := output(w)
+	if exit != "0" {
+		t.Fatalf("scraper exit %q, want 0; stdout %q, stderr %q; log:\n%s", exit, stdout, stderr, logs)
+	}
+	want := fmt.Sprintf("%d\n%d\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\nenv %d\n", r.jobs.uid, r.jobs.gid, r.jobs.uid)
+	if stdout != want {
+		t.Errorf("scraper's ids, capabilities and runtime's owner:\ngot  %q\nwant %q", stdout, want)
+	}
+	for _, f := range []string{r.token, lockFile, nameLock} {
+		if want := "cat: " + f + ": Permission denied\n"; !strings.Contains(stderr, want) {
+			t.Errorf("scraper opening %s: stderr %q, want %q", f, stderr, want)
+		}
+	}
+}
+
+// lorry, run as --job-user, still mirrors and pushes.
+func TestJobUserLorryMirrors(t *testing.T) {
+	r := newJobUserRig(t)
+	lorry := filepath.Join(r.base, "lorry")
+	if out, err := exec.Command("go", "build", "-o", lorry, "lorrycontroller/cmd/lorry").CombinedOutput(); err != nil {
+		t.Fatalf("build lorry: %v\n%s", err, out)
+	}
+	repos := r.dir(t, "repos")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: r.jobs.uid, Gid: r.jobs.gid}}
+		cmd.Env = append(os.Environ(), "HOME="+repos, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	up, down := filepath.Join(repos, "up.git"), filepath.Join(repos, "down.git")
+	git("init", "-q", "--bare", up)
+	git("init", "-q", "--bare", down)
+	src := filepath.Join(repos, "src")
+	git("init", "-q", "-b", "main", src)
+	git("-C", src, "commit", "-q", "--allow-empty", "-m", "first")
+	git("-C", src, "tag", "v1")
+	git("-C", src, "push", "-q", up, "main", "v1")
+
+	spec, _ := json.Marshal(map[string]any{"upstream/project": map[string]string{"type": "git", "url": "file://" + up}})
+	job, _ := json.Marshal(map[string]any{
+		"job_id": 50, "path": "upstream/project", "kind": "lorry", "text": string(spec),
+		"push_url": down, "allow_local_sources": true,
+	})
+	w := newWebapp(t, string(job))
+	logs := r.run(t, w, lorry)
+	stdout, stderr, exit := output(w)
+	if exit != "0" {
+		t.Fatalf("lorry exit %q, want 0; stdout %q, stderr %q; log:\n%s", exit, stdout, stderr, logs)
+	}
+	if got, want := git("-C", down, "for-each-ref"), git("-C", up, "for-each-ref"); got != want {
+		t.Errorf("downstream refs:\n%s\nwant the upstream's:\n%s", got, want)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(r.base, "work", "upstream%2Fproject"), &st); err != nil {
+		t.Fatal(err)
+	} else if st.Uid != r.jobs.uid {
+		t.Errorf("lorry's working directory belongs to %d, want the job's user %d", st.Uid, r.jobs.uid)
+	}
+}
+
+// stop-job kills the whole tree of a job that runs as --job-user: the
+// minion, no root, signals it with CAP_KILL.
+func TestJobUserStopJob(t *testing.T) {
+	r := newJobUserRig(t)
+	pids := r.dir(t, "pids")
+	pidFile := filepath.Join(pids, "child")
+	lorry := r.script(t, "lorry", "sleep 1000 &\necho $! > "+pidFile+"\necho started\nwait\n")
+	w := newWebapp(t, `{"job_id": 60, "path": "delta/stop", "kind": "lorry", "text": "{}"}`)
+	w.killOnStart.Store(true)
+	logs := r.run(t, w, lorry)
+
+	_, _, exit := output(w)
+	if exit != "143" {
+		t.Errorf("killed job's exit: got %q, want 143 (SIGTERM); log:\n%s", exit, logs)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the job never started its child: %v; log:\n%s", err, logs)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the job's child %d outlived stop-job", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -148,7 +148,17 @@ func (r *jobUserRig) script(t *testing.T, name, body string) string {
 // and returns its log.
 func (r *jobUserRig) run(t *testing.T, w *webapp, lorry string) string {
 	t.Helper()
-	cmd := exec.Command(r.exe,
+	cmd, logs := r.start(t, w, lorry, "--once")
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Fatalf("minion exit code %d, want 0; log:\n%s", code, logs)
+	}
+	return logs.String()
+}
+
+// start starts the minion as its user with its three capabilities.
+func (r *jobUserRig) start(t *testing.T, w *webapp, lorry string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(r.exe, append([]string{
 		"--webapp-url", w.srv.URL,
 		"--name", "ju",
 		"--lorry-cmd", lorry,
@@ -158,7 +168,7 @@ func (r *jobUserRig) run(t *testing.T, w *webapp, lorry string) string {
 		"--sleep", "20ms",
 		"--update-interval", "20ms",
 		"--kill-grace", "5s",
-		"--once")
+	}, extra...)...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
 	cmd.Dir = r.base
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -170,10 +180,7 @@ func (r *jobUserRig) run(t *testing.T, w *webapp, lorry string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if code := waitExit(t, cmd, &logs); code != 0 {
-		t.Fatalf("minion exit code %d, want 0; log:\n%s", code, &logs)
-	}
-	return logs.String()
+	return cmd, &logs
 }
 
 // output is what the job wrote to stdout and to stderr, and its exit.
@@ -278,6 +285,55 @@ func TestJobUserLorryMirrors(t *testing.T) {
 	}
 }
 
+// readPid reads the pid a job wrote to path.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the job never started its child: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// A minion, no root, killed outright and started again kills what is
+// left of its job, which runs as --job-user: it reads the job's mark in
+// the environment of the job's processes as the job's user.
+func TestJobUserCleanUp(t *testing.T) {
+	r := newJobUserRig(t)
+	pids := r.dir(t, "pids")
+	pidFile := filepath.Join(pids, "child")
+	lorry := r.script(t, "lorry", "sleep 1000 &\necho $! > "+pidFile+"\necho started\nwait\n")
+	w := newWebapp(t, `{"job_id": 70, "path": "delta/left", "kind": "lorry", "text": "{}"}`)
+	cmd, logs := r.start(t, w, lorry)
+	select {
+	case <-w.started:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the job did not start; log:\n%s", logs)
+	}
+	pid := readPid(t, pidFile)
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	cmd.Process.Kill()
+	cmd.Wait()
+	if gone(pid) {
+		t.Fatal("the job's child died with the minion; nothing to test")
+	}
+
+	logs2 := r.run(t, w, lorry)
+	deadline := time.Now().Add(10 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the minion started again left the job's child %d running; log:\n%s", pid, logs2)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // stop-job kills the whole tree of a job that runs as --job-user: the
 // minion, no root, signals it with CAP_KILL.
 func TestJobUserStopJob(t *testing.T) {
@@ -293,14 +349,7 @@ func TestJobUserStopJob(t *testing.T) {
 	if exit != "143" {
 		t.Errorf("killed job's exit: got %q, want 143 (SIGTERM); log:\n%s", exit, logs)
 	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatalf("the job never started its child: %v; log:\n%s", err, logs)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := readPid(t, pidFile)
 	deadline := time.Now().Add(10 * time.Second)
 	for !gone(pid) {
 		if time.Now().After(deadline) {

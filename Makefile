@@ -117,6 +117,8 @@ install: build
 	@echo "  runuser -u lorry-controller -- lorry-controller-webapp token create --role admin --name admin --config $(SYSCONFDIR)/lorry-controller/webapp.conf >$(SYSCONFDIR)/lorry-controller/admin.token"
 	@echo "  runuser -u lorry-controller -- lorry-controller-webapp token create --role minion --name \$$(hostname) --config $(SYSCONFDIR)/lorry-controller/webapp.conf >$(SYSCONFDIR)/lorry-controller/minion.token"
 	@echo "  chown lorry-controller: $(SYSCONFDIR)/lorry-controller/*.token; chmod 0600 $(SYSCONFDIR)/lorry-controller/*.token"
+	@echo "Jobs run as lorry-controller-jobs (job-user in minion.conf): put lorry's ssh keys and git configuration"
+	@echo "for the git hosts in its home, /var/lib/lorry-controller/jobs (docs/operations.md)."
 
 # Removes what install put in place but the configuration in
 # $(SYSCONFDIR)/lorry-controller and the state in /var/lib/lorry-controller.

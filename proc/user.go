@@ -66,7 +66,7 @@ func (u *User) ShareDir(dir string) error {
 		return nil
 	}
 	if err := os.Lchown(dir, -1, int(u.GID)); err != nil {
-		return fmt.Errorf("give %s to the group of %s: %w (the minion's user must be a member of it)", dir, u.Name, err)
+		return fmt.Errorf("give %s to the group of %s: %w (the minion's user must own it and be in that group)", dir, u.Name, err)
 	}
 	if err := os.Chmod(dir, 0o770|os.ModeSticky); err != nil {
 		return fmt.Errorf("share %s with %s: %w", dir, u.Name, err)

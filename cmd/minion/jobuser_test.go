@@ -359,3 +359,33 @@ func TestJobUserStopJob(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// --job-user refuses users that would defeat it.
+func TestLookupJobUserRefuses(t *testing.T) {
+	self, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		t.Skipf("the test's own user has no name: %v", err)
+	}
+	tests := []struct {
+		name, user, want string
+	}{
+		{name: "unknown", user: "no-such-user-here", want: "unknown user"},
+		{name: "root", user: "root", want: "must not run as root"},
+		{name: "own user", user: self.Username, want: "the minion's own user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.user == "root" && os.Getuid() == 0 {
+				// Root is also the test's own user; either refusal will do.
+				tt.want = "root"
+			}
+			_, err := lookupJobUser(tt.user)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("lookupJobUser(%q): got %v, want an error saying %q", tt.user, err, tt.want)
+			}
+		})
+	}
+	if u, err := lookupJobUser(""); u != nil || err != nil {
+		t.Errorf(`lookupJobUser(""): got %v, %v; want nil, nil`, u, err)
+	}
+}

@@ -230,11 +230,11 @@ type webapp struct {
 
 	// killOnStart, when set, answers the updates after "started" with
 	// a kill, as the WEBAPP does after stop-job.
-	killOnStart *atomic.Bool
+	killOnStart atomic.Bool
 }
 
 func newWebapp(t *testing.T, job string) *webapp {
-	w := &webapp{started: make(chan struct{}), killOnStart: &atomic.Bool{}}
+	w := &webapp{started: make(chan struct{})}
 	var once sync.Once
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /1.0/give-me-job", func(rw http.ResponseWriter, r *http.Request) {

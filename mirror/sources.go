@@ -38,10 +38,26 @@ func (j *job) upstreamEnv(gitDir string, extra ...string) []string {
 	return gitEnv(gitDir, append([]string{"GIT_ALLOW_PROTOCOL=" + protocols}, extra...))
 }
 
+// converterSchemes are the URL schemes over which each converter reaches
+// a repository on another machine. The converters open much else: paths,
+// Mercurial's bundle: and union: repositories, Breezy's readonly+, log+
+// and other decorators of file: URLs, Subversion's file:. So a URL is
+// remote only if it has one of these schemes, spelt as the converter
+// reads it; everything else is taken for local.
+var converterSchemes = map[string][]string{
+	"svn": {"http", "https", "svn", "svn+ssh"},
+	"hg":  {"http", "https", "ssh", "static-http"},
+	"bzr": {"http", "https", "bzr", "bzr+ssh", "bzr+http", "bzr+https", "sftp", "ftp"},
+}
+
+// cvsMethods are the CVSROOT methods that reach another machine.
+var cvsMethods = []string{"pserver", "gserver", "kserver", "server", "ext", "extssh", "ssh"}
+
 // checkSources refuses a spec whose upstream is on this machine, unless
 // allowLocal, and a git URL whose transport lorry does not fetch over.
 func checkSources(typ string, v any, allowLocal bool) error {
 	var local []string
+	remote := "http and https"
 	switch s := v.(type) {
 	case *lorryspec.Git:
 		switch t := gitTransport(s.URL); t {
@@ -63,20 +79,21 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			}
 		}
 	case *lorryspec.Svn:
-		if pathOrFileURL(s.URL) {
+		if !remoteURL(s.URL, converterSchemes["svn"]) {
 			local = append(local, s.URL)
 		}
 	case *lorryspec.Hg:
-		if pathOrFileURL(s.URL) {
+		if !remoteURL(s.URL, converterSchemes["hg"]) {
 			local = append(local, s.URL)
 		}
 	case *lorryspec.Bzr:
 		for _, u := range append([]string{s.URL}, slices.Sorted(maps.Values(s.Branches))...) {
-			if u != "" && pathOrFileURL(u) && !bzrDirectory(u) {
+			if u != "" && !remoteURL(u, converterSchemes["bzr"]) && !bzrDirectory(u) {
 				local = append(local, u)
 			}
 		}
 	case *lorryspec.Cvs:
+		remote = "the methods " + strings.Join(cvsMethods, ", ") + ` and "host:/path"`
 		isLocal, err := cvsLocal(s.URL)
 		if err != nil {
 			return err
@@ -85,11 +102,15 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			local = append(local, s.URL)
 		}
 	}
+	if schemes, ok := converterSchemes[typ]; ok {
+		remote = "the schemes " + strings.Join(schemes, ", ")
+	}
 	if len(local) == 0 || allowLocal {
 		return nil
 	}
-	return fmt.Errorf("%s URL %q is on this machine, and lorry refuses local sources so that a spec cannot read the files of the machine it runs on; "+
-		"allow them with lorry --allow-local-sources (set by the WEBAPP's --allow-local-sources)", typ, redact.URLs(local[0]))
+	return fmt.Errorf("%s URL %q may name files of this machine: lorry takes a %s source for remote only with %s, "+
+		"and refuses local sources so that a spec cannot read the files of the machine it runs on; "+
+		"allow them with lorry --allow-local-sources (set by the WEBAPP's --allow-local-sources)", typ, redact.URLs(local[0]), typ, remote)
 }
 
 // schemeLen is the length of the URL scheme (or git remote helper name) at
@@ -135,16 +156,11 @@ func gitTransport(url string) string {
 	return "ssh"
 }
 
-// pathOrFileURL tells whether a converter's url names something on this
-// machine. Subversion, Mercurial and Bazaar all take a path where a URL
-// would go, so anything but "<scheme>://" with a scheme other than file is
-// taken for one.
-func pathOrFileURL(url string) bool {
+// remoteURL tells whether url is "<scheme>://..." with one of schemes,
+// in lower case as the converters spell them.
+func remoteURL(url string, schemes []string) bool {
 	n := schemeLen(url)
-	if n > 0 && strings.HasPrefix(url[n:], "://") {
-		return strings.EqualFold(url[:n], "file")
-	}
-	return true
+	return n > 0 && strings.HasPrefix(url[n:], "://") && slices.Contains(schemes, url[:n])
 }
 
 // bzrDirectory tells whether url is one of Bazaar's directory services,
@@ -158,18 +174,19 @@ func bzrDirectory(url string) bool {
 	return false
 }
 
-// cvsLocal tells whether a CVSROOT names a repository on this machine: the :local: and :fork: methods, or a path.
-// A root without a method is a path unless it is "[user@]host:/path",
-// which cvs reaches with ssh. Method options (":ext;CVS_RSH=prog:") are
-// refused: they choose the programs that cvs runs.
+// cvsLocal tells whether a CVSROOT may name a repository on this
+// machine: a method other than those of cvsMethods (:local: and :fork:
+// among them), or a path. A root without a method is a path unless it is
+// "[user@]host:/path", which cvs reaches with ssh. Method options
+// (":ext;CVS_RSH=prog:") are refused: they choose the programs that cvs
+// runs.
 func cvsLocal(root string) (bool, error) {
 	if rest, ok := strings.CutPrefix(root, ":"); ok {
 		method, _, _ := strings.Cut(rest, ":")
 		if strings.Contains(method, ";") {
 			return false, fmt.Errorf("CVSROOT %q has method options, which lorry refuses: they choose the programs that cvs runs", redact.URLs(root))
 		}
-		method = strings.ToLower(method)
-		return method == "local" || method == "fork", nil
+		return !slices.Contains(cvsMethods, strings.ToLower(method)), nil
 	}
 	return strings.HasPrefix(root, "/") || !strings.Contains(root, ":"), nil
 }

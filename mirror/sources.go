@@ -57,7 +57,6 @@ var cvsMethods = []string{"pserver", "gserver", "kserver", "server", "ext", "ext
 // allowLocal, and a git URL whose transport lorry does not fetch over.
 func checkSources(typ string, v any, allowLocal bool) error {
 	var local []string
-	remote := "http and https"
 	switch s := v.(type) {
 	case *lorryspec.Git:
 		switch t := gitTransport(s.URL); t {
@@ -93,7 +92,6 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			}
 		}
 	case *lorryspec.Cvs:
-		remote = "the methods " + strings.Join(cvsMethods, ", ") + ` and "host:/path"`
 		isLocal, err := cvsLocal(s.URL)
 		if err != nil {
 			return err
@@ -102,15 +100,15 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			local = append(local, s.URL)
 		}
 	}
-	if schemes, ok := converterSchemes[typ]; ok {
-		remote = "the schemes " + strings.Join(schemes, ", ")
-	}
 	if len(local) == 0 || allowLocal {
 		return nil
 	}
-	return fmt.Errorf("%s URL %q may name files of this machine: lorry takes a %s source for remote only with %s, "+
-		"and refuses local sources so that a spec cannot read the files of the machine it runs on; "+
-		"allow them with lorry --allow-local-sources (set by the WEBAPP's --allow-local-sources)", typ, redact.URLs(local[0]), typ, remote)
+	var maybe string
+	if schemes, ok := converterSchemes[typ]; ok {
+		maybe = fmt.Sprintf(" or may be (a %s URL is remote only with the schemes %s)", typ, strings.Join(schemes, ", "))
+	}
+	return fmt.Errorf("%s URL %q is on this machine%s, and lorry refuses local sources so that a spec cannot read the files of the machine it runs on; "+
+		"allow them with lorry --allow-local-sources (set by the WEBAPP's --allow-local-sources)", typ, redact.URLs(local[0]), maybe)
 }
 
 // schemeLen is the length of the URL scheme (or git remote helper name) at

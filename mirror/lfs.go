@@ -98,6 +98,11 @@ func lfsConfig(url string, config []string) []string {
 // mirror that skips it would hand clones a pointer in its place.
 func (j *job) fetchLFS(ctx context.Context, url string, config []string) error {
 	fmt.Fprintf(j.out, "fetching LFS objects from %s\n", redact.URLs(lfsEndpoint(url)))
+	if !j.opts.AllowLocalSources {
+		if err := checkRemoteHost(ctx, lfsEndpoint(url)); err != nil {
+			return &classError{ClassLFS, fmt.Errorf("fetch the LFS objects of %s: %w", redact.URLs(url), err)}
+		}
+	}
 	env := j.upstreamEnv(j.gitDir, lfsConfig(url, config)...)
 	if _, err := run(ctx, j.out, env, "git", "lfs", "fetch", "--all", url); err != nil {
 		return &classError{ClassLFS, fmt.Errorf("fetch the LFS objects of %s: %w", redact.URLs(url), err)}

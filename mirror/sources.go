@@ -78,15 +78,24 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			}
 		}
 	case *lorryspec.Svn:
+		if err := optionHost(typ, s.URL); err != nil {
+			return err
+		}
 		if !remoteURL(s.URL, converterSchemes["svn"]) {
 			local = append(local, s.URL)
 		}
 	case *lorryspec.Hg:
+		if err := optionHost(typ, s.URL); err != nil {
+			return err
+		}
 		if !remoteURL(s.URL, converterSchemes["hg"]) {
 			local = append(local, s.URL)
 		}
 	case *lorryspec.Bzr:
 		for _, u := range append([]string{s.URL}, slices.Sorted(maps.Values(s.Branches))...) {
+			if err := optionHost(typ, u); err != nil {
+				return err
+			}
 			if u != "" && !remoteURL(u, converterSchemes["bzr"]) && !bzrDirectory(u) {
 				local = append(local, u)
 			}
@@ -159,6 +168,25 @@ func gitTransport(url string) string {
 func remoteURL(url string, schemes []string) bool {
 	n := schemeLen(url)
 	return n > 0 && strings.HasPrefix(url[n:], "://") && slices.Contains(schemes, url[:n])
+}
+
+// optionHost refuses a URL whose host starts with "-", which the ssh that
+// a converter runs for it could take for an option such as
+// -oProxyCommand=, which runs a command.
+func optionHost(typ, url string) error {
+	n := schemeLen(url)
+	rest, ok := strings.CutPrefix(url[n:], "://")
+	if n == 0 || !ok {
+		return nil
+	}
+	authority, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	if strings.HasPrefix(authority, "-") {
+		return fmt.Errorf("%s URL %q names a host starting with \"-\", which ssh would take for an option", typ, redact.URLs(url))
+	}
+	return nil
 }
 
 // bzrDirectory tells whether url is one of Bazaar's directory services,

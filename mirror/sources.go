@@ -101,6 +101,9 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			}
 		}
 	case *lorryspec.Cvs:
+		if strings.HasPrefix(cvsHost(s.URL), "-") {
+			return fmt.Errorf("CVSROOT %q names a host starting with \"-\", which ssh would take for an option", redact.URLs(s.URL))
+		}
 		isLocal, err := cvsLocal(s.URL)
 		if err != nil {
 			return err
@@ -215,4 +218,18 @@ func cvsLocal(root string) (bool, error) {
 		return !slices.Contains(cvsMethods, strings.ToLower(method)), nil
 	}
 	return strings.HasPrefix(root, "/") || !strings.Contains(root, ":"), nil
+}
+
+// cvsHost is the host of a CVSROOT, "[:method:][user[:password]@]host[:port]:path",
+// or what stands in its place in a root without one.
+func cvsHost(root string) string {
+	rest := root
+	if r, ok := strings.CutPrefix(root, ":"); ok {
+		_, rest, _ = strings.Cut(r, ":")
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	host, _, _ := strings.Cut(rest, ":")
+	return host
 }

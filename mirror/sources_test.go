@@ -214,6 +214,9 @@ func TestSourceKinds(t *testing.T) {
 		{name: "cvs implied ext", typ: "cvs", fields: map[string]any{"url": "cvs.example.com:/cvs", "module": "m"}},
 		{name: "cvs local method", typ: "cvs", fields: map[string]any{"url": ":local:/srv/cvs", "module": "m"}, want: "local"},
 		{name: "cvs fork method", typ: "cvs", fields: map[string]any{"url": ":fork:/srv/cvs", "module": "m"}, want: "local"},
+		{name: "cvs ext option host", typ: "cvs", fields: map[string]any{"url": ":ext:-oProxyCommand=id:/cvs", "module": "m"}, want: "option"},
+		{name: "cvs implied ext option host", typ: "cvs", fields: map[string]any{"url": "-oProxyCommand=id:/cvs", "module": "m"}, want: "option"},
+		{name: "cvs pserver option host", typ: "cvs", fields: map[string]any{"url": ":pserver:anon@-x:/cvs", "module": "m"}, want: "option"},
 		{name: "cvs unknown method", typ: "cvs", fields: map[string]any{"url": ":other:/srv/cvs", "module": "m"}, want: "local"},
 		{name: "cvs path", typ: "cvs", fields: map[string]any{"url": "/srv/cvs", "module": "m"}, want: "local"},
 		{

@@ -29,6 +29,11 @@ func localAddr(ip netip.Addr) bool {
 	return ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified()
 }
 
+// isLocal is the check the guards make: localAddr, but for the tests,
+// which stand a loopback address in for a host on the network rather than
+// send anything to an address off loopback.
+var isLocal = localAddr
+
 // localAddrError is the refusal of a connection to a local address.
 type localAddrError struct{ addr string }
 
@@ -44,7 +49,7 @@ func refuseLocalControl(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", address, err)
 	}
-	if localAddr(ap.Addr()) {
+	if isLocal(ap.Addr()) {
 		return &localAddrError{address}
 	}
 	return nil
@@ -93,7 +98,7 @@ func guardedProxy(req *http.Request) (*url.URL, error) {
 		return nil, err
 	}
 	for _, a := range addrs {
-		if localAddr(a) {
+		if isLocal(a) {
 			return nil, &localAddrError{net.JoinHostPort(a.String(), req.URL.Port())}
 		}
 	}
@@ -120,7 +125,7 @@ func checkRemoteHost(ctx context.Context, rawURL string) error {
 		return fmt.Errorf("resolve %s: %w", host, err)
 	}
 	for _, a := range addrs {
-		if localAddr(a) {
+		if isLocal(a) {
 			return &localAddrError{net.JoinHostPort(a.String(), port)}
 		}
 	}

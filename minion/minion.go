@@ -233,11 +233,16 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	result := m.newLorryResult(j)
 	defer result.remove()
 	args := append([]string{"--working-area", m.cfg.WorkingArea, "--result-file", result.path}, j.lorryFlags()...)
-	if j.PushURL != "" {
-		args = append(args, "--push-url", j.PushURL)
-	}
 	args = append(args, spec)
-	env := append(m.jobUserEnv(os.Environ()), mark)
+	env := append(slices.DeleteFunc(m.jobUserEnv(os.Environ()), func(kv string) bool {
+		return strings.HasPrefix(kv, "LORRY_PUSH_URL=") || strings.HasPrefix(kv, "LORRY_MIRROR_BASE_URL_PUSH=")
+	}), mark)
+	if j.PushURL != "" {
+		// The push URL of a downstream over https carries its API token:
+		// in lorry's environment, which only its user can read, not on
+		// its command line, which every user can.
+		env = append(env, "LORRY_PUSH_URL="+j.PushURL)
+	}
 	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea, User: m.cfg.JobUser})
 	if err != nil {
 		log.Error("cannot start lorry", "err", err)

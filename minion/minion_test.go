@@ -118,14 +118,19 @@ func TestLorryArguments(t *testing.T) {
 		pushURL  string
 		answer   string // instead of the usual answer
 		wantPush []string
+		// wantEnvURL is the push URL lorry finds in its environment; it
+		// is never on its command line.
+		wantEnvURL string
 	}{
 		{name: "no push url", kind: "lorry", pushURL: "", wantPush: nil},
-		{name: "push url", kind: "lorry", pushURL: "ssh://git@downstream/delta/foo.git", wantPush: []string{"--push-url", "ssh://git@downstream/delta/foo.git"}},
+		{name: "push url", kind: "lorry", pushURL: "ssh://git@downstream/delta/foo.git", wantEnvURL: "ssh://git@downstream/delta/foo.git"},
+		{name: "push url with a token", kind: "lorry", pushURL: "https://oauth2:TOKEN@downstream/delta/foo.git", wantEnvURL: "https://oauth2:TOKEN@downstream/delta/foo.git"},
 		{name: "kind missing means lorry", kind: "", pushURL: "", wantPush: nil},
 		{
 			name: "local sources allowed", kind: "lorry",
-			answer:   `{"job_id": 7, "path": "delta/foo", "kind": "lorry", "allow_local_sources": true, "push_url": "/srv/down/foo.git", "text": `,
-			wantPush: []string{"--allow-local-sources", "--push-url", "/srv/down/foo.git"},
+			answer:     `{"job_id": 7, "path": "delta/foo", "kind": "lorry", "allow_local_sources": true, "push_url": "/srv/down/foo.git", "text": `,
+			wantPush:   []string{"--allow-local-sources"},
+			wantEnvURL: "/srv/down/foo.git",
 		},
 	}
 	for _, tt := range tests {
@@ -133,7 +138,9 @@ func TestLorryArguments(t *testing.T) {
 			f := newFakeWebapp(t)
 			out := t.TempDir()
 			argsFile, specFile := filepath.Join(out, "args"), filepath.Join(out, "spec")
+			envFile := filepath.Join(out, "env")
 			lorry := writeLorry(t, `printf '%s\n' "$@" > `+sh(argsFile)+`
+printf '%s' "${LORRY_PUSH_URL-unset}" > `+sh(envFile)+`
 eval "spec=\${$#}"
 cp "$spec" `+sh(specFile)+`
 pwd`)
@@ -164,6 +171,13 @@ pwd`)
 			want := append(append([]string{"--working-area", cfg.WorkingArea, "--result-file", result}, tt.wantPush...), spec)
 			if strings.Join(args, " ") != strings.Join(want, " ") {
 				t.Errorf("lorry arguments: got %q, want %q", args, want)
+			}
+			wantEnv := tt.wantEnvURL
+			if wantEnv == "" {
+				wantEnv = "unset"
+			}
+			if got, _ := os.ReadFile(envFile); string(got) != wantEnv {
+				t.Errorf("LORRY_PUSH_URL: got %q, want %q", got, wantEnv)
 			}
 			if !strings.HasSuffix(spec, ".lorry") || filepath.Dir(spec) != m.jobDir() || !strings.HasPrefix(spec, cfg.WorkingArea+"/") {
 				t.Errorf("spec file: got %q, want a .lorry file in %s", spec, m.jobDir())

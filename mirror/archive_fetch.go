@@ -172,7 +172,7 @@ func (j *job) fetchHTTP(ctx context.Context, rawURL string, checkCertificates *b
 	if insecure {
 		fmt.Fprintf(j.out, "certificate checks are off for this spec\n")
 	}
-	resp, err := httpClient(insecure).Do(req)
+	resp, err := httpClient(insecure, j.opts.AllowLocalSources).Do(req)
 	if err != nil {
 		return download{}, err
 	}
@@ -232,32 +232,47 @@ func (s *stallReader) Read(p []byte) (int, error) {
 
 var (
 	clientsOnce sync.Once
-	clients     [2]*http.Client // checking certificates, not checking
+	// clients[insecure][allowLocal]: checking certificates or not,
+	// connecting to local addresses or not.
+	clients [2][2]*http.Client
 )
 
 // httpClient returns a client that follows redirects, uses the proxy of
-// the environment and, if insecure, skips certificate verification. The
-// two clients are shared so that connections are reused.
-func httpClient(insecure bool) *http.Client {
+// the environment and, if insecure, skips certificate verification.
+// Unless allowLocal, it refuses to connect to loopback and link-local
+// addresses (see localaddr.go). The clients are shared so that
+// connections are reused.
+func httpClient(insecure, allowLocal bool) *http.Client {
 	clientsOnce.Do(func() {
 		for i := range clients {
-			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
-			tr.TLSHandshakeTimeout = dialTimeout
-			tr.ResponseHeaderTimeout = headerTimeout
-			// The file is wanted byte for byte: a .tar.gz that a server
-			// sends gzip-encoded must not arrive as a .tar.
-			tr.DisableCompression = true
-			if i == 1 {
-				tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+			for l := range clients[i] {
+				dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+				tr := http.DefaultTransport.(*http.Transport).Clone()
+				tr.DialContext = dialer.DialContext
+				if l == 0 {
+					tr.DialContext = guardedDial(dialer)
+					tr.Proxy = guardedProxy
+				}
+				tr.TLSHandshakeTimeout = dialTimeout
+				tr.ResponseHeaderTimeout = headerTimeout
+				// The file is wanted byte for byte: a .tar.gz that a
+				// server sends gzip-encoded must not arrive as a .tar.
+				tr.DisableCompression = true
+				if i == 1 {
+					tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+				}
+				clients[i][l] = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 			}
-			clients[i] = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 		}
 	})
-	if insecure {
-		return clients[1]
+	return clients[b2i(insecure)][b2i(allowLocal)]
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	return clients[0]
+	return 0
 }
 
 func checkRedirect(req *http.Request, via []*http.Request) error {

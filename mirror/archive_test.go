@@ -238,7 +238,8 @@ func runArchive(t *testing.T, spec lorryspec.Spec, opts Options) (Result, string
 	if opts.LockWait == 0 {
 		opts.LockWait = time.Second
 	}
-	// Some of the tests' archives are local files.
+	// Some of the tests' archives are local files, and their servers
+	// listen on loopback.
 	opts.AllowLocalSources = true
 	res := Run(context.Background(), spec, opts)
 	t.Logf("%s\n%s", res, out.String())

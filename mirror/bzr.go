@@ -178,14 +178,15 @@ func (c *bzrConversion) pull(ctx context.Context, name, url string) error {
 	var err error
 	if _, statErr := os.Stat(dst); statErr == nil {
 		// --overwrite: the copy follows upstream even when upstream
-		// history was rewritten.
-		err = c.j.runTool(ctx, c.dir, c.env(), "brz", "pull", "--quiet", "--overwrite", "-d", dst, url)
+		// history was rewritten. --: a URL starting with "-" is the
+		// URL, not an option.
+		err = c.j.runTool(ctx, c.dir, c.env(), "brz", "pull", "--quiet", "--overwrite", "-d", dst, "--", url)
 	} else {
 		tmp := filepath.Join(c.repo(), ".new-"+workarea.Name(name))
 		if err := os.RemoveAll(tmp); err != nil {
 			return err
 		}
-		err = c.j.runTool(ctx, c.dir, c.env(), "brz", "branch", "--quiet", "--no-tree", url, tmp)
+		err = c.j.runTool(ctx, c.dir, c.env(), "brz", "branch", "--quiet", "--no-tree", "--", url, tmp)
 		if err == nil {
 			err = os.Rename(tmp, dst)
 		}

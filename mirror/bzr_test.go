@@ -154,3 +154,15 @@ func TestBzrNeedsFastimport(t *testing.T) {
 		t.Errorf("error:\ngot  %v\nwant %s\noutput:\n%s", res.Err, want, out)
 	}
 }
+
+// A branch URL that starts with "-" is a location brz cannot find, not
+// an option of brz branch.
+func TestBzrURLIsNoOption(t *testing.T) {
+	t.Parallel()
+	cvNeed(t, cvTool{"brz", "brz"})
+	m := newCvMirror(t, "bzr", map[string]any{"url": "--version"})
+	res, out := m.run()
+	if res.Err == nil || !strings.Contains(out, "Not a branch") {
+		t.Errorf("got %v; want brz to find no branch at --version\noutput:\n%s", res.Err, out)
+	}
+}

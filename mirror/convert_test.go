@@ -72,6 +72,10 @@ type cvMirror struct {
 	spec lorryspec.Spec
 	area string
 	down string
+	// refuseLocal runs lorry as it runs by default, with local sources
+	// refused; the tests' upstreams are on this machine, so they allow
+	// them otherwise.
+	refuseLocal bool
 }
 
 func newCvMirror(t *testing.T, typ string, fields map[string]any) *cvMirror {
@@ -96,7 +100,7 @@ func (m *cvMirror) run() (mirror.Result, string) {
 	var out syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res := mirror.Run(ctx, m.spec, mirror.Options{WorkingArea: m.area, PushURL: m.down, Out: &out, AllowLocalSources: true})
+	res := mirror.Run(ctx, m.spec, mirror.Options{WorkingArea: m.area, PushURL: m.down, Out: &out, AllowLocalSources: !m.refuseLocal})
 	return res, out.String()
 }
 
@@ -346,6 +350,44 @@ func TestConverterHidesCredentials(t *testing.T) {
 			}
 			if !strings.Contains(out+res.Err.Error(), "http://***@127.0.0.1:9/repo") {
 				t.Errorf("got error %v and output\n%s\nwant the URL shown with its credentials hidden", res.Err, out)
+			}
+		})
+	}
+}
+
+// The converters open local repositories under URL forms other than
+// paths and file: URLs: Mercurial's union: and bundle:, Breezy's
+// decorators of file: URLs. Allowed, each mirrors files of this machine;
+// by default, each is refused before the converter runs.
+func TestConverterLocalURLForms(t *testing.T) {
+	t.Parallel()
+	hg := newCvHgUpstream(t)
+	hg.commitFile("README", "one\n", "one")
+	bundle := filepath.Join(t.TempDir(), "repo.hg")
+	hg.hg("bundle", "--quiet", "--all", bundle)
+	bzr := newCvBzrUpstream(t)
+	tests := []struct {
+		name, typ, url string
+	}{
+		{"hg union", "hg", "union://" + hg.dir + "+" + hg.dir},
+		{"hg bundle", "hg", "bundle:" + bundle},
+		{"bzr readonly", "bzr", "readonly+file://" + bzr.trunk},
+		{"bzr log", "bzr", "log+file://" + bzr.trunk},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newCvMirror(t, tc.typ, map[string]any{"url": tc.url})
+			m.refuseLocal = true
+			res, out := m.run()
+			if res.Err == nil || !strings.Contains(res.Err.Error(), "--allow-local-sources") {
+				t.Fatalf("got %v, want the local source refused\noutput:\n%s", res.Err, out)
+			}
+			if refs := m.refs(); len(refs) != 0 {
+				t.Fatalf("the refused source reached the downstream: %v", refs)
+			}
+			m.refuseLocal = false
+			if res, out := m.run(); res.Err != nil || len(m.refs()) == 0 {
+				t.Errorf("with local sources allowed: %v, downstream refs %v; want the source mirrored\noutput:\n%s", res.Err, m.refs(), out)
 			}
 		})
 	}

@@ -72,7 +72,9 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	// -i: import only, into a repository without a working tree.
 	// -k: keywords such as $Id$ unexpanded, so that content does not
 	// depend on where the file was checked out from.
-	args := []string{"cvsimport", "-v", "-a", "-i", "-k", "-o", "master", "-d", c.URL, "-C", dir, c.Module}
+	// --: a module starting with "-" is the module, not an option such
+	// as -P FILE, which would have cvsimport read a file of this machine.
+	args := []string{"cvsimport", "-v", "-a", "-i", "-k", "-o", "master", "-d", c.URL, "-C", dir, "--", c.Module}
 	if err := j.runTool(ctx, dir, env, "git", args...); err != nil {
 		return nil, false, fmt.Errorf("convert %s: %w", redact.URLs(c.URL), err)
 	}

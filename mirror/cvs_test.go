@@ -128,3 +128,20 @@ func TestCvsMirrorFollowsUpstream(t *testing.T) {
 		t.Errorf("updated: got %v, want %v", res.Changes.Updated, want)
 	}
 }
+
+// TestCvsModuleIsNoOption gives a module that starts with "-", which
+// cvsimport must take for the module, whatever it looks like as an
+// option. cvsps, which cvsimport then runs, takes no such module, so the
+// run fails there, and not with cvsimport's usage.
+func TestCvsModuleIsNoOption(t *testing.T) {
+	t.Parallel()
+	u := newCvCvsUpstream(t)
+	m := newCvMirror(t, "cvs", map[string]any{"url": u.root, "module": "-vmod"})
+	res, out := m.run()
+	if res.Err == nil {
+		t.Fatalf("run of module -vmod succeeded; want cvsps to refuse it\noutput:\n%s", out)
+	}
+	if strings.Contains(out, "usage: git cvsimport") || !strings.Contains(out, "cvsps reported error") {
+		t.Errorf("cvsimport did not take -vmod for the module\noutput:\n%s", out)
+	}
+}

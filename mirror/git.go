@@ -48,10 +48,11 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if g.Prune {
 		args = append(args, "--prune")
 	}
-	args = append(args, "--", g.URL)
+	plain, creds := credentials(g.URL)
+	args = append(args, "--", plain)
 	args = append(args, fetch...)
 	fmt.Fprintf(j.out, "fetching %s\n", redact.URLs(g.URL))
-	if _, err := run(ctx, j.out, j.upstreamEnv(j.gitDir), "git", args...); err != nil {
+	if _, err := run(ctx, j.out, j.upstreamEnv(j.gitDir, configEnv(creds)...), "git", args...); err != nil {
 		return nil, false, fmt.Errorf("fetch %s: %w", redact.URLs(g.URL), err)
 	}
 	// Upstream Lorry reported success when a refspec matched nothing and
@@ -85,8 +86,9 @@ func (j *job) lfsOf(ctx context.Context, g *lorryspec.Git, config []string) erro
 // the upstream is asked. The fetch has succeeded by then, so a failure to
 // ask leaves HEAD as it was rather than failing the run.
 func (j *job) followUpstreamHead(ctx context.Context, args []string, url string, fetch []string, refs map[string]string) {
-	args = append(args, "ls-remote", "--symref", "--", url, "HEAD")
-	out, err := j.gitIn(ctx, "", args...)
+	plain, creds := credentials(url)
+	args = append(args, "ls-remote", "--symref", "--", plain, "HEAD")
+	out, err := run(ctx, j.out, j.upstreamEnv("", configEnv(creds)...), "git", args...)
 	if err != nil {
 		fmt.Fprintf(j.out, "cannot tell the upstream's HEAD; the mirror's stays as it was: %v\n", err)
 		return
@@ -148,12 +150,12 @@ func (j *job) cloneGit(ctx context.Context, args []string, url string) error {
 	os.RemoveAll(tmp)
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(j.out, "cloning %s\n", redact.URLs(url))
-	args = append(args, "clone", "--bare", "--progress", "--", url, tmp)
-	if _, err := run(ctx, j.out, j.upstreamEnv(""), "git", args...); err != nil {
+	plain, creds := credentials(url)
+	args = append(args, "clone", "--bare", "--progress", "--", plain, tmp)
+	if _, err := run(ctx, j.out, j.upstreamEnv("", configEnv(creds)...), "git", args...); err != nil {
 		return fmt.Errorf("clone %s: %w", redact.URLs(url), err)
 	}
-	// Later runs fetch by URL, so the clone's remote, which may hold
-	// credentials, is not kept.
+	// Later runs fetch by URL, so the clone's remote is not kept.
 	if _, err := j.gitIn(ctx, tmp, "config", "--remove-section", "remote.origin"); err != nil {
 		return err
 	}

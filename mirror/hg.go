@@ -3,7 +3,10 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
@@ -33,9 +36,16 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, err
 	}
 	gitDir := filepath.Join(dir, "git")
+	// git hands the remote's URL to git-remote-hg on its command line, so
+	// it is given without credentials; Mercurial takes them from a
+	// configuration file that only this user can read, there for the
+	// fetch alone.
+	plain, auth, err := hgCredentials(h.URL)
+	if err != nil {
+		return nil, false, err
+	}
 	err = j.initConverterRepo(ctx, gitDir, func(tmp string) error {
 		for _, kv := range [][]string{
-			{"remote." + hgRemote + ".url", "hg::" + h.URL},
 			// Only the branches and tags: git-remote-hg's notes, which
 			// map commits to changesets, are its own business.
 			{"remote." + hgRemote + ".fetch", "+refs/heads/*:refs/heads/*"},
@@ -50,12 +60,72 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	// Set at every run: a conversion made before kept the URL with its
+	// credentials.
+	if _, err := j.gitIn(ctx, gitDir, "config", "remote."+hgRemote+".url", "hg::"+plain); err != nil {
+		return nil, false, err
+	}
 	fmt.Fprintf(j.out, "fetching %s with git-remote-hg\n", redact.URLs(h.URL))
 	// git reaches the upstream only through git-remote-hg; the spec's URL
 	// was checked for Mercurial.
-	env := gitEnv(gitDir, []string{"GIT_ALLOW_PROTOCOL=hg"})
+	extra := []string{"GIT_ALLOW_PROTOCOL=hg"}
+	if auth != "" {
+		rc := filepath.Join(dir, "auth.hgrc")
+		if err := os.WriteFile(rc, []byte(auth), 0o600); err != nil {
+			return nil, false, err
+		}
+		defer os.Remove(rc)
+		extra = append(extra, "HGRCPATH="+hgrcPath(rc))
+	}
+	env := gitEnv(gitDir, extra)
 	if err := j.runTool(ctx, dir, env, "git", "fetch", "--progress", hgRemote); err != nil {
 		return nil, false, fmt.Errorf("convert %s: %w", redact.URLs(h.URL), err)
 	}
 	return j.takeConverted(ctx, gitDir, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+}
+
+// hgCredentials splits the user and password off an http or https url:
+// plain is url without them, and auth the Mercurial configuration that
+// gives them for url's host, "" when url has none.
+func hgCredentials(rawURL string) (plain, auth string, err error) {
+	scheme := rawURL[:schemeLen(rawURL)]
+	if scheme != "http" && scheme != "https" {
+		return rawURL, "", nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL, "", nil
+	}
+	user := u.User.Username()
+	pass, _ := u.User.Password()
+	if strings.ContainsAny(user+pass, "\r\n") {
+		return "", "", fmt.Errorf("hg URL %q has a line break in its credentials", redact.URLs(rawURL))
+	}
+	u.User = nil
+	plain = u.String()
+	prefix := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+	auth = "[auth]\nlorry.prefix = " + prefix + "\nlorry.username = " + user + "\n"
+	if pass != "" {
+		auth += "lorry.password = " + pass + "\n"
+	}
+	return plain, auth, nil
+}
+
+// hgrcPath is HGRCPATH for Mercurial's own configuration files and rc
+// after them. HGRCPATH replaces the files Mercurial reads, so those that
+// it reads without one are named (or the HGRCPATH of lorry's
+// environment); files that do not exist are skipped.
+func hgrcPath(rc string) string {
+	if p, ok := os.LookupEnv("HGRCPATH"); ok {
+		return p + string(os.PathListSeparator) + rc
+	}
+	paths := []string{"/etc/mercurial/hgrc", "/etc/mercurial/hgrc.d"}
+	if home, err := os.UserHomeDir(); err == nil {
+		config := os.Getenv("XDG_CONFIG_HOME")
+		if config == "" {
+			config = filepath.Join(home, ".config")
+		}
+		paths = append(paths, filepath.Join(home, ".hgrc"), filepath.Join(config, "hg", "hgrc"))
+	}
+	return strings.Join(append(paths, rc), string(os.PathListSeparator))
 }

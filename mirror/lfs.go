@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"lorrycontroller/redact"
@@ -71,26 +70,23 @@ func lfsEndpoint(url string) string {
 }
 
 // lfsConfig is the environment that gives git-lfs, and the git it runs,
-// its configuration for the repository at url, plus the "-c name=value"
-// options of config. It is given as GIT_CONFIG_* rather than as options,
-// so that messages name "git lfs".
-func lfsConfig(url string, config []string) []string {
-	kv := []string{
-		"lfs.url=" + lfsEndpoint(url),
+// its configuration for the repository at url, with url's credentials
+// (see credentials), plus the "-c name=value" options of config. It is
+// given as GIT_CONFIG_* rather than as options, so that messages name
+// "git lfs". The first result is url without its credentials.
+func lfsConfig(url string, config []string) (string, []string) {
+	plain, kv := credentials(url)
+	kv = append(kv,
+		"lfs.url="+lfsEndpoint(plain),
 		// Mirrors take no locks, and not every server has the API.
 		"lfs.locksverify=false",
-	}
+	)
 	for i := 0; i+1 < len(config); i += 2 {
 		if config[i] == "-c" {
 			kv = append(kv, config[i+1])
 		}
 	}
-	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(kv))}
-	for i, c := range kv {
-		k, v, _ := strings.Cut(c, "=")
-		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, k), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, v))
-	}
-	return env
+	return plain, configEnv(kv)
 }
 
 // fetchLFS fetches every LFS object that the mirror's refs point to from
@@ -98,8 +94,14 @@ func lfsConfig(url string, config []string) []string {
 // mirror that skips it would hand clones a pointer in its place.
 func (j *job) fetchLFS(ctx context.Context, url string, config []string) error {
 	fmt.Fprintf(j.out, "fetching LFS objects from %s\n", redact.URLs(lfsEndpoint(url)))
-	env := j.upstreamEnv(j.gitDir, lfsConfig(url, config)...)
-	if _, err := run(ctx, j.out, env, "git", "lfs", "fetch", "--all", url); err != nil {
+	if !j.opts.AllowLocalSources {
+		if err := checkRemoteHost(ctx, lfsEndpoint(url)); err != nil {
+			return &classError{ClassLFS, fmt.Errorf("fetch the LFS objects of %s: %w", redact.URLs(url), err)}
+		}
+	}
+	plain, config := lfsConfig(url, config)
+	env := j.upstreamEnv(j.gitDir, config...)
+	if _, err := run(ctx, j.out, env, "git", "lfs", "fetch", "--all", plain); err != nil {
 		return &classError{ClassLFS, fmt.Errorf("fetch the LFS objects of %s: %w", redact.URLs(url), err)}
 	}
 	return nil
@@ -109,13 +111,13 @@ func (j *job) fetchLFS(ctx context.Context, url string, config []string) error {
 // LFS server of the downstream url, before the refs that name them.
 func (j *job) pushLFS(ctx context.Context, url string) error {
 	fmt.Fprintf(j.out, "pushing LFS objects to %s\n", redact.URLs(lfsEndpoint(url)))
-	remote := url
+	remote, config := lfsConfig(url, nil)
 	if gitTransport(url) == "file" {
 		// The standalone transfer agent takes the repository from the
 		// remote, as a file: URL, whatever lfs.url says.
 		remote = lfsEndpoint(url)
 	}
-	env := gitEnv(j.gitDir, lfsConfig(url, nil))
+	env := gitEnv(j.gitDir, config)
 	if _, err := run(ctx, j.out, env, "git", "lfs", "push", "--all", remote); err != nil {
 		return &classError{ClassLFS, fmt.Errorf("push the LFS objects to %s: %w", redact.URLs(url), err)}
 	}

@@ -1,11 +1,14 @@
 package mirror
 
 import (
+	"context"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lorrycontroller/githttp"
 	"lorrycontroller/gittest"
@@ -131,5 +134,23 @@ func TestLFSEndpoint(t *testing.T) {
 		if got := lfsEndpoint(tt.url); got != tt.want {
 			t.Errorf("lfsEndpoint(%q) = %q; want %q", tt.url, got, tt.want)
 		}
+	}
+}
+
+// The LFS endpoint of an upstream on loopback is refused unless local
+// sources are allowed: git-lfs is not started.
+func TestLFSRefusesLocalEndpoint(t *testing.T) {
+	up := newLFSUpstream(t)
+	var out strings.Builder
+	area := t.TempDir()
+	spec := gitSpec("delta/project", map[string]any{"url": up.url, "lfs": true})
+	res := Run(context.Background(), spec, Options{WorkingArea: area, PullOnly: true, LockWait: time.Second, Out: &out})
+	t.Logf("%s\n%s", res, out.String())
+	var refusal *localAddrError
+	if !errors.As(res.Err, &refusal) || res.ErrorClass != ClassLFS {
+		t.Fatalf("got %v, class %q; want the local LFS endpoint refused, class %q", res.Err, res.ErrorClass, ClassLFS)
+	}
+	if _, err := os.Stat(lfsObject(mirrorOf(area, spec), up.oids[1])); err == nil {
+		t.Errorf("an LFS object was fetched from the refused endpoint")
 	}
 }

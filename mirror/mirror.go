@@ -360,10 +360,11 @@ func (j *job) push(ctx context.Context, url string, refspecs []string, prune boo
 	if j.opts.Verbose {
 		args = append(args, "--progress")
 	}
-	args = append(args, url)
+	plain, creds := credentials(url)
+	args = append(args, "--", plain)
 	args = append(args, refspecs...)
 	fmt.Fprintf(j.out, "pushing to %s\n", redact.URLs(url))
-	if _, err := j.gitIn(ctx, j.gitDir, args...); err != nil {
+	if _, err := run(ctx, j.out, gitEnv(j.gitDir, configEnv(creds)), "git", args...); err != nil {
 		return fmt.Errorf("push to %s: %w", redact.URLs(url), err)
 	}
 	if dir, ok := localRepo(url); ok {

@@ -68,7 +68,8 @@ func keepAll(string) bool { return true }
 // remoteRefs maps every ref of the repository at url to its object id, as
 // git ls-remote lists them (peeled tags and HEAD left out).
 func (j *job) remoteRefs(ctx context.Context, url string) (map[string]string, error) {
-	out, err := j.gitIn(ctx, j.gitDir, "ls-remote", "--refs", "--", url)
+	plain, creds := credentials(url)
+	out, err := run(ctx, j.out, gitEnv(j.gitDir, configEnv(creds)), "git", "ls-remote", "--refs", "--", plain)
 	if err != nil {
 		return nil, fmt.Errorf("list the refs of %s: %w", redact.URLs(url), err)
 	}

@@ -38,6 +38,21 @@ func (j *job) upstreamEnv(gitDir string, extra ...string) []string {
 	return gitEnv(gitDir, append([]string{"GIT_ALLOW_PROTOCOL=" + protocols}, extra...))
 }
 
+// converterSchemes are the URL schemes over which each converter reaches
+// a repository on another machine. The converters open much else: paths,
+// Mercurial's bundle: and union: repositories, Breezy's readonly+, log+
+// and other decorators of file: URLs, Subversion's file:. So a URL is
+// remote only if it has one of these schemes, spelt as the converter
+// reads it; everything else is taken for local.
+var converterSchemes = map[string][]string{
+	"svn": {"http", "https", "svn", "svn+ssh"},
+	"hg":  {"http", "https", "ssh", "static-http"},
+	"bzr": {"http", "https", "bzr", "bzr+ssh", "bzr+http", "bzr+https", "sftp", "ftp"},
+}
+
+// cvsMethods are the CVSROOT methods that reach another machine.
+var cvsMethods = []string{"pserver", "gserver", "kserver", "server", "ext", "extssh", "ssh"}
+
 // checkSources refuses a spec whose upstream is on this machine, unless
 // allowLocal, and a git URL whose transport lorry does not fetch over.
 func checkSources(typ string, v any, allowLocal bool) error {
@@ -63,20 +78,32 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			}
 		}
 	case *lorryspec.Svn:
-		if pathOrFileURL(s.URL) {
+		if err := optionHost(typ, s.URL); err != nil {
+			return err
+		}
+		if !remoteURL(s.URL, converterSchemes["svn"]) {
 			local = append(local, s.URL)
 		}
 	case *lorryspec.Hg:
-		if pathOrFileURL(s.URL) {
+		if err := optionHost(typ, s.URL); err != nil {
+			return err
+		}
+		if !remoteURL(s.URL, converterSchemes["hg"]) {
 			local = append(local, s.URL)
 		}
 	case *lorryspec.Bzr:
 		for _, u := range append([]string{s.URL}, slices.Sorted(maps.Values(s.Branches))...) {
-			if u != "" && pathOrFileURL(u) && !bzrDirectory(u) {
+			if err := optionHost(typ, u); err != nil {
+				return err
+			}
+			if u != "" && !remoteURL(u, converterSchemes["bzr"]) && !bzrDirectory(u) {
 				local = append(local, u)
 			}
 		}
 	case *lorryspec.Cvs:
+		if strings.HasPrefix(cvsHost(s.URL), "-") {
+			return fmt.Errorf("CVSROOT %q names a host starting with \"-\", which ssh would take for an option", redact.URLs(s.URL))
+		}
 		isLocal, err := cvsLocal(s.URL)
 		if err != nil {
 			return err
@@ -88,8 +115,12 @@ func checkSources(typ string, v any, allowLocal bool) error {
 	if len(local) == 0 || allowLocal {
 		return nil
 	}
-	return fmt.Errorf("%s URL %q is on this machine, and lorry refuses local sources so that a spec cannot read the files of the machine it runs on; "+
-		"allow them with lorry --allow-local-sources (set by the WEBAPP's --allow-local-sources)", typ, redact.URLs(local[0]))
+	var maybe string
+	if schemes, ok := converterSchemes[typ]; ok {
+		maybe = fmt.Sprintf(" or may be (a %s URL is remote only with the schemes %s)", typ, strings.Join(schemes, ", "))
+	}
+	return fmt.Errorf("%s URL %q is on this machine%s, and lorry refuses local sources so that a spec cannot read the files of the machine it runs on; "+
+		"allow them with lorry --allow-local-sources (set by the WEBAPP's --allow-local-sources)", typ, redact.URLs(local[0]), maybe)
 }
 
 // schemeLen is the length of the URL scheme (or git remote helper name) at
@@ -135,16 +166,30 @@ func gitTransport(url string) string {
 	return "ssh"
 }
 
-// pathOrFileURL tells whether a converter's url names something on this
-// machine. Subversion, Mercurial and Bazaar all take a path where a URL
-// would go, so anything but "<scheme>://" with a scheme other than file is
-// taken for one.
-func pathOrFileURL(url string) bool {
+// remoteURL tells whether url is "<scheme>://..." with one of schemes,
+// in lower case as the converters spell them.
+func remoteURL(url string, schemes []string) bool {
 	n := schemeLen(url)
-	if n > 0 && strings.HasPrefix(url[n:], "://") {
-		return strings.EqualFold(url[:n], "file")
+	return n > 0 && strings.HasPrefix(url[n:], "://") && slices.Contains(schemes, url[:n])
+}
+
+// optionHost refuses a URL whose host starts with "-", which the ssh that
+// a converter runs for it could take for an option such as
+// -oProxyCommand=, which runs a command.
+func optionHost(typ, url string) error {
+	n := schemeLen(url)
+	rest, ok := strings.CutPrefix(url[n:], "://")
+	if n == 0 || !ok {
+		return nil
 	}
-	return true
+	authority, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	if strings.HasPrefix(authority, "-") {
+		return fmt.Errorf("%s URL %q names a host starting with \"-\", which ssh would take for an option", typ, redact.URLs(url))
+	}
+	return nil
 }
 
 // bzrDirectory tells whether url is one of Bazaar's directory services,
@@ -158,18 +203,33 @@ func bzrDirectory(url string) bool {
 	return false
 }
 
-// cvsLocal tells whether a CVSROOT names a repository on this machine: the :local: and :fork: methods, or a path.
-// A root without a method is a path unless it is "[user@]host:/path",
-// which cvs reaches with ssh. Method options (":ext;CVS_RSH=prog:") are
-// refused: they choose the programs that cvs runs.
+// cvsLocal tells whether a CVSROOT may name a repository on this
+// machine: a method other than those of cvsMethods (:local: and :fork:
+// among them), or a path. A root without a method is a path unless it is
+// "[user@]host:/path", which cvs reaches with ssh. Method options
+// (":ext;CVS_RSH=prog:") are refused: they choose the programs that cvs
+// runs.
 func cvsLocal(root string) (bool, error) {
 	if rest, ok := strings.CutPrefix(root, ":"); ok {
 		method, _, _ := strings.Cut(rest, ":")
 		if strings.Contains(method, ";") {
 			return false, fmt.Errorf("CVSROOT %q has method options, which lorry refuses: they choose the programs that cvs runs", redact.URLs(root))
 		}
-		method = strings.ToLower(method)
-		return method == "local" || method == "fork", nil
+		return !slices.Contains(cvsMethods, strings.ToLower(method)), nil
 	}
 	return strings.HasPrefix(root, "/") || !strings.Contains(root, ":"), nil
+}
+
+// cvsHost is the host of a CVSROOT, "[:method:][user[:password]@]host[:port]:path",
+// or what stands in its place in a root without one.
+func cvsHost(root string) string {
+	rest := root
+	if r, ok := strings.CutPrefix(root, ":"); ok {
+		_, rest, _ = strings.Cut(r, ":")
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	host, _, _ := strings.Cut(rest, ":")
+	return host
 }

@@ -97,6 +97,12 @@
 //		Wait until the wall clock is in a later second than when the
 //		command was called, so that what follows cannot share a
 //		timestamp with what came before.
+//	cmdline-watch SECRET
+//		Look through the command line of every process of the machine
+//		for SECRET, every few milliseconds, until cmdline-watch-stop.
+//	cmdline-watch-stop
+//		Stop watching; print each process whose command line held the
+//		secret, one a line.
 //
 // Fake Upstream and Downstream Hosts, from lorrycontroller/hosts/hoststest,
 // run in the test process until the script ends:
@@ -304,6 +310,8 @@ type scenario struct {
 	proxy   *proxy
 	// hooks is the receiver of hook-serve.
 	hooks *hookReceiver
+	// cmdline is the watch of cmdline-watch.
+	cmdline *cmdlineWatch
 
 	lastBody []byte
 }
@@ -412,6 +420,9 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"hook-serve":     cmdHookServe,
 	"hook-posts":     cmdHookPosts,
 	"forge-post":     cmdForgePost,
+
+	"cmdline-watch":      cmdCmdlineWatch,
+	"cmdline-watch-stop": cmdCmdlineWatchStop,
 }
 
 // noNeg fails the script if a command that cannot be negated was.

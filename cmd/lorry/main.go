@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,7 +27,17 @@ type Config struct {
 	ResultFile string
 }
 
-func parseArgs(args []string, stderr io.Writer) (Config, error) {
+// The environment variables from which lorry takes push URLs that carry
+// credentials, which must not be on its command line, where any user of
+// the machine can read them.
+const (
+	envPushURL           = "LORRY_PUSH_URL"
+	envMirrorBaseURLPush = "LORRY_MIRROR_BASE_URL_PUSH"
+)
+
+// parseArgs reads the command line args, and the push URLs from the
+// variables env has (see envPushURL).
+func parseArgs(args []string, env map[string]string, stderr io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("lorry", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -34,17 +45,21 @@ func parseArgs(args []string, stderr io.Writer) (Config, error) {
 		fmt.Fprintf(fs.Output(), "Usage: lorry [flags] SPECFILE...\n\n"+
 			"Mirror the repositories that the .lorry spec files describe (JSON or YAML,\n"+
 			"specs keyed by name) and push them downstream. Exits 0 only if every spec\n"+
-			"succeeded.\n\nFlags:\n")
+			"succeeded.\n\n"+
+			"A push URL with credentials (https://USER:TOKEN@host/...) is given in the\n"+
+			"environment, as "+envPushURL+" or "+envMirrorBaseURLPush+", never with\n"+
+			"the flags: any user of the machine can read a command line. lorry hands\n"+
+			"the credentials to git through git's environment too.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.Options.WorkingArea, "working-area", "workd", "`directory` that keeps a mirror per spec between runs")
-	fs.StringVar(&c.Options.PushURL, "push-url", "", "push the mirror to this `url` (only with a single spec)")
-	fs.StringVar(&c.Options.MirrorBaseURLPush, "mirror-base-url-push", "", "push each spec to `base`/NAME.git")
+	fs.StringVar(&c.Options.PushURL, "push-url", "", "push the mirror to this `url` (only with a single spec); one with credentials goes in "+envPushURL)
+	fs.StringVar(&c.Options.MirrorBaseURLPush, "mirror-base-url-push", "", "push each spec to `base`/NAME.git; one with credentials goes in "+envMirrorBaseURLPush)
 	fs.BoolVar(&c.Options.PullOnly, "pull-only", false, "update the mirrors, push nothing")
 	fs.BoolVar(&c.Options.Verbose, "verbose", false, "say more about what is done")
 	fs.StringVar(&c.ResultFile, "result-file", "", "after the run, write what it found for each spec (such as the upstream's default branch) to `file` as JSON")
 	fs.DurationVar(&c.Options.LockWait, "lock-wait", 10*time.Minute, "wait this long for another lorry working on the same mirror")
-	fs.BoolVar(&c.Options.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of this machine (refused by default)")
+	fs.BoolVar(&c.Options.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of this machine, and download from its loopback and link-local addresses (refused by default)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -53,14 +68,48 @@ func parseArgs(args []string, stderr io.Writer) (Config, error) {
 		fs.Usage()
 		return c, errors.New("no spec file given")
 	}
+	for _, u := range []struct {
+		flag, env string
+		val       *string
+	}{
+		{"--push-url", envPushURL, &c.Options.PushURL},
+		{"--mirror-base-url-push", envMirrorBaseURLPush, &c.Options.MirrorBaseURLPush},
+	} {
+		if hasPassword(*u.val) {
+			return c, fmt.Errorf("%s has credentials, which any user of this machine can read on a command line: give the URL in %s instead", u.flag, u.env)
+		}
+		if v := env[u.env]; v != "" {
+			if *u.val != "" {
+				return c, fmt.Errorf("%s and %s exclude each other", u.flag, u.env)
+			}
+			*u.val = v
+		}
+	}
 	if c.Options.PushURL != "" && c.Options.MirrorBaseURLPush != "" {
 		return c, errors.New("--push-url and --mirror-base-url-push exclude each other")
 	}
 	return c, nil
 }
 
+// hasPassword tells whether u is a URL with a password.
+func hasPassword(u string) bool {
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.User == nil {
+		return false
+	}
+	_, ok := parsed.User.Password()
+	return ok
+}
+
 func main() {
-	cfg, err := parseArgs(os.Args[1:], os.Stderr)
+	// The push URLs are taken out of the environment, so that no program
+	// lorry runs inherits their credentials.
+	env := map[string]string{}
+	for _, name := range []string{envPushURL, envMirrorBaseURLPush} {
+		env[name] = os.Getenv(name)
+		os.Unsetenv(name)
+	}
+	cfg, err := parseArgs(os.Args[1:], env, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}

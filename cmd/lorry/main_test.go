@@ -62,7 +62,7 @@ func TestResultFile(t *testing.T) {
 	}
 	out := t.TempDir()
 	resultPath := filepath.Join(out, "result.json")
-	cfg, err := parseArgs(append([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources", "--result-file", resultPath}, files...), io.Discard)
+	cfg, err := parseArgs(append([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources", "--result-file", resultPath}, files...), nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestResultFileReplaced(t *testing.T) {
 	if err := os.WriteFile(resultPath, []byte(`{"lorries": {"old": {"ok": true, "head": "x"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseArgs([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources", "--result-file", resultPath, spec}, io.Discard)
+	cfg, err := parseArgs([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources", "--result-file", resultPath, spec}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,5 +167,48 @@ func TestResultErrorClass(t *testing.T) {
 	}
 	if got := r.Lorries["ok"]; !got.OK || got.ErrorClass != "" {
 		t.Errorf("ok spec: got %+v; want ok, no error_class", got)
+	}
+}
+
+// A push URL with credentials comes from the environment; on the command
+// line, where any user can read it, it is refused.
+func TestPushURLCredentials(t *testing.T) {
+	const secret = "https://oauth2:TOKEN@git.example.com/a.git"
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		wantPush string
+		wantBase string
+		wantErr  string
+	}{
+		{name: "flag without credentials", args: []string{"--push-url", "https://git.example.com/a.git"}, wantPush: "https://git.example.com/a.git"},
+		{name: "ssh flag", args: []string{"--push-url", "ssh://git@git.example.com/a.git"}, wantPush: "ssh://git@git.example.com/a.git"},
+		{name: "environment", env: map[string]string{envPushURL: secret}, wantPush: secret},
+		{name: "base in environment", env: map[string]string{envMirrorBaseURLPush: "https://u:p@git.example.com/m"}, wantBase: "https://u:p@git.example.com/m"},
+		{name: "flag with credentials", args: []string{"--push-url", secret}, wantErr: envPushURL},
+		{name: "base flag with credentials", args: []string{"--mirror-base-url-push", "https://u:p@git.example.com/m"}, wantErr: envMirrorBaseURLPush},
+		{name: "both", args: []string{"--push-url", "https://git.example.com/a.git"}, env: map[string]string{envPushURL: secret}, wantErr: "exclude each other"},
+		{name: "environment and base flag", args: []string{"--mirror-base-url-push", "https://git.example.com/m"}, env: map[string]string{envPushURL: secret}, wantErr: "exclude each other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseArgs(append(tt.args, "spec.lorry"), tt.env, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v; want an error containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "TOKEN") || strings.Contains(err.Error(), ":p@") {
+					t.Errorf("the error shows the credentials: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Options.PushURL != tt.wantPush || cfg.Options.MirrorBaseURLPush != tt.wantBase {
+				t.Errorf("push URL %q, base %q; want %q, %q", cfg.Options.PushURL, cfg.Options.MirrorBaseURLPush, tt.wantPush, tt.wantBase)
+			}
+		})
 	}
 }

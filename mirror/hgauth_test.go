@@ -1,0 +1,83 @@
+package mirror
+
+import (
+	"bufio"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"lorrycontroller/gittest"
+	"lorrycontroller/lorryspec"
+	"lorrycontroller/workarea"
+)
+
+// An hg upstream over HTTP that requires a user and password is
+// converted, and neither reaches a command line, git-remote-hg's
+// included, nor stays in the conversion's configuration.
+func TestHgCredentialsNotOnCommandLine(t *testing.T) {
+	for _, tool := range []string{"hg", "git-remote-hg"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	tmp := t.TempDir()
+	repo := filepath.Join(tmp, "repo")
+	hgEnv := append(os.Environ(), "HGRCPATH=", "HGPLAIN=1", "HGUSER=Test <test@example.com>")
+	hg := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("hg", args...)
+		cmd.Env = hgEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hg %v: %v\n%s", args, err, out)
+		}
+	}
+	hg("init", repo)
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hg("-R", repo, "commit", "--addremove", "--quiet", "-m", "one")
+
+	serve := exec.Command("hg", "serve", "-R", repo, "-a", "127.0.0.1", "-p", "0")
+	serve.Env = hgEnv
+	stdout, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("hg serve: %v", err)
+	}
+	m := regexp.MustCompile(`bound to (127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("hg serve said %q; want the address it is bound to", line)
+	}
+	backend, _ := url.Parse("http://" + m[1])
+	up := newAuthServer(t, httputil.NewSingleHostReverseProxy(backend), "hguser")
+
+	down := downstream(t)
+	area := t.TempDir()
+	spec := lorryspec.Spec{Name: "up/hg", Type: "hg", Raw: map[string]any{"type": "hg", "url": up.url("/")}}
+	res := runSpec(t, spec, Options{WorkingArea: area, PushURL: down})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := gittest.Git(t, down, nil, "show", "master:README"); got != "one" {
+		t.Errorf("downstream master:README = %q; want %q", got, "one")
+	}
+	up.check("hg upstream")
+	config, err := os.ReadFile(filepath.Join(workarea.Dir(area, spec.Name), "hg", "git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if regexp.MustCompile(regexp.QuoteMeta(up.token)).Match(config) {
+		t.Errorf("the conversion's configuration holds the password:\n%s", config)
+	}
+}

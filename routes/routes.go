@@ -147,6 +147,9 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/status", s.handle(s.status))
 		r.Get("/status-html", s.page(s.statusHTML))
 		r.Get("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
+		// Load balancers and monitors often ask with HEAD: the same
+		// answer, whose body the server leaves out.
+		r.Head("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
 
 		// The run queue.
 		r.Post("/stop-queue", s.handle(s.setQueue(false)))

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,7 +193,7 @@ func (d *Deliverer) post(ctx context.Context, dl statedb.Delivery) (int, error) 
 	body := Body(dl)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("make request: %s", redact.URLs(err.Error()))
+		return 0, d.hide(fmt.Errorf("make request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "lorry-controller")
@@ -201,19 +202,31 @@ func (d *Deliverer) post(ctx context.Context, dl statedb.Delivery) (int, error) 
 	req.Header.Set(HeaderSignature, Sign(d.Secret, body))
 	resp, err := d.client().Do(req)
 	if err != nil {
-		// The URL may carry credentials.
-		return 0, errors.New(redact.URLs(err.Error()))
+		return 0, d.hide(err)
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("answered %s%s", resp.Status, shown(answer))
+		return resp.StatusCode, d.hide(fmt.Errorf("answered %s%s", resp.Status, shown(answer)))
 	}
 	if err != nil {
 		// The receiver said yes; a body cut short changes nothing.
 		d.Log.Debug("read notification answer", "delivery_id", dl.ID, "err", err)
 	}
 	return resp.StatusCode, nil
+}
+
+// hide takes out of err all of the URL but its scheme, host and port:
+// its path and query are often the receiver's secret (a Slack-style
+// webhook's are), and the error is shown on the notifications page and
+// route, to anyone who may read, and in the log. The client's *url.Error
+// names the URL as it sent it; a receiver's answer may echo it.
+func (d *Deliverer) hide(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.Origin(d.URL)
+	}
+	return errors.New(redact.URL(err.Error(), d.URL))
 }
 
 func (d *Deliverer) client() *http.Client {

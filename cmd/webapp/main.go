@@ -349,7 +349,12 @@ func (c *Config) checkNotify() error {
 	}
 	u, err := url.Parse(c.NotifyURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--notify-url %q is no http or https URL", redact.URLs(c.NotifyURL))
+		// Its path and query may be the receiver's secret: show no more
+		// of it than its scheme and host.
+		if o := redact.Origin(c.NotifyURL); o != "" {
+			return fmt.Errorf("--notify-url %s…: want an http or https URL", o)
+		}
+		return errors.New("--notify-url is no http or https URL")
 	}
 	if c.NotifySecretFile == "" {
 		return errors.New("--notify-url needs --notify-secret-file: receivers tell our notifications from forged ones by their signature")

@@ -88,6 +88,10 @@ type Server struct {
 	ReadNeedsToken bool
 	// MetricsNeedToken makes /metrics ask for a token.
 	MetricsNeedToken bool
+	// PublicURL is where browsers reach the WEBAPP (--public-url), "" if
+	// not said. With https, cookies are Secure even though a TLS proxy in
+	// front speaks plain HTTP to the WEBAPP.
+	PublicURL string
 
 	// usedMu guards used, the time each token's use was last written.
 	usedMu sync.Mutex

@@ -38,7 +38,7 @@ type deliveryJSON struct {
 
 func deliveryWire(d statedb.Delivery) deliveryJSON {
 	w := deliveryJSON{ID: d.ID, Event: d.Event, Time: d.Created, Status: d.Status, Attempts: d.Attempts,
-		LastTry: d.LastTry, LastCode: d.LastCode, LastError: d.LastError, Payload: json.RawMessage(d.Payload)}
+		LastTry: d.LastTry, LastCode: d.LastCode, LastError: d.LastError, Payload: json.RawMessage(redact.JSON(d.Payload))}
 	if d.Status == statedb.DeliveryPending {
 		next := d.NextTry
 		w.NextTry = &next

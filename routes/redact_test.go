@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/statedb"
 	"lorrycontroller/templates"
 )
 
@@ -34,7 +36,7 @@ var secretSpecs = map[string]string{
 }
 
 var specPasswords = []string{"GITPW", "ESCAPEDPW", "SCPPW", "TARBALLPW", "IPPW", "GZIPPW", "RAWPW", "VNPW",
-	"GPW", "BZRPW", "BRANCHPW", "EXTPW", "VSPW"}
+	"GPW", "BZRPW", "BRANCHPW", "EXTPW", "VSPW", "ONFPW", "NOTIFYPW"}
 
 func rawGet(t *testing.T, u string) string {
 	t.Helper()
@@ -62,7 +64,8 @@ func TestSpecSecretsHiddenEverySourceType(t *testing.T) {
 		ls = append(ls, confgit.Lorry{Path: "s/" + name, Text: `{"` + name + `":` + spec + `}`, Type: typ,
 			Interval: time.Hour, Timeout: time.Minute})
 	}
-	ts.conf.cfg = &confgit.Config{Commit: "c1", Lorries: ls}
+	ts.conf.cfg = &confgit.Config{Commit: "c1", Lorries: ls, Errors: []confgit.FileError{{File: "bad.lorry",
+		Error: `spec "x": url ":pserver:alice:C@ONFPW@cvs.example:/cvsroot" is bad`}}}
 	if code, m := ts.call(t, "POST", "/1.0/read-configuration", url.Values{}); code != 200 {
 		t.Fatalf("read-configuration = %d %v", code, m)
 	}
@@ -80,13 +83,25 @@ func TestSpecSecretsHiddenEverySourceType(t *testing.T) {
 	ts.call(t, "POST", "/1.0/move-to-top", url.Values{"path": {"s/cvs"}})
 	job := runJob(t, ts, "m1", output.String(), "1")
 
+	// A notification whose payload quotes an address whole.
+	err := ts.DB.Update(context.Background(), func(tx *statedb.Tx) error {
+		return tx.Notify(context.Background(), statedb.EventHostListingFailed, statedb.HostListingFailed{Host: "h",
+			Error: "list https://u:Pa@NOTIFYPW@h/api failed"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	shown := map[string]string{
-		"list": rawGet(t, ts.url+"/1.0/lorries?limit=100"),
-		"job":  rawGet(t, ts.url+fmt.Sprintf("/1.0/job/%d", job)),
+		"notifications": rawGet(t, ts.url+"/1.0/notifications"),
+		"list":          rawGet(t, ts.url+"/1.0/lorries?limit=100"),
+		"job":           rawGet(t, ts.url+fmt.Sprintf("/1.0/job/%d", job)),
+		"status":        rawGet(t, ts.url+"/1.0/status"),
 	}
 	b := newBrowser(t, ts)
 	shown["job page"] = b.page(fmt.Sprintf("/1.0/job-html/%d", job), 200)
 	shown["status page"] = b.page("/1.0/status-html", 200)
+	shown["notifications page"] = b.page("/1.0/notifications-html", 200)
 	for name := range secretSpecs {
 		shown["lorry "+name] = rawGet(t, ts.url+"/1.0/lorry/s/"+name)
 		shown["lorry page "+name] = b.page(string(templates.LorryURL("s/"+name)), 200)

@@ -31,7 +31,7 @@ func URLs(s string) string {
 		return s
 	}
 	var b strings.Builder
-	start := 0 // s[:start] is written or held for the token it ends
+	start := 0 // where the word being read begins
 	for i := 0; i <= len(s); i++ {
 		if i < len(s) && !isSeparator(s[i]) {
 			continue

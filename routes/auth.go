@@ -360,11 +360,18 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.Log.Info("signed in", "token_name", t.Name, "role", t.Role)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(sessionLifetime / time.Second),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteStrictMode})
 	setFlash(w, flash{Text: "Signed in as " + t.Name + " (" + t.Role + ")."})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, back, http.StatusSeeOther)
 	return nil
+}
+
+// secureCookies says whether the session cookie is for HTTPS only: when
+// the request came over TLS, or when --public-url says browsers use https,
+// as they do through a TLS proxy that speaks plain HTTP to the WEBAPP.
+func (s *Server) secureCookies(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(s.PublicURL, "https://")
 }
 
 // signOut ends the session for good: its cookie is worth nothing after,
@@ -380,7 +387,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.Log.Info("signed out", "token_name", c.token.Name)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Secure: s.secureCookies(r), SameSite: http.SameSiteStrictMode})
 	setFlash(w, flash{Text: "Signed out."})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, backURL(r.PostFormValue("back")), http.StatusSeeOther)

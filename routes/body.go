@@ -558,10 +558,11 @@ func (r *redactor) emit(n int) error {
 		return nil
 	}
 	var err error
-	if bytes.Contains(r.carry[:n], []byte("://")) {
+	if bytes.IndexByte(r.carry[:n], '@') >= 0 {
 		_, err = io.WriteString(r.w, redact.URLs(string(r.carry[:n])))
 	} else {
-		// No URL: most output, and quicker to tell than to redact.
+		// No "@", so no credentials: most output, and quicker to tell
+		// than to redact.
 		_, err = r.w.Write(r.carry[:n])
 	}
 	r.carry = append(r.carry[:0], r.carry[n:]...)

@@ -3,8 +3,8 @@ package routes
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 
+	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
 )
 
@@ -38,7 +38,7 @@ type deliveryJSON struct {
 
 func deliveryWire(d statedb.Delivery) deliveryJSON {
 	w := deliveryJSON{ID: d.ID, Event: d.Event, Time: d.Created, Status: d.Status, Attempts: d.Attempts,
-		LastTry: d.LastTry, LastCode: d.LastCode, LastError: d.LastError, Payload: json.RawMessage(d.Payload)}
+		LastTry: d.LastTry, LastCode: d.LastCode, LastError: d.LastError, Payload: json.RawMessage(redact.JSON(d.Payload))}
 	if d.Status == statedb.DeliveryPending {
 		next := d.NextTry
 		w.NextTry = &next
@@ -48,30 +48,18 @@ func deliveryWire(d statedb.Delivery) deliveryJSON {
 
 // notificationsJSON is the answer of the notifications route.
 type notificationsJSON struct {
-	Enabled bool     `json:"enabled"`
-	Target  string   `json:"target"`
-	Events  []string `json:"events"`
+	Enabled bool `json:"enabled"`
+	// Target is where notifications go, as redact.Origin shows it: the
+	// user, path and query of a webhook's URL are often its secret.
+	Target string   `json:"target"`
+	Events []string `json:"events"`
 	// Counts are the deliveries in the outbox by status.
 	Counts     map[string]int64 `json:"counts"`
 	Deliveries []deliveryJSON   `json:"deliveries"`
 }
 
-// target shows where notifications go without what may be secret in the
-// URL: its user, path and query can all be credentials.
-func target(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.Host == "" {
-		return ""
-	}
-	t := p.Scheme + "://" + p.Host
-	if p.Path != "" && p.Path != "/" || p.RawQuery != "" {
-		t += "/…"
-	}
-	return t
-}
-
 func (s *Server) readNotifications(r *http.Request) (notificationsJSON, int64, error) {
-	n := notificationsJSON{Enabled: s.Notifications.URL != "", Target: target(s.Notifications.URL),
+	n := notificationsJSON{Enabled: s.Notifications.URL != "", Target: redact.Origin(s.Notifications.URL),
 		Events: s.Notifications.Events, Deliveries: []deliveryJSON{}}
 	if n.Events == nil {
 		n.Events = []string{}
@@ -85,6 +73,9 @@ func (s *Server) readNotifications(r *http.Request) (notificationsJSON, int64, e
 		}
 		ds, err := tx.Deliveries(r.Context(), notificationsShown)
 		for _, d := range ds {
+			// The deliverer records errors without the URL's secrets;
+			// this hides them in rows recorded before it did.
+			d.LastError = redact.URL(d.LastError, s.Notifications.URL)
 			n.Deliveries = append(n.Deliveries, deliveryWire(d))
 		}
 		return err

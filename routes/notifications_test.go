@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -35,7 +36,7 @@ func TestNotificationsRoute(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("notifications = %d %v", code, n)
 	}
-	if n["enabled"] != true || n["target"] != "https://hooks.example/…" || fmt.Sprint(n["events"]) != "[job-failed]" {
+	if n["enabled"] != true || n["target"] != "https://hooks.example" || fmt.Sprint(n["events"]) != "[job-failed]" {
 		t.Errorf("notifications = %v; want enabled, the target without secrets, the events", n)
 	}
 	if counts := n["counts"].(map[string]any); counts["pending"] != 1.0 {
@@ -54,7 +55,7 @@ func TestNotificationsRoute(t *testing.T) {
 	}
 
 	body := newBrowser(t, ts).page("/1.0/notifications-html", 200)
-	for _, w := range []string{"https://hooks.example/…", "<code>job-failed</code>", `href="/1.0/lorry-html/a/b"`,
+	for _, w := range []string{"<code>https://hooks.example</code>", "<code>job-failed</code>", `href="/1.0/lorry-html/a/b"`,
 		`href="/1.0/job-html/` + id + `"`, `<span class="badge s-waiting">pending</span>`, "not tried yet"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("notifications page lacks %q", w)
@@ -92,5 +93,43 @@ func TestHostListingFailedNotified(t *testing.T) {
 	if d["event"] != "host-listing-failed" || p["host"] != "gl.example" || !strings.Contains(p["error"].(string), "401") ||
 		strings.Contains(p["error"].(string), "SEKRIT") {
 		t.Errorf("delivery = %v; want host-listing-failed of gl.example with the error, redacted", d)
+	}
+}
+
+// TestNotificationErrorHidesTheURL shows a failed delivery whose error
+// names the notify URL whole, as a delivery's error did before the
+// deliverer hid it, and finds only its scheme, host and port on the route
+// and the page.
+func TestNotificationErrorHidesTheURL(t *testing.T) {
+	const hook = "https://hooks.example:8443/services/T0/B1/PathSecret42?token=QuerySecret42"
+	ts := newTestServer(t, func(s *Server) {
+		s.Notifications = Notifications{URL: hook, Events: []string{statedb.EventJobFailed}}
+	})
+	ts.configure(t, "a/b")
+	runJob(t, ts, "m", "fatal: no such repository\n", "3")
+	err := ts.DB.Update(context.Background(), func(tx *statedb.Tx) error {
+		return tx.RecordDelivery(context.Background(), 1, statedb.DeliveryAttempt{Status: statedb.DeliveryPending,
+			NextTry: tx.Now + 10, Error: `Post "` + hook + `": dial tcp 192.0.2.1:8443: connect: connection refused`})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n := ts.call(t, "GET", "/1.0/notifications", nil)
+	ds, _ := n["deliveries"].([]any)
+	if len(ds) != 1 {
+		t.Fatalf("deliveries = %v; want 1", n["deliveries"])
+	}
+	want := `Post "https://hooks.example:8443": dial tcp 192.0.2.1:8443: connect: connection refused`
+	if got := ds[0].(map[string]any)["last_error"]; got != want || n["target"] != "https://hooks.example:8443" {
+		t.Errorf("last_error %q, target %q; want %q, https://hooks.example:8443", got, n["target"], want)
+	}
+	body := newBrowser(t, ts).page("/1.0/notifications-html", 200)
+	for _, secret := range []string{"PathSecret42", "QuerySecret42", "/services"} {
+		if strings.Contains(body, secret) {
+			t.Errorf("notifications page shows %q", secret)
+		}
+	}
+	if !strings.Contains(body, "https://hooks.example:8443") {
+		t.Error("notifications page does not name the receiver's host")
 	}
 }

@@ -88,6 +88,10 @@ type Server struct {
 	ReadNeedsToken bool
 	// MetricsNeedToken makes /metrics ask for a token.
 	MetricsNeedToken bool
+	// PublicURL is where browsers reach the WEBAPP (--public-url), "" if
+	// not said. With https, cookies are Secure even though a TLS proxy in
+	// front speaks plain HTTP to the WEBAPP.
+	PublicURL string
 
 	// usedMu guards used, the time each token's use was last written.
 	usedMu sync.Mutex
@@ -147,6 +151,9 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/status", s.handle(s.status))
 		r.Get("/status-html", s.page(s.statusHTML))
 		r.Get("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
+		// Load balancers and monitors often ask with HEAD: the same
+		// answer, whose body the server leaves out.
+		r.Head("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
 
 		// The run queue.
 		r.Post("/stop-queue", s.handle(s.setQueue(false)))

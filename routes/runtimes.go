@@ -120,9 +120,10 @@ func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) error {
 	return ok(w, map[string][]runtimeJSON{"runtimes": list})
 }
 
-// runtimeTar streams the runtime directory of a tree id as a tar. Any id
-// of CONFGIT's history is served, so a minion can build the runtime it was
-// handed after CONFGIT moved on. The content of an id never changes, so
+// runtimeTar streams the runtime directory of a tree id as a tar. An id
+// of CONFGIT's history is served as long as a job handed it out is
+// remembered, so a minion can build the runtime it was handed after
+// CONFGIT moved on. The content of an id never changes, so
 // it may be cached for good.
 func (s *Server) runtimeTar(w http.ResponseWriter, r *http.Request) error {
 	// chi gives the name as it was escaped in the URL.
@@ -133,6 +134,20 @@ func (s *Server) runtimeTar(w http.ResponseWriter, r *http.Request) error {
 		return notFound
 	}
 	hist, ok := s.history()
+	if !ok {
+		return notFound
+	}
+	// A tree id alone would serve any directory of CONFGIT that looks like
+	// a runtime under any name: the name must be the one the id was
+	// configured or handed out with.
+	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		var err error
+		ok, err = tx.RuntimeIs(r.Context(), name, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return notFound
 	}

@@ -235,6 +235,10 @@ func TestRuntimeArchiveAndList(t *testing.T) {
 	first := repo.commit(scraperRepoFiles)
 	ts := newScraperServer(t, repo)
 	ts.readConfig(t)
+	// A minion is handed the first runtime, and fetches it after CONFGIT
+	// moved on.
+	ts.call(t, "POST", "/1.0/move-to-top", url.Values{"path": {"scrape/bills"}})
+	ts.giveJob(t, minionForm)
 	second := repo.commit(map[string]string{"runtimes/fn/requirements.txt": "requests==2.32.0\n"})
 	ts.readConfig(t)
 	oldID, curID := repo.git("rev-parse", first+":runtimes/fn"), repo.git("rev-parse", second+":runtimes/fn")
@@ -273,15 +277,17 @@ func TestRuntimeArchiveAndList(t *testing.T) {
 	}
 
 	for name, path := range map[string]string{
-		"unknown id":    "/1.0/runtime/fn/" + strings.Repeat("0", 40) + ".tar",
-		"not hex":       "/1.0/runtime/fn/nothex.tar",
-		"a blob":        "/1.0/runtime/fn/" + repo.git("rev-parse", second+":conf/settings.yaml") + ".tar",
-		"another tree":  "/1.0/runtime/fn/" + repo.git("rev-parse", second+":conf") + ".tar",
-		"the root tree": "/1.0/runtime/fn/" + repo.git("rev-parse", second+"^{tree}") + ".tar",
-		"bad name":      "/1.0/runtime/..%2Fx/" + curID + ".tar",
+		"unknown id":           "/1.0/runtime/fn/" + strings.Repeat("0", 40) + ".tar",
+		"not hex":              "/1.0/runtime/fn/nothex.tar",
+		"a blob":               "/1.0/runtime/fn/" + repo.git("rev-parse", second+":conf/settings.yaml") + ".tar",
+		"another tree":         "/1.0/runtime/fn/" + repo.git("rev-parse", second+":conf") + ".tar",
+		"the root tree":        "/1.0/runtime/fn/" + repo.git("rev-parse", second+"^{tree}") + ".tar",
+		"bad name":             "/1.0/runtime/..%2Fx/" + curID + ".tar",
+		"another name":         "/1.0/runtime/gn/" + curID + ".tar",
+		"old id, another name": "/1.0/runtime/gn/" + oldID + ".tar",
 	} {
 		if code, body := getTar(t, ts, path); code != 404 {
-			t.Errorf("%s: got %d %s, want 404", name, code, body)
+			t.Errorf("%s: got %d %.80q, want 404", name, code, body)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
 )
 
@@ -101,6 +102,11 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	}
 	if st.Config.Errors == nil {
 		st.Config.Errors = []statedb.FileError{}
+	}
+	for i, e := range st.Config.Errors {
+		// A file's error may quote a value of the file, an address with
+		// its credentials among them.
+		st.Config.Errors[i].Error = redact.URLs(e.Error)
 	}
 	st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
 	var warnings []string

@@ -90,7 +90,7 @@ const hidden = "***"
 // URLs, and for a scraper the values of its env, whose names stay.
 func redactText(kind, text string) string {
 	if kind != KindScraper {
-		return redact.URLs(text)
+		return redact.JSON(text)
 	}
 	v, err := lorryspec.DecodeJSON([]byte(text))
 	if err != nil {
@@ -113,7 +113,7 @@ func redactText(kind, text string) string {
 	if err != nil {
 		return hidden
 	}
-	return redact.URLs(string(b))
+	return redact.JSON(string(b))
 }
 
 // jobJSON is a job as the API shows it.

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 
 	"lorrycontroller/redact"
 	"lorrycontroller/statedb"
+	"lorrycontroller/templates"
 )
 
 // The headers of every delivery.
@@ -75,6 +77,9 @@ type Deliverer struct {
 	// Jitter returns a number in [0, n) to spread retries by; nil is
 	// random.
 	Jitter func(n int64) int64
+	// PublicURL is where the WEBAPP's pages are reached (--public-url);
+	// when set, each notification links to the pages of what it is about.
+	PublicURL string
 }
 
 // Run delivers whatever is due every d.Poll until ctx ends.
@@ -189,10 +194,10 @@ func (d *Deliverer) post(ctx context.Context, dl statedb.Delivery) (int, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	body := Body(dl)
+	body := Body(dl, d.PublicURL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("make request: %s", redact.URLs(err.Error()))
+		return 0, d.hide(fmt.Errorf("make request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "lorry-controller")
@@ -201,19 +206,31 @@ func (d *Deliverer) post(ctx context.Context, dl statedb.Delivery) (int, error) 
 	req.Header.Set(HeaderSignature, Sign(d.Secret, body))
 	resp, err := d.client().Do(req)
 	if err != nil {
-		// The URL may carry credentials.
-		return 0, errors.New(redact.URLs(err.Error()))
+		return 0, d.hide(err)
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("answered %s%s", resp.Status, shown(answer))
+		return resp.StatusCode, d.hide(fmt.Errorf("answered %s%s", resp.Status, shown(answer)))
 	}
 	if err != nil {
 		// The receiver said yes; a body cut short changes nothing.
 		d.Log.Debug("read notification answer", "delivery_id", dl.ID, "err", err)
 	}
 	return resp.StatusCode, nil
+}
+
+// hide takes out of err all of the URL but its scheme, host and port:
+// its path and query are often the receiver's secret (a Slack-style
+// webhook's are), and the error is shown on the notifications page and
+// route, to anyone who may read, and in the log. The client's *url.Error
+// names the URL as it sent it; a receiver's answer may echo it.
+func (d *Deliverer) hide(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.Origin(d.URL)
+	}
+	return errors.New(redact.URL(err.Error(), d.URL))
 }
 
 func (d *Deliverer) client() *http.Client {
@@ -246,19 +263,46 @@ func shown(answer []byte) string {
 }
 
 // Body is what a delivery POSTs: the event, the delivery's id and the
-// event's time, then the fields of the event's payload. It is the same at
-// every attempt, so a receiver may de-duplicate by id.
-func Body(dl statedb.Delivery) []byte {
+// event's time, the links to the WEBAPP's pages of what it is about when
+// publicURL is set, then the fields of the event's payload. It is the
+// same at every attempt, so a receiver may de-duplicate by id.
+func Body(dl statedb.Delivery, publicURL string) []byte {
 	head, _ := json.Marshal(struct {
-		Event string `json:"event"`
-		ID    int64  `json:"id"`
-		Time  int64  `json:"time"`
-	}{dl.Event, dl.ID, dl.Created})
+		Event string            `json:"event"`
+		ID    int64             `json:"id"`
+		Time  int64             `json:"time"`
+		Links map[string]string `json:"links,omitempty"`
+	}{dl.Event, dl.ID, dl.Created, links(dl.Payload, publicURL)})
 	p := strings.TrimSpace(dl.Payload)
 	if len(p) <= 2 {
 		return head
 	}
 	return append(append(head[:len(head)-1], ','), p[1:]...)
+}
+
+// links are the pages under publicURL of the lorry, job and host that
+// payload names, by the same names; nil without publicURL.
+func links(payload, publicURL string) map[string]string {
+	if publicURL == "" {
+		return nil
+	}
+	var about struct {
+		Lorry string `json:"lorry"`
+		JobID int64  `json:"job_id"`
+		Host  string `json:"host"`
+	}
+	json.Unmarshal([]byte(payload), &about)
+	l := map[string]string{"notifications": publicURL + "/1.0/notifications-html"}
+	if about.Lorry != "" {
+		l["lorry"] = publicURL + string(templates.LorryURL(about.Lorry))
+	}
+	if about.JobID != 0 {
+		l["job"] = publicURL + templates.JobURL(about.JobID)
+	}
+	if about.Host != "" {
+		l["host"] = publicURL + "/1.0/hosts-html"
+	}
+	return l
 }
 
 // Sign is the signature header of body: HMAC-SHA256 with secret, in hex.

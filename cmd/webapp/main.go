@@ -78,6 +78,9 @@ type Config struct {
 	// HookSecretFile holds the secret of the forges' push hooks; "" for
 	// no push hooks.
 	HookSecretFile string
+	// PublicURL is where browsers and notification receivers reach the
+	// WEBAPP, "" when not said; see checkPublicURL.
+	PublicURL string
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -120,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.NotifySecretFile, "notify-secret-file", "", "`file` of the secret that signs each notification (HMAC-SHA256); needed with --notify-url")
 	fs.StringVar(&c.NotifyEventList, "notify-events", "", "comma-separated `events` to notify of, of "+strings.Join(statedb.Events, ", ")+"; empty: all")
 	fs.StringVar(&c.HookSecretFile, "hook-secret-file", "", "`file` of the secret of the forges' push hooks (/1.0/hooks/gitlab, gitea, github); empty: the hooks are off")
+	fs.StringVar(&c.PublicURL, "public-url", "", "`url` that browsers reach the WEBAPP at, such as https://lorry.example.org behind a TLS proxy: with https the session cookie is Secure; notifications link to its pages")
 	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
 	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalWebapp)
 	c.Warnings = warnings
@@ -141,6 +145,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return c, errors.New("--claim-timeout must be positive")
 	}
 	if err := c.checkNotify(); err != nil {
+		return c, err
+	}
+	if err := c.checkPublicURL(); err != nil {
 		return c, err
 	}
 	return c, checkLease(c)
@@ -278,11 +285,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		MetricsNeedToken:  cfg.MetricsAccess == accessToken,
 		AllowLocalSources: cfg.AllowLocalSources,
 		HookSecret:        []byte(hookSecret),
+		PublicURL:         cfg.PublicURL,
 	}
 	var deliver func(context.Context)
 	if cfg.NotifyURL != "" {
 		srv.Notifications = routes.Notifications{URL: cfg.NotifyURL, Events: eventNames(cfg.NotifyEvents)}
-		d := &webhook.Deliverer{DB: db, URL: cfg.NotifyURL, Secret: []byte(secret), Log: log}
+		d := &webhook.Deliverer{DB: db, URL: cfg.NotifyURL, Secret: []byte(secret), Log: log, PublicURL: cfg.PublicURL}
 		deliver = d.Run
 	}
 
@@ -349,7 +357,12 @@ func (c *Config) checkNotify() error {
 	}
 	u, err := url.Parse(c.NotifyURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--notify-url %q is no http or https URL", redact.URLs(c.NotifyURL))
+		// Its path and query may be the receiver's secret: show no more
+		// of it than its scheme and host.
+		if o := redact.Origin(c.NotifyURL); o != "" {
+			return fmt.Errorf("--notify-url %s…: want an http or https URL", o)
+		}
+		return errors.New("--notify-url is no http or https URL")
 	}
 	if c.NotifySecretFile == "" {
 		return errors.New("--notify-url needs --notify-secret-file: receivers tell our notifications from forged ones by their signature")
@@ -357,6 +370,26 @@ func (c *Config) checkNotify() error {
 	if c.NotifyEvents, err = webhook.ParseEvents(c.NotifyEventList); err != nil {
 		return fmt.Errorf("--notify-events: %w", err)
 	}
+	return nil
+}
+
+// checkPublicURL checks --public-url: an http or https URL with a host
+// and at most a path, which links are made from. Its trailing "/" is
+// dropped.
+func (c *Config) checkPublicURL() error {
+	if c.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.PublicURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("--public-url %q: want an http or https URL, such as https://lorry.example.org", redact.URLs(c.PublicURL))
+	case u.User != nil:
+		return fmt.Errorf("--public-url %q: want no user or password in it", redact.URLs(c.PublicURL))
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("--public-url %q: want no query or fragment in it", c.PublicURL)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	return nil
 }
 

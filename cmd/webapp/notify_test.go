@@ -30,8 +30,10 @@ func TestNotifySettings(t *testing.T) {
 			wantErr: `--notify-events: unknown events "job-fail", "ref-changed"`},
 		{name: "no secret", args: []string{"--notify-url", "https://hooks.example/lc"}, wantErr: "--notify-url needs --notify-secret-file"},
 		{name: "no URL", args: []string{"--notify-url", "hooks.example/lc", "--notify-secret-file", "s"}, wantErr: "is no http or https URL"},
-		{name: "credentials hidden", args: []string{"--notify-url", "ftp://u:SEKRIT@hooks.example/lc", "--notify-secret-file", "s"},
-			wantErr: "ftp://***@hooks.example/lc"},
+		{name: "credentials hidden", args: []string{"--notify-url", "ftp://u:SEKRIT@hooks.example/SEKRIT?t=SEKRIT", "--notify-secret-file", "s"},
+			wantErr: "--notify-url ftp://hooks.example…: want an http or https URL"},
+		{name: "unparsable, credentials hidden", args: []string{"--notify-url", "https://u:SEKRIT@hooks.example/%zzSEKRIT", "--notify-secret-file", "s"},
+			wantErr: "--notify-url is no http or https URL"},
 		{name: "events without a URL", args: []string{"--notify-events", "nonsense"},
 			wantWarn: "do nothing without notify-url"},
 	}

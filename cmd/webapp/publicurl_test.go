@@ -1,0 +1,41 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestPublicURLFlag(t *testing.T) {
+	tests := []struct {
+		name, value, want, wantErr string
+	}{
+		{name: "unset"},
+		{name: "https", value: "https://lorry.example.org", want: "https://lorry.example.org"},
+		{name: "http with a port and a path", value: "http://lorry.example.org:8080/lc/", want: "http://lorry.example.org:8080/lc"},
+		{name: "no scheme", value: "lorry.example.org", wantErr: "want an http or https URL"},
+		{name: "another scheme", value: "ftp://lorry.example.org", wantErr: "want an http or https URL"},
+		{name: "no host", value: "https:///x", wantErr: "want an http or https URL"},
+		{name: "user", value: "https://admin:SEKRIT@lorry.example.org", wantErr: "want no user or password"},
+		{name: "query", value: "https://lorry.example.org/?a=b", wantErr: "want no query"},
+		{name: "fragment", value: "https://lorry.example.org/#top", wantErr: "want no query or fragment"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			if tc.value != "" {
+				args = []string{"--public-url", tc.value}
+			}
+			cfg, err := parseFlags(args, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "SEKRIT") {
+					t.Fatalf("--public-url %q: got %v; want an error with %q, without the password", tc.value, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || cfg.PublicURL != tc.want {
+				t.Errorf("--public-url %q: got %q, %v; want %q", tc.value, cfg.PublicURL, err, tc.want)
+			}
+		})
+	}
+}

@@ -338,7 +338,7 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			// the job beyond its lease.
 			uctx, cancel = context.WithDeadline(ctx, end)
 		}
-		kill, err := m.jobUpdate(uctx, j, updateRunning, u.stdout.data, u.stderr.data, nil)
+		kill, err := m.jobUpdate(uctx, j, updateRunning, u, nil)
 		// Read before cancel, which would make every update look timed out,
 		// and a 404 or 409 look like the network.
 		timedOut := uctx.Err() != nil
@@ -408,7 +408,7 @@ func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int,
 		if last {
 			e, d = exit, du
 		}
-		_, err := m.jobUpdate(ctx, j, e, u.stdout.data, u.stderr.data, d)
+		_, err := m.jobUpdate(ctx, j, e, u, d)
 		switch {
 		case err == nil:
 			out.sent(u)

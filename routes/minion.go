@@ -215,6 +215,14 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if u.DiskUsage, err = p.optionalInt("disk_usage"); err != nil {
 		return err
 	}
+	if cut, err := p.optionalInt("cut_bytes"); err != nil {
+		return err
+	} else if cut != nil {
+		if *cut < 0 {
+			return errorf(http.StatusBadRequest, "cut_bytes %d is negative", *cut)
+		}
+		u.CutBytes = *cut
+	}
 	if err := runtimeParams(p, &u); err != nil {
 		return err
 	}

@@ -347,6 +347,9 @@ type JobUpdate struct {
 	Exit   *int64
 	Stdout []byte
 	Stderr []byte
+	// CutBytes is how much output the minion cut, just before this
+	// update's output, to keep its own copy bounded.
+	CutBytes int64
 	// Spooled is output too big to hold in memory, appended after Stdout
 	// and Stderr, in order.
 	Spooled   []OutputSource
@@ -394,6 +397,9 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 		} else if err := tx.confirmJob(ctx, &j); err != nil {
 			return false, err
 		}
+	}
+	if err := tx.skipOutput(ctx, &j, u.CutBytes); err != nil {
+		return false, err
 	}
 	for _, out := range [][]byte{u.Stdout, u.Stderr} {
 		if err := tx.appendFolded(ctx, &j, bytesSource(out)); err != nil {

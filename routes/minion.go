@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"lorrycontroller/hosts/downstream"
+	"lorrycontroller/minionname"
 	"lorrycontroller/redact"
 	"net/http"
 	"strconv"
@@ -87,6 +88,9 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	if m.Name == "" {
 		m.Name = m.Host + "-" + strconv.FormatInt(m.PID, 10)
+	}
+	if err := minionname.Check(m.Name); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	if err := claimMinion(r, m.Name); err != nil {
 		return err
@@ -197,6 +201,11 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if u.Minion, err = minionParams(p); err != nil {
 		return err
+	}
+	if u.Minion.Name != "" {
+		if err := minionname.Check(u.Minion.Name); err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
 	}
 	// The job must be this minion's, and the minion the token's: the name
 	// is checked against the job's owner when the update is applied.

@@ -25,6 +25,7 @@ import (
 	"lorrycontroller/flagconf"
 	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
+	"lorrycontroller/minionname"
 	"lorrycontroller/secretfile"
 	"lorrycontroller/venv"
 )
@@ -237,6 +238,9 @@ func validate(cfg Config) error {
 		if s.value == "" {
 			return fmt.Errorf("--%s must not be empty", s.flag)
 		}
+	}
+	if err := minionname.Check(cfg.Name); err != nil {
+		return fmt.Errorf("--name: %w", err)
 	}
 	for _, d := range []struct {
 		flag  string

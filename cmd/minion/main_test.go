@@ -151,6 +151,11 @@ sleep = 30
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "bad url", args: []string{"--webapp-url", "127.0.0.1:12765"}, wantErr: "--webapp-url"},
 		{name: "empty name", args: []string{"--name", ""}, wantErr: "--name must not be empty"},
+		{name: "name with a newline", args: []string{"--name", "m1\nforged"}, wantErr: "--name: minion name"},
+		{name: "name with NUL", args: []string{"--name", "m1\x00"}, wantErr: "--name: minion name"},
+		{name: "name too long", args: []string{"--name", strings.Repeat("m", 65)}, wantErr: "longer than 64"},
+		{name: "name with a dot", args: []string{"--name", "build01.example.org-3"},
+			want: with(func(c *Config) { c.Name = "build01.example.org-3" })},
 		{name: "extra argument", args: []string{"job.lorry"}, wantErr: "unexpected argument"},
 		{name: "missing config file", args: []string{"--config", "/nonexistent/minion.conf"}, wantErr: "read config"},
 	}

@@ -141,6 +141,9 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 	if m.cfg.IgnoreQueues != "" {
 		form.Set("ignore_queues", m.cfg.IgnoreQueues)
 	}
+	if k := m.onlyKinds(); k != "" {
+		form.Set("kinds", k)
+	}
 	status, body, err := m.post(ctx, "give-me-job", form)
 	if err != nil {
 		return nil, err

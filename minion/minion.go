@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,10 @@ type Config struct {
 	// else IgnoreQueues are those not to. The WEBAPP decides.
 	Queues       string
 	IgnoreQueues string
+	// Kinds are the kinds of job the minion takes (KindLorry,
+	// KindScraper); none means both. The WEBAPP hands it no others, and
+	// it refuses to run any other it is handed.
+	Kinds []string
 
 	// Runtimes is the cache of the scrapers' runtimes; without it, the
 	// minion fails scraper jobs.
@@ -190,11 +195,32 @@ func (m *Minion) RunOnce(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// takes says whether the minion takes jobs of kind.
+func (m *Minion) takes(kind string) bool {
+	return len(m.cfg.Kinds) == 0 || slices.Contains(m.cfg.Kinds, kind)
+}
+
+// onlyKinds are the kinds the minion takes, comma-separated, as give-me-job
+// is told them; "" when it takes both.
+func (m *Minion) onlyKinds() string {
+	if m.takes(KindLorry) && m.takes(KindScraper) {
+		return ""
+	}
+	return strings.Join(m.cfg.Kinds, ",")
+}
+
 func (m *Minion) runJob(ctx context.Context, j *job) {
 	log := m.log.With("job_id", j.ID, "path", j.Path)
 	log.Info("got job", "kind", j.Kind, "timeout", j.Timeout, "lease", j.Lease)
 	out := newOutput(j.OutputLimit)
 
+	if !m.takes(j.Kind) {
+		msg := fmt.Sprintf("lorry-controller-minion: this minion does not take %q jobs (--kinds %s)\n", j.Kind, strings.Join(m.cfg.Kinds, ","))
+		log.Error("job of a kind this minion does not take", "kind", j.Kind)
+		out.add(nil, []byte(msg))
+		m.finish(ctx, log, j, exitUnsupported, out)
+		return
+	}
 	if j.Kind == KindScraper {
 		m.runScraper(ctx, log, j, out)
 		return

@@ -7,7 +7,9 @@ import (
 	"lorrycontroller/minionname"
 	"lorrycontroller/redact"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"lorrycontroller/statedb"
@@ -74,6 +76,24 @@ func minionParams(p params) (statedb.MinionID, error) {
 	return m, nil
 }
 
+// kindList reads the kinds of entry a minion takes (its --kinds), comma
+// separated; none (a minion from before kinds) means every kind.
+func kindList(s string) ([]string, error) {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "":
+		case KindLorry, KindScraper:
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		default:
+			return nil, errorf(http.StatusBadRequest, "kinds: %q is neither %s nor %s", k, KindLorry, KindScraper)
+		}
+	}
+	return out, nil
+}
+
 func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.readParams(r)
 	if err != nil {
@@ -85,6 +105,9 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	if m.Host == "" || m.PID == 0 {
 		return errorf(http.StatusBadRequest, "give-me-job needs host and pid")
+	}
+	if m.Kinds, err = kindList(p["kinds"]); err != nil {
+		return err
 	}
 	if m.Name == "" {
 		m.Name = m.Host + "-" + strconv.FormatInt(m.PID, 10)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Job states, after Disbatch's task states. A job is live while claimed or
@@ -191,6 +192,17 @@ type MinionID struct {
 	// else it takes any but IgnoreQueues.
 	Queues       []string
 	IgnoreQueues []string
+	// Kinds, if any, are the kinds of entry the minion takes ("lorry",
+	// "scraper"); none means every kind.
+	Kinds []string
+}
+
+// onlyKind is the one kind of entry m takes, or "" when it takes any.
+func (m MinionID) onlyKind() string {
+	if len(m.Kinds) == 0 || slices.Contains(m.Kinds, "lorry") && slices.Contains(m.Kinds, "scraper") {
+		return ""
+	}
+	return m.Kinds[0]
 }
 
 // GiveMeJob hands the first due lorry of the queue to the minion m, within

@@ -18,7 +18,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +52,7 @@ type Config struct {
 
 	Queues       string // --queues, sent with give-me-job
 	IgnoreQueues string // --ignore-queues, sent with give-me-job
+	Kinds        string // --kinds: lorry, scraper or both, comma-separated
 }
 
 // httpTimeout bounds each request to the WEBAPP, so that a hung connection
@@ -134,6 +137,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Token:          token,
 		Queues:         cfg.Queues,
 		IgnoreQueues:   cfg.IgnoreQueues,
+		Kinds:          kindList(cfg.Kinds),
 		Runtimes:       runtimes,
 		JobEnv:         cfg.JobEnv,
 		Changed:        self.changed,
@@ -153,7 +157,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea,
-		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues)
+		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues, "kinds", cfg.Kinds)
 	defer log.Info("minion stopped")
 	if cfg.Once {
 		ran, err := m.RunOnce(ctx)
@@ -212,6 +216,7 @@ Flags:
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "`file` of the minion token to send the WEBAPP (lorry-controller-webapp token create --role minion); its name must be --name, or the start of it before a \"-\"")
 	fs.StringVar(&cfg.Queues, "queues", "", "take jobs only from these `queues`, comma-separated (wins over --ignore-queues)")
 	fs.StringVar(&cfg.IgnoreQueues, "ignore-queues", "", "take no jobs from these `queues`, comma-separated")
+	fs.StringVar(&cfg.Kinds, "kinds", "lorry,scraper", "take only jobs of these `kinds`, comma-separated: lorry, scraper or both (keep scrapers off the machines that hold downstream credentials)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.Var((*stringList)(&cfg.JobEnv), "job-env", "pass the minion's environment variable `name` on to scrapers, which see no other but TZ; repeat for more")
 	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalMinion)
@@ -242,6 +247,14 @@ func validate(cfg Config) error {
 	if err := minionname.Check(cfg.Name); err != nil {
 		return fmt.Errorf("--name: %w", err)
 	}
+	if len(kindList(cfg.Kinds)) == 0 {
+		return fmt.Errorf("--kinds %q: want lorry, scraper or both", cfg.Kinds)
+	}
+	for _, k := range strings.Split(cfg.Kinds, ",") {
+		if k = strings.TrimSpace(k); k != minion.KindLorry && k != minion.KindScraper {
+			return fmt.Errorf("--kinds %q: %q is neither lorry nor scraper", cfg.Kinds, k)
+		}
+	}
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
@@ -265,6 +278,17 @@ func validate(cfg Config) error {
 // defaultName is unique among the minions of a host while they run; systemd
 // units should pass a stable --name instead, so that a restarted minion is
 // recognised.
+// kindList is --kinds as a list.
+func kindList(s string) []string {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func defaultName() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {

@@ -516,6 +516,9 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 		}
 		if !pos.Valid {
 			why := "no lorry is due in the queues this minion takes"
+			if kind != "" {
+				why = "no " + kind + " is due in the queues this minion takes"
+			}
 			if len(full) > 0 {
 				why += " that are not full (full: " + strings.Join(full, ", ") + ")"
 			}

@@ -158,6 +158,9 @@ type tree interface {
 	// dir finds a directory: its git tree id, and whether it holds
 	// requirements.txt. fs.ErrNotExist when there is no such directory.
 	dir(path string) (id string, hasRequirements bool, err error)
+	// file reads one regular file, listed by files or not; fs.ErrNotExist
+	// when there is none.
+	file(name string) ([]byte, error)
 }
 
 // Parse builds a Config from fsys the way Read builds it from a commit:

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 
+	"lorrycontroller/requirements"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -22,7 +24,7 @@ const (
 
 // RequirementsFile is the file every runtime directory must hold: the
 // requirements the environment is built from.
-const RequirementsFile = "requirements.txt"
+const RequirementsFile = requirements.File
 
 // DefaultPython is the interpreter a runtime is built with when its
 // section names none.
@@ -135,6 +137,17 @@ func resolveRuntimes(t tree, sections []runtimeSection) ([]Runtime, error) {
 			return nil, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
 				Err: fmt.Errorf("directory %q has no %s", rs.Path, RequirementsFile)}
 		}
+		err = requirements.Check(func(name string) ([]byte, error) {
+			return t.file(path.Join(rs.Path, name))
+		})
+		var re *requirements.Error
+		switch {
+		case errors.As(err, &re):
+			return nil, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
+				Err: fmt.Errorf("%s/%w", rs.Path, err)}
+		case err != nil:
+			return nil, fmt.Errorf("runtime %q: %w", rs.Name, err)
+		}
 		r := rs.Runtime
 		r.ID = id
 		if r.Version == "" {
@@ -156,6 +169,27 @@ func (t *gitTree) dir(p string) (string, bool, error) {
 		return "", false, fmt.Errorf("read tree %s: %w", p, err)
 	}
 	return sub.Hash.String(), hasRequirements(sub), nil
+}
+
+// file reads the regular file name of the commit's tree, whether or not
+// files has listed it.
+func (t *gitTree) file(name string) ([]byte, error) {
+	e, err := t.root.FindEntry(name)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || (err == nil && !isFile(e.Mode)) {
+		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", name, err)
+	}
+	return t.blob(e.Hash)
+}
+
+func (t fsTree) file(name string) ([]byte, error) {
+	fi, err := fs.Stat(t.fsys, name)
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	return t.read(name)
 }
 
 func hasRequirements(tr *object.Tree) bool {

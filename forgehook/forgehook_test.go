@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -84,5 +85,33 @@ func TestVerify(t *testing.T) {
 	}
 	if err := Verify(GitLab, nil, hdr("X-Gitlab-Token", ""), body); err == nil {
 		t.Error("Verify with no secret = nil; want an error")
+	}
+}
+
+func TestDeliveryKeys(t *testing.T) {
+	body := []byte(`{"ref": "refs/heads/main"}`)
+	bodyKey := DeliveryKeys(GitHub, http.Header{}, body)
+	if len(bodyKey) != 1 || !strings.HasPrefix(bodyKey[0], "body:") {
+		t.Fatalf("keys without a delivery id: %v; want the body's alone", bodyKey)
+	}
+	for _, tc := range []struct {
+		name, forge string
+		h           http.Header
+		want        string
+	}{
+		{"gitea", Gitea, http.Header{"X-Gitea-Delivery": {"d-1"}, "X-Github-Delivery": {"d-2"}}, "id:d-1"},
+		{"gitea as github", Gitea, http.Header{"X-Github-Delivery": {"d-2"}}, "id:d-2"},
+		{"github", GitHub, http.Header{"X-Github-Delivery": {"72d3162e"}}, "id:72d3162e"},
+		{"gitlab idempotency key", GitLab, http.Header{"Idempotency-Key": {"k"}, "X-Gitlab-Event-Uuid": {"u"}}, "id:k"},
+		{"gitlab event uuid", GitLab, http.Header{"X-Gitlab-Event-Uuid": {"u"}}, "id:u"},
+		{"long id", GitHub, http.Header{"X-Github-Delivery": {strings.Repeat("x", 200)}}, "id:sha256:"},
+		{"id with a newline", GitHub, http.Header{"X-Github-Delivery": {"a\nb"}}, "id:sha256:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := DeliveryKeys(tc.forge, tc.h, body)
+			if len(keys) != 2 || !strings.HasPrefix(keys[0], tc.want) || keys[1] != bodyKey[0] {
+				t.Errorf("got %v; want %s… and %s", keys, tc.want, bodyKey[0])
+			}
+		})
 	}
 }

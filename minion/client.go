@@ -141,6 +141,9 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 	if m.cfg.IgnoreQueues != "" {
 		form.Set("ignore_queues", m.cfg.IgnoreQueues)
 	}
+	if k := m.onlyKinds(); k != "" {
+		form.Set("kinds", k)
+	}
 	status, body, err := m.post(ctx, "give-me-job", form)
 	if err != nil {
 		return nil, err
@@ -167,10 +170,10 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 	return &j, nil
 }
 
-// jobUpdate reports on job j; exit is updateRunning while the job runs, and
-// diskUsage is sent when not nil. It returns whether the WEBAPP wants the
-// job killed, and renews the job's lease.
-func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr []byte, diskUsage *int64) (bool, error) {
+// jobUpdate reports on job j with the output of u; exit is updateRunning
+// while the job runs, and diskUsage is sent when not nil. It returns
+// whether the WEBAPP wants the job killed, and renews the job's lease.
+func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, diskUsage *int64) (bool, error) {
 	sent := time.Now()
 	exitValue := "no"
 	if exit != updateRunning {
@@ -181,8 +184,11 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, stdout, stderr
 		"minion": {m.cfg.Name},
 		"pid":    {strconv.Itoa(m.cfg.Pid)},
 		"exit":   {exitValue},
-		"stdout": {string(stdout)},
-		"stderr": {string(stderr)},
+		"stdout": {string(u.stdout.data)},
+		"stderr": {string(u.stderr.data)},
+	}
+	if n := u.cut(); n > 0 {
+		form.Set("cut_bytes", strconv.FormatInt(n, 10))
 	}
 	if diskUsage != nil {
 		form.Set("disk_usage", strconv.FormatInt(*diskUsage, 10))

@@ -25,7 +25,7 @@ const ExitRetired = 79
 // update. It returns false when the WEBAPP no longer counts the job as
 // ours: then the job has been killed and must not be reported.
 func (m *Minion) confirm(ctx context.Context, log *slog.Logger, j *job, p *proc.Process) bool {
-	kill, err := m.jobUpdate(ctx, j, updateRunning, nil, nil, nil)
+	kill, err := m.jobUpdate(ctx, j, updateRunning, update{}, nil)
 	switch {
 	case err == nil:
 		if kill {

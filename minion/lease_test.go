@@ -1,12 +1,13 @@
 package minion
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
-	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 )
@@ -62,7 +63,8 @@ while :; do sleep 0.05; done`)
 
 // TestOutputBounded has a job write far more than the WEBAPP keeps while the
 // WEBAPP is unreachable: the minion keeps only the head and the tail that
-// the WEBAPP would, marks the cut as the WEBAPP does, and delivers that.
+// the WEBAPP would, delivers that, and tells the WEBAPP in cut_bytes how
+// much it left out, with the update whose output follows the cut.
 func TestOutputBounded(t *testing.T) {
 	f := newFakeWebapp(t)
 	dir := t.TempDir()
@@ -70,11 +72,17 @@ func TestOutputBounded(t *testing.T) {
 	lorry := writeLorry(t, `echo $$ > `+sh(pidFile)+`
 echo HEAD
 yes 'ééééééééééééééééééé' | head -n 20000
-echo TAIL`)
+echo TAIL
+echo ERRHEAD >&2
+yes 'èèèèèèèèèèèèèèèèèèè' | head -n 20000 >&2
+echo ERRTAIL >&2`)
 	m, _ := newTestMinion(t, f, lorry)
 	f.giveMeJob = oneJob(`{"job_id": 4, "path": "delta/chatty", "kind": "lorry", "text": "{}", "output_limit": 1000}`)
+	// Unreachable for as long as the job lives.
 	f.jobUpdate = func(n int, form url.Values) (int, string) {
-		if form.Get("exit") == "no" {
+		b, _ := os.ReadFile(pidFile)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || syscall.Kill(pid, 0) == nil {
 			return dropConnection, ""
 		}
 		return http.StatusOK, `{"kill": false}`
@@ -86,22 +94,50 @@ echo TAIL`)
 	if got := updates[len(updates)-1].Form.Get("exit"); got != "0" {
 		t.Errorf("exit: got %s, want 0", got)
 	}
-	out := joined(updates, "stdout")
-	if len(out) > 1000 {
-		t.Errorf("delivered %d bytes, want at most the limit of 1000", len(out))
+	out, errOut := joined(updates, "stdout"), joined(updates, "stderr")
+	// The head, and a tail of each stream (a few more if an update got
+	// through while the last of the output was being read).
+	if len(out)+len(errOut) > 5000 {
+		t.Errorf("delivered %d bytes, want about one and a half limits of 1000", len(out)+len(errOut))
 	}
-	if !utf8.ValidString(out) {
-		t.Errorf("delivered output is not valid UTF-8: %q", out)
+	if !utf8.ValidString(out) || !utf8.ValidString(errOut) {
+		t.Errorf("delivered output is not valid UTF-8: %q, %q", out, errOut)
 	}
-	mark := regexp.MustCompile(`\n\[\.\.\. ([0-9]+) bytes of output cut \.\.\.\]\n`)
-	if !strings.HasPrefix(out, "HEAD\néééé") || !strings.HasSuffix(out, "éééé\nTAIL\n") || !mark.MatchString(out) {
-		t.Errorf("delivered output: got %q, want the head, the mark of the cut and the tail", out)
+	if !strings.HasPrefix(out, "HEAD\néééé") || !strings.HasSuffix(out, "éééé\nTAIL\n") || strings.Contains(out, "cut") {
+		t.Errorf("delivered stdout: got %q, want the head and the tail", out)
+	}
+	if !strings.HasSuffix(errOut, "èèèè\nERRTAIL\n") {
+		t.Errorf("delivered stderr: got %q, want its tail", errOut)
+	}
+	// Each cut is told once, after the head, with an update whose output
+	// comes after it: the minion's tail of that stream, and nothing of the
+	// other.
+	var cut int64
+	cuts := 0
+	for i, u := range updates {
+		c := u.Form.Get("cut_bytes")
+		if c == "" {
+			continue
+		}
+		if cuts++; cuts == 1 && !strings.HasPrefix(joined(updates[:i], "stdout"), "HEAD\n") {
+			t.Errorf("update %d tells a cut before the head was sent", i)
+		}
+		n, err := strconv.ParseInt(c, 10, 64)
+		if err != nil || n <= 0 {
+			t.Errorf("update %d: cut_bytes %q, want a positive count", i, c)
+		}
+		cut += n
+		if so, se := u.Form.Get("stdout"), u.Form.Get("stderr"); so != "" && se != "" {
+			t.Errorf("update %d tells a cut and carries both streams (%q, %q)", i, so, se)
+		}
+	}
+	if cuts < 2 {
+		t.Errorf("got %d updates telling a cut, want one for each stream", cuts)
 	}
 	// What was kept and what was cut add up to what was written.
-	total := len("HEAD\n") + 20000*len("ééééééééééééééééééé\n") + len("TAIL\n")
-	var cut int
-	fmt.Sscan(mark.FindStringSubmatch(out)[1], &cut)
-	if kept := len(out) - len(mark.FindString(out)); kept+cut != total {
+	total := len("HEAD\n") + 20000*len("ééééééééééééééééééé\n") + len("TAIL\n") +
+		len("ERRHEAD\n") + 20000*len("èèèèèèèèèèèèèèèèèèè\n") + len("ERRTAIL\n")
+	if kept := int64(len(out) + len(errOut)); kept+cut != int64(total) {
 		t.Errorf("kept %d and cut %d bytes: got %d in all, want %d", kept, cut, kept+cut, total)
 	}
 }

@@ -45,6 +45,10 @@ type Config struct {
 	// else IgnoreQueues are those not to. The WEBAPP decides.
 	Queues       string
 	IgnoreQueues string
+	// Kinds are the kinds of job the minion takes (KindLorry,
+	// KindScraper); none means both. The WEBAPP hands it no others, and
+	// it refuses to run any other it is handed.
+	Kinds []string
 
 	// Runtimes is the cache of the scrapers' runtimes; without it, the
 	// minion fails scraper jobs.
@@ -195,11 +199,32 @@ func (m *Minion) RunOnce(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// takes says whether the minion takes jobs of kind.
+func (m *Minion) takes(kind string) bool {
+	return len(m.cfg.Kinds) == 0 || slices.Contains(m.cfg.Kinds, kind)
+}
+
+// onlyKinds are the kinds the minion takes, comma-separated, as give-me-job
+// is told them; "" when it takes both.
+func (m *Minion) onlyKinds() string {
+	if m.takes(KindLorry) && m.takes(KindScraper) {
+		return ""
+	}
+	return strings.Join(m.cfg.Kinds, ",")
+}
+
 func (m *Minion) runJob(ctx context.Context, j *job) {
 	log := m.log.With("job_id", j.ID, "path", j.Path)
 	log.Info("got job", "kind", j.Kind, "timeout", j.Timeout, "lease", j.Lease)
 	out := newOutput(j.OutputLimit)
 
+	if !m.takes(j.Kind) {
+		msg := fmt.Sprintf("lorry-controller-minion: this minion does not take %q jobs (--kinds %s)\n", j.Kind, strings.Join(m.cfg.Kinds, ","))
+		log.Error("job of a kind this minion does not take", "kind", j.Kind)
+		out.add(nil, []byte(msg))
+		m.finish(ctx, log, j, exitUnsupported, out)
+		return
+	}
 	if j.Kind == KindScraper {
 		m.runScraper(ctx, log, j, out)
 		return
@@ -363,7 +388,7 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			// the job beyond its lease.
 			uctx, cancel = context.WithDeadline(ctx, end)
 		}
-		kill, err := m.jobUpdate(uctx, j, updateRunning, u.stdout.data, u.stderr.data, nil)
+		kill, err := m.jobUpdate(uctx, j, updateRunning, u, nil)
 		// Read before cancel, which would make every update look timed out,
 		// and a 404 or 409 look like the network.
 		timedOut := uctx.Err() != nil
@@ -433,7 +458,7 @@ func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int,
 		if last {
 			e, d = exit, du
 		}
-		_, err := m.jobUpdate(ctx, j, e, u.stdout.data, u.stderr.data, d)
+		_, err := m.jobUpdate(ctx, j, e, u, d)
 		switch {
 		case err == nil:
 			out.sent(u)

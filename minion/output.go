@@ -1,7 +1,6 @@
 package minion
 
 import (
-	"fmt"
 	"unicode/utf8"
 )
 
@@ -9,24 +8,20 @@ import (
 // WEBAPP that does not say its own in give-me-job.
 const defaultOutputLimit = 8 << 20
 
-// markSpace is room left in the tail for the mark of a cut, so that the
-// mark and the tail together fit in the tail the WEBAPP keeps, and the
-// WEBAPP never drops the mark itself.
+// markSpace is room left in the tail for the mark the WEBAPP puts where
+// output was cut, so that the mark and the tail together fit in the tail
+// it keeps.
 const markSpace = 64
-
-// cutMark marks n bytes left out, the way the WEBAPP marks its own cuts.
-func cutMark(n int64) []byte {
-	return fmt.Appendf(nil, "\n[... %d bytes of output cut ...]\n", n)
-}
 
 // output is what the job wrote and the WEBAPP has not yet acknowledged.
 //
 // It is bounded like the WEBAPP's copy of the job's output: the WEBAPP
 // keeps the first half of its limit as the head and the last half as the
 // tail, and drops the middle. Output that the WEBAPP would drop is dropped
-// here already, with the cut marked, so that a minion cut off from the
-// WEBAPP by an outage holds at most about one and a half limits of output,
-// however much the job writes.
+// here already, and the WEBAPP is told how much was cut (cut_bytes of
+// job-update), so that a minion cut off from the WEBAPP by an outage holds
+// at most about one and a half limits of output, however much the job
+// writes, and the job's page counts every byte cut.
 type output struct {
 	// headLeft is how much more output belongs to the head; it is shared
 	// by both streams, as the WEBAPP stores them one after the other.
@@ -95,13 +90,21 @@ func (s *stream) add(data []byte, headLeft *int64, tailCap int) {
 // piece is a part of a stream taken to be sent.
 type piece struct {
 	data     []byte
-	consumed int  // bytes of the stream's buffer it covers
-	marked   bool // it carries the mark of the stream's cut
+	consumed int   // bytes of the stream's buffer it covers
+	cut      int64 // bytes of the stream cut just before data; 0 for none
 }
 
-// update is what one job-update carries.
+// update is what one job-update carries. At most one of its pieces has a
+// cut, and then the other is empty, since the WEBAPP is told of one cut an
+// update, before the update's output; and no cut goes before the head is
+// all sent, since what follows a cut is tail to the WEBAPP.
 type update struct {
 	stdout, stderr piece
+}
+
+// cut is how many bytes the WEBAPP is told were cut before u's output.
+func (u update) cut() int64 {
+	return u.stdout.cut + u.stderr.cut
 }
 
 // next takes what the next job-update carries: as much as fits in budget
@@ -109,47 +112,51 @@ type update struct {
 // job runs (final false), a trailing partial rune is held back, since the
 // next read completes it. last says whether it is everything.
 func (o *output) next(budget int, final bool) (u update, last bool) {
-	u.stdout, budget = o.stdout.take(budget, final)
-	u.stderr, _ = o.stderr.take(budget, final)
+	headSent := o.stdout.headEnd == 0 && o.stderr.headEnd == 0
+	switch {
+	case headSent && o.stdout.atCut():
+		u.stdout, _ = o.stdout.take(budget, final, true)
+	case headSent && o.stderr.atCut():
+		u.stderr, _ = o.stderr.take(budget, final, true)
+	default:
+		u.stdout, budget = o.stdout.take(budget, final, false)
+		u.stderr, _ = o.stderr.take(budget, final, false)
+	}
 	return u, o.stdout.rest(u.stdout) == 0 && o.stderr.rest(u.stderr) == 0
 }
 
-func (s *stream) take(budget int, final bool) (piece, int) {
+// atCut says whether what the stream sends next starts after a cut.
+func (s *stream) atCut() bool {
+	return s.cut > 0 && s.headEnd == 0
+}
+
+// take takes the next piece of the stream: without a cut, all there is;
+// with one, the head before it, else, if withCut, the cut and what
+// follows it, else nothing.
+func (s *stream) take(budget int, final, withCut bool) (piece, int) {
 	end := len(s.buf)
 	if !final {
 		end = completeRunes(s.buf)
 	}
 	var p piece
-	// The head, then the mark of the cut, then the tail.
-	headEnd := min(s.headEnd, end)
-	n, used := fitPrefix(s.buf[:headEnd], budget)
-	p.data, p.consumed, budget = s.buf[:n], n, budget-used
-	if n < headEnd {
+	switch {
+	case s.cut == 0:
+	case s.headEnd > 0:
+		end = min(s.headEnd, end)
+	case withCut:
+		p.cut = s.cut
+	default:
 		return p, budget
 	}
-	if s.cut > 0 {
-		mark := cutMark(s.cut)
-		if encodedLen(mark) > budget {
-			return p, budget
-		}
-		p.data = append(append([]byte(nil), p.data...), mark...)
-		p.marked = true
-		budget -= encodedLen(mark)
-	}
-	n, used = fitPrefix(s.buf[headEnd:end], budget)
-	if p.marked {
-		p.data = append(p.data, s.buf[headEnd:headEnd+n]...)
-	} else {
-		p.data = s.buf[:headEnd+n]
-	}
-	p.consumed = headEnd + n
+	n, used := fitPrefix(s.buf[:end], budget)
+	p.data, p.consumed = s.buf[:n], n
 	return p, budget - used
 }
 
 // rest is how much of the stream would be left after p.
 func (s *stream) rest(p piece) int {
 	left := len(s.buf) - p.consumed
-	if s.cut > 0 && !p.marked {
+	if s.cut > 0 && p.cut == 0 {
 		left++
 	}
 	return left
@@ -164,7 +171,7 @@ func (o *output) sent(u update) {
 func (s *stream) drop(p piece) {
 	s.buf = append([]byte(nil), s.buf[p.consumed:]...)
 	s.headEnd = max(0, s.headEnd-p.consumed)
-	if p.marked {
+	if p.cut > 0 {
 		s.cut = 0
 	}
 }
@@ -174,16 +181,8 @@ func (o *output) pending() bool {
 	return len(o.stdout.buf) > 0 || len(o.stderr.buf) > 0 || o.stdout.cut > 0 || o.stderr.cut > 0
 }
 
-// encodedLen is the length of b form-encoded: every byte but the ones
+// encodedByteLen is the length of c form-encoded: every byte but the ones
 // that stand for themselves takes three.
-func encodedLen(b []byte) int {
-	n := 0
-	for _, c := range b {
-		n += encodedByteLen(c)
-	}
-	return n
-}
-
 func encodedByteLen(c byte) int {
 	switch {
 	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',

@@ -253,7 +253,7 @@ wait:
 			break wait
 		case <-timer.C:
 		}
-		kill, err := m.jobUpdate(actx, j, updateRunning, nil, nil, nil)
+		kill, err := m.jobUpdate(actx, j, updateRunning, update{}, nil)
 		switch {
 		case err == nil && kill:
 			log.Info("webapp asked to kill job while its runtime was made ready")

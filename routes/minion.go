@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"lorrycontroller/hosts/downstream"
+	"lorrycontroller/minionname"
 	"lorrycontroller/redact"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"lorrycontroller/statedb"
@@ -73,6 +76,24 @@ func minionParams(p params) (statedb.MinionID, error) {
 	return m, nil
 }
 
+// kindList reads the kinds of entry a minion takes (its --kinds), comma
+// separated; none (a minion from before kinds) means every kind.
+func kindList(s string) ([]string, error) {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "":
+		case KindLorry, KindScraper:
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		default:
+			return nil, errorf(http.StatusBadRequest, "kinds: %q is neither %s nor %s", k, KindLorry, KindScraper)
+		}
+	}
+	return out, nil
+}
+
 func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.readParams(r)
 	if err != nil {
@@ -85,8 +106,14 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	if m.Host == "" || m.PID == 0 {
 		return errorf(http.StatusBadRequest, "give-me-job needs host and pid")
 	}
+	if m.Kinds, err = kindList(p["kinds"]); err != nil {
+		return err
+	}
 	if m.Name == "" {
 		m.Name = m.Host + "-" + strconv.FormatInt(m.PID, 10)
+	}
+	if err := minionname.Check(m.Name); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	if err := claimMinion(r, m.Name); err != nil {
 		return err
@@ -198,6 +225,11 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if u.Minion, err = minionParams(p); err != nil {
 		return err
 	}
+	if u.Minion.Name != "" {
+		if err := minionname.Check(u.Minion.Name); err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+	}
 	// The job must be this minion's, and the minion the token's: the name
 	// is checked against the job's owner when the update is applied.
 	if err := claimMinion(r, u.Minion.Name); err != nil {
@@ -214,6 +246,14 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if u.DiskUsage, err = p.optionalInt("disk_usage"); err != nil {
 		return err
+	}
+	if cut, err := p.optionalInt("cut_bytes"); err != nil {
+		return err
+	} else if cut != nil {
+		if *cut < 0 {
+			return errorf(http.StatusBadRequest, "cut_bytes %d is negative", *cut)
+		}
+		u.CutBytes = *cut
 	}
 	if err := runtimeParams(p, &u); err != nil {
 		return err

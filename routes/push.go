@@ -68,8 +68,11 @@ func saidRunNow(r *http.Request, body []byte) string {
 
 // hookAnswer is what a push hook answers.
 type hookAnswer struct {
-	Event   string         `json:"event"`
-	Ignored bool           `json:"ignored,omitempty"`
+	Event   string `json:"event"`
+	Ignored bool   `json:"ignored,omitempty"`
+	// Repeat: the hook was acted on before (a forge's redelivery, or a
+	// replay), and is not again.
+	Repeat  bool           `json:"repeat,omitempty"`
 	Lorries []runNowAnswer `json:"lorries"`
 }
 
@@ -105,7 +108,15 @@ func (s *Server) hook(forge string) handlerFunc {
 			return writeJSON(w, http.StatusAccepted, ans)
 		}
 		ctx := r.Context()
+		keys := forgehook.DeliveryKeys(forge, r.Header, body)
 		err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
+			fresh, err := tx.RememberHookDelivery(ctx, forge, keys)
+			if err != nil {
+				return err
+			}
+			if ans.Repeat = !fresh; ans.Repeat {
+				return nil
+			}
 			paths, err := tx.LorriesByUpstream(ctx, ev.URLs)
 			if err != nil {
 				return err
@@ -124,6 +135,11 @@ func (s *Server) hook(forge string) handlerFunc {
 		})
 		if err != nil {
 			return err
+		}
+		if ans.Repeat {
+			s.Log.Warn("push hook repeated: not acted on again", "forge", forge, "event", ev.Name, "ref", ev.Ref,
+				"remote_addr", r.RemoteAddr, "delivery", keys[0])
+			return ok(w, ans)
 		}
 		paths := make([]string, len(ans.Lorries))
 		for i, l := range ans.Lorries {

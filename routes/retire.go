@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"lorrycontroller/minionname"
 	"lorrycontroller/statedb"
 )
 
@@ -48,6 +49,9 @@ func (s *Server) retireMinion(retire bool) handlerFunc {
 		name, err := p.required("minion")
 		if err != nil {
 			return err
+		}
+		if err := minionname.Check(name); err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
 		}
 		kill, err := boolParam(p, "kill", false)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Job states, after Disbatch's task states. A job is live while claimed or
@@ -191,6 +192,17 @@ type MinionID struct {
 	// else it takes any but IgnoreQueues.
 	Queues       []string
 	IgnoreQueues []string
+	// Kinds, if any, are the kinds of entry the minion takes ("lorry",
+	// "scraper"); none means every kind.
+	Kinds []string
+}
+
+// onlyKind is the one kind of entry m takes, or "" when it takes any.
+func (m MinionID) onlyKind() string {
+	if len(m.Kinds) == 0 || slices.Contains(m.Kinds, "lorry") && slices.Contains(m.Kinds, "scraper") {
+		return ""
+	}
+	return m.Kinds[0]
 }
 
 // GiveMeJob hands the first due lorry of the queue to the minion m, within
@@ -347,6 +359,9 @@ type JobUpdate struct {
 	Exit   *int64
 	Stdout []byte
 	Stderr []byte
+	// CutBytes is how much output the minion cut, just before this
+	// update's output, to keep its own copy bounded.
+	CutBytes int64
 	// Spooled is output too big to hold in memory, appended after Stdout
 	// and Stderr, in order.
 	Spooled   []OutputSource
@@ -394,6 +409,9 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 		} else if err := tx.confirmJob(ctx, &j); err != nil {
 			return false, err
 		}
+	}
+	if err := tx.skipOutput(ctx, &j, u.CutBytes); err != nil {
+		return false, err
 	}
 	for _, out := range [][]byte{u.Stdout, u.Stderr} {
 		if err := tx.appendFolded(ctx, &j, bytesSource(out)); err != nil {

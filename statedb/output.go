@@ -112,7 +112,8 @@ func (tx *Tx) appendFrom(ctx context.Context, j *Job, src OutputSource) error {
 	headCap := tx.outputLimit / 2
 	tailCap := tx.outputLimit - headCap
 	var off int64
-	if j.headBytes < headCap {
+	// Nothing joins the head after a cut: what follows a cut is tail.
+	if j.CutBytes == 0 && j.headBytes < headCap {
 		off = min(n, headCap-j.headBytes)
 		if err := tx.insertChunks(ctx, j, false, src, 0, off); err != nil {
 			return err
@@ -146,6 +147,30 @@ func (tx *Tx) appendFrom(ctx context.Context, j *Job, src OutputSource) error {
 		}
 		j.tailBytes -= n
 		j.CutBytes += n
+	}
+	return nil
+}
+
+// skipOutput records n bytes of j's output that the minion cut before
+// they reached the WEBAPP: they count as printed and as cut. The tail kept
+// so far came before them and goes with them (the minion sends a tail of
+// nearly the whole cap after a cut of its own, which would push it out
+// anyway), so that what is kept is still a head, one cut, and a tail.
+func (tx *Tx) skipOutput(ctx context.Context, j *Job, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := tx.appendOutput(ctx, j, finishCR(j.carry)); err != nil {
+		return err
+	}
+	j.carry = nil
+	j.OutputBytes += n
+	j.CutBytes += j.tailBytes + n
+	if j.tailBytes > 0 {
+		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = ? AND tail = 1`, j.ID); err != nil {
+			return fmt.Errorf("trim output of job %d: %w", j.ID, err)
+		}
+		j.tailBytes = 0
 	}
 	return nil
 }
@@ -216,6 +241,9 @@ func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return "", fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	if !marked && j.CutBytes > 0 {
+		fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", j.CutBytes)
 	}
 	// The line still being rewritten, as it stands.
 	b.Write(finishCR(j.carry))
@@ -379,6 +407,12 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 	}
 	if err := rows.Err(); err != nil {
 		return part, fmt.Errorf("read output of job %d: %w", id, err)
+	}
+	if !marked && j.CutBytes > 0 {
+		// A cut that no kept output follows yet.
+		if gap := tailStart - max(offset, j.headBytes); gap > 0 {
+			fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", gap)
+		}
 	}
 	text := b.String()
 	if cut := partialRune(text); cut > 0 && j.Status == StatusRunning {

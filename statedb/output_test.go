@@ -105,3 +105,70 @@ func TestOutputFrom(t *testing.T) {
 		t.Errorf("OutputFrom(0) = %q; Output = %q", p.Text, whole)
 	}
 }
+
+// TestMinionCut has the minion report a cut of its own: the job counts it
+// as printed and cut, and its output shows one cut between the head and
+// the tail, as when the WEBAPP cuts.
+func TestMinionCut(t *testing.T) {
+	// A cap of 20 bytes: a head of 10 and a tail of 10.
+	f := newFixture(t, Options{OutputLimit: 20})
+	ctx := context.Background()
+	f.lorries(t, "o/full", "o/open")
+	check := func(name string, id int64, wantOut string, wantBytes, wantCut int64) {
+		t.Helper()
+		f.view(t, func(tx *Tx) error {
+			out, err := tx.Output(ctx, id)
+			if err != nil {
+				return err
+			}
+			if out != wantOut {
+				t.Errorf("%s: output %q, want %q", name, out, wantOut)
+			}
+			p, err := tx.OutputFrom(ctx, id, 0)
+			if err != nil {
+				return err
+			}
+			if p.Text != wantOut || p.Next != wantBytes {
+				t.Errorf("%s: OutputFrom(0) = %q, next %d; want %q, next %d", name, p.Text, p.Next, wantOut, wantBytes)
+			}
+			return nil
+		})
+		j := f.job(t, id)
+		if j.OutputBytes != wantBytes || j.CutBytes != wantCut {
+			t.Errorf("%s: output_bytes %d, cut_bytes %d; want %d, %d", name, j.OutputBytes, j.CutBytes, wantBytes, wantCut)
+		}
+	}
+
+	full := f.mustGive(t, m1)
+	if _, err := f.report(t, JobUpdate{ID: full.Job.ID, Minion: m1, Stdout: []byte("0123456789ab")}); err != nil {
+		t.Fatal(err)
+	}
+	// The tail kept so far came before the minion's cut, and goes with it.
+	if _, err := f.report(t, JobUpdate{ID: full.Job.ID, Minion: m1, CutBytes: 100, Stdout: []byte("XYZ")}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a full head", full.Job.ID, "0123456789\n[... 102 bytes of output cut ...]\nXYZ", 115, 102)
+	if _, err := f.report(t, JobUpdate{ID: full.Job.ID, Minion: m1, Exit: exit(0), Stderr: []byte("end")}); err != nil {
+		t.Fatal(err)
+	}
+	check("ended", full.Job.ID, "0123456789\n[... 102 bytes of output cut ...]\nXYZend", 118, 102)
+
+	// A head not yet full (lines that carriage returns rewrote are
+	// folded here, not by the minion) ends at the cut.
+	m2 := MinionID{Name: "m2", Host: "h", PID: 2}
+	open := f.mustGive(t, m2)
+	if _, err := f.report(t, JobUpdate{ID: open.Job.ID, Minion: m2, Stdout: []byte("01")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.report(t, JobUpdate{ID: open.Job.ID, Minion: m2, CutBytes: 50}); err != nil {
+		t.Fatal(err)
+	}
+	check("only the cut", open.Job.ID, "01\n[... 50 bytes of output cut ...]\n", 52, 50)
+	if _, err := f.report(t, JobUpdate{ID: open.Job.ID, Minion: m2, Stdout: []byte("tail")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.report(t, JobUpdate{ID: open.Job.ID, Minion: m2, Stdout: []byte("more")}); err != nil {
+		t.Fatal(err)
+	}
+	check("tail after the cut", open.Job.ID, "01\n[... 50 bytes of output cut ...]\ntailmore", 60, 50)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -496,8 +497,14 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 		}
 		return Lorry{}, "this minion takes none of the queues", nil
 	}
+	kind := m.onlyKind()
 	for try := 0; ; try++ {
-		heads, err := tx.queueHeads(ctx, qs, open)
+		var heads map[string]sql.NullInt64
+		if kind != "" {
+			heads, err = tx.queueHeadsOfKind(ctx, open, kind)
+		} else {
+			heads, err = tx.queueHeads(ctx, qs, open)
+		}
 		if err != nil {
 			return Lorry{}, "", err
 		}
@@ -509,6 +516,9 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 		}
 		if !pos.Valid {
 			why := "no lorry is due in the queues this minion takes"
+			if kind != "" {
+				why = "no " + kind + " is due in the queues this minion takes"
+			}
 			if len(full) > 0 {
 				why += " that are not full (full: " + strings.Join(full, ", ") + ")"
 			}
@@ -518,7 +528,7 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
 		}
-		if err == nil && l.RunningJob == nil && l.NextDue <= tx.Now && open[l.Queue] != "" {
+		if err == nil && l.RunningJob == nil && l.NextDue <= tx.Now && open[l.Queue] != "" && (kind == "" || l.Kind == kind) {
 			return l, "", nil
 		}
 		// A choice kept from before that no longer holds would be a
@@ -600,6 +610,45 @@ func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string
 	}
 	return s.heads, nil
 }
+
+// queueHeadsOfKind is queueHeads for a minion that takes only entries of
+// kind: each open queue's first due idle entry of that kind. The entries
+// of the other kind are passed over in the walk of each queue's index, so
+// a queue whose head is of the other kind still offers the next one of
+// this kind. The choices are not kept: they are not every minion's.
+func (tx *Tx) queueHeadsOfKind(ctx context.Context, open map[string]string, kind string) (map[string]sql.NullInt64, error) {
+	ask := []byte{'{'}
+	for _, name := range slices.Sorted(maps.Keys(open)) {
+		if len(ask) > 1 {
+			ask = append(ask, ',')
+		}
+		ask = append(appendJSONString(ask, name), ':')
+		ask = appendJSONString(ask, open[name])
+	}
+	ask = append(ask, '}')
+	rows, err := tx.query(ctx, headsOfKindQuery, tx.Now, string(ask), kind)
+	if err != nil {
+		return nil, fmt.Errorf("find due lorries of kind %s: %w", kind, err)
+	}
+	defer rows.Close()
+	heads := make(map[string]sql.NullInt64, len(open))
+	for rows.Next() {
+		var q string
+		var pos sql.NullInt64
+		if err := rows.Scan(&q, &pos); err != nil {
+			return nil, fmt.Errorf("find due lorries of kind %s: %w", kind, err)
+		}
+		heads[q] = pos
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find due lorries of kind %s: %w", kind, err)
+	}
+	return heads, nil
+}
+
+// headsOfKindQuery is headsQuery with each queue's entries narrowed to the
+// kind ?3.
+var headsOfKindQuery = strings.ReplaceAll(headsQuery, "WHERE queue = j.key AND", "WHERE queue = j.key AND kind = ?3 AND")
 
 // appendJSONString appends s to b as a JSON string.
 func appendJSONString(b []byte, s string) []byte {

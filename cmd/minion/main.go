@@ -19,7 +19,9 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 	"lorrycontroller/flock"
 	"lorrycontroller/journallog"
 	"lorrycontroller/minion"
+	"lorrycontroller/minionname"
 	"lorrycontroller/proc"
 	"lorrycontroller/secretfile"
 	"lorrycontroller/venv"
@@ -53,6 +56,7 @@ type Config struct {
 
 	Queues       string // --queues, sent with give-me-job
 	IgnoreQueues string // --ignore-queues, sent with give-me-job
+	Kinds        string // --kinds: lorry, scraper or both, comma-separated
 }
 
 // httpTimeout bounds each request to the WEBAPP, so that a hung connection
@@ -152,6 +156,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Token:          token,
 		Queues:         cfg.Queues,
 		IgnoreQueues:   cfg.IgnoreQueues,
+		Kinds:          kindList(cfg.Kinds),
 		Runtimes:       runtimes,
 		JobEnv:         cfg.JobEnv,
 		JobUser:        jobUser,
@@ -181,7 +186,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer wd.Close()
 	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea,
-		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues, "job_user", cfg.JobUser)
+		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues, "job_user", cfg.JobUser, "kinds", cfg.Kinds)
 	defer log.Info("minion stopped")
 	if cfg.Once {
 		ran, err := m.RunOnce(ctx)
@@ -241,6 +246,7 @@ Flags:
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "`file` of the minion token to send the WEBAPP (lorry-controller-webapp token create --role minion); its name must be --name, or the start of it before a \"-\"")
 	fs.StringVar(&cfg.Queues, "queues", "", "take jobs only from these `queues`, comma-separated (wins over --ignore-queues)")
 	fs.StringVar(&cfg.IgnoreQueues, "ignore-queues", "", "take no jobs from these `queues`, comma-separated")
+	fs.StringVar(&cfg.Kinds, "kinds", "lorry,scraper", "take only jobs of these `kinds`, comma-separated: lorry, scraper or both (keep scrapers off the machines that hold downstream credentials)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.StringVar(&cfg.JobUser, "job-user", "", "run jobs (lorry, scrapers, runtime builds) as `user` and its group, so that they cannot read the minion's token and locks; needs CAP_SETUID, CAP_SETGID and CAP_KILL, and the minion's user in that user's group")
 	fs.Var((*stringList)(&cfg.JobEnv), "job-env", "pass the minion's environment variable `name` on to scrapers, which see no other but TZ; repeat for more")
@@ -269,6 +275,17 @@ func validate(cfg Config) error {
 			return fmt.Errorf("--%s must not be empty", s.flag)
 		}
 	}
+	if err := minionname.Check(cfg.Name); err != nil {
+		return fmt.Errorf("--name: %w", err)
+	}
+	if len(kindList(cfg.Kinds)) == 0 {
+		return fmt.Errorf("--kinds %q: want lorry, scraper or both", cfg.Kinds)
+	}
+	for _, k := range strings.Split(cfg.Kinds, ",") {
+		if k = strings.TrimSpace(k); k != minion.KindLorry && k != minion.KindScraper {
+			return fmt.Errorf("--kinds %q: %q is neither lorry nor scraper", cfg.Kinds, k)
+		}
+	}
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
@@ -292,6 +309,17 @@ func validate(cfg Config) error {
 // defaultName is unique among the minions of a host while they run; systemd
 // units should pass a stable --name instead, so that a restarted minion is
 // recognised.
+// kindList is --kinds as a list.
+func kindList(s string) []string {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func defaultName() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {

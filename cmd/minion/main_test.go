@@ -58,6 +58,7 @@ func TestParseArgs(t *testing.T) {
 		RuntimeCache:   "/var/lib/lorry-controller/work/runtimes",
 		KeepUnused:     72 * time.Hour,
 		LogLevel:       "info",
+		Kinds:          "lorry,scraper",
 	}
 	with := func(change func(*Config)) Config {
 		c := defaults
@@ -78,7 +79,7 @@ func TestParseArgs(t *testing.T) {
 				"--kill-grace", "0s", "--lorry-cmd", "/opt/lorry", "--working-area", "/srv/work", "--once", "--log-level", "debug"},
 			want: Config{WebappURL: "http://webapp:8080", Name: "box-1", Sleep: time.Minute, UpdateInterval: 500 * time.Millisecond,
 				KillGrace: 0, LorryCmd: "/opt/lorry", WorkingArea: "/srv/work", Once: true,
-				RuntimeCache: "/srv/work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "debug"},
+				RuntimeCache: "/srv/work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "debug", Kinds: "lorry,scraper"},
 		},
 		{
 			name: "config file",
@@ -97,7 +98,7 @@ log-level = warning
 `,
 			want: Config{WebappURL: "http://webapp:1234", Name: "box-2", Sleep: 2 * time.Second, UpdateInterval: 3 * time.Second,
 				KillGrace: 4 * time.Second, LorryCmd: "/usr/local/bin/lorry", WorkingArea: "/srv/lorry work", Once: true,
-				RuntimeCache: "/srv/lorry work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "warning"},
+				RuntimeCache: "/srv/lorry work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "warning", Kinds: "lorry,scraper"},
 		},
 		{
 			name:   "runtimes",
@@ -155,6 +156,15 @@ sleep = 30
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "--log-level"},
 		{name: "bad url", args: []string{"--webapp-url", "127.0.0.1:12765"}, wantErr: "--webapp-url"},
 		{name: "empty name", args: []string{"--name", ""}, wantErr: "--name must not be empty"},
+		{name: "lorries only", args: []string{"--kinds", "lorry"}, want: with(func(c *Config) { c.Kinds = "lorry" })},
+		{name: "kinds in the file", config: "kinds = scraper\n", want: with(func(c *Config) { c.Kinds = "scraper" })},
+		{name: "unknown kind", args: []string{"--kinds", "lorry,tarball"}, wantErr: `"tarball" is neither lorry nor scraper`},
+		{name: "no kind", args: []string{"--kinds", ""}, wantErr: "--kinds"},
+		{name: "name with a newline", args: []string{"--name", "m1\nforged"}, wantErr: "--name: minion name"},
+		{name: "name with NUL", args: []string{"--name", "m1\x00"}, wantErr: "--name: minion name"},
+		{name: "name too long", args: []string{"--name", strings.Repeat("m", 65)}, wantErr: "longer than 64"},
+		{name: "name with a dot", args: []string{"--name", "build01.example.org-3"},
+			want: with(func(c *Config) { c.Name = "build01.example.org-3" })},
 		{name: "extra argument", args: []string{"job.lorry"}, wantErr: "unexpected argument"},
 		{name: "missing config file", args: []string{"--config", "/nonexistent/minion.conf"}, wantErr: "read config"},
 	}

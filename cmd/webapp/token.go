@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"lorrycontroller/minionname"
 	"lorrycontroller/secretfile"
 	"lorrycontroller/statedb"
 )
@@ -80,6 +81,12 @@ Flags:
 	default:
 		fs.Usage()
 		return 2
+	}
+	if verb == "create" && *role == statedb.RoleMinion {
+		// Its minions are called NAME or NAME-anything.
+		if err := minionname.Check(*name); err != nil {
+			return fail(2, "--name: %v", err)
+		}
 	}
 
 	path := *stateDB

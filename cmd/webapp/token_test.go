@@ -50,6 +50,8 @@ func TestTokenSubcommand(t *testing.T) {
 		{"no name", []string{"create", "--role", "admin", "--statedb", db}, 2, "Usage:"},
 		{"unknown verb", []string{"make", "--statedb", db}, 2, "Usage:"},
 		{"revoke unknown", []string{"revoke", "nobody", "--statedb", db}, 1, "no token nobody"},
+		{"minion name with a newline", []string{"create", "--role", "minion", "--name", "build\n02", "--statedb", db}, 2, "--name: minion name"},
+		{"minion name with a space", []string{"create", "--role", "minion", "--name", "build 02", "--statedb", db}, 2, "--name: minion name"},
 	} {
 		if code, _, stderr := run(tc.args...); code != tc.code || !strings.Contains(stderr, tc.err) {
 			t.Errorf("%s: %d %q; want %d and %q", tc.name, code, stderr, tc.code, tc.err)

@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -131,6 +132,8 @@ func (s *Server) readRaw(r *http.Request, limit int64) ([]byte, error) {
 	switch {
 	case errors.As(err, &mbe):
 		return nil, tooLarge(limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, errStalled
 	case err != nil:
 		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
 	}
@@ -230,11 +233,17 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 			return nil, tooLarge(limit)
 		case errors.As(err, &he):
 			return nil, he
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, errStalled
 		}
 		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
 	}
 	return b, nil
 }
+
+// errStalled answers a body that stopped arriving (see
+// netlimit.Bodies).
+var errStalled = errorf(http.StatusRequestTimeout, "the request body stopped arriving, or came too slowly")
 
 func tooLarge(limit int64) error {
 	return errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", limit)

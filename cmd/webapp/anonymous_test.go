@@ -44,7 +44,7 @@ func TestAnonymousBodiesBoundedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := startWebapp(t, t.TempDir(), startOpts{bin: bin})
+	w := startWebapp(t, t.TempDir(), startOpts{bin: bin, args: []string{"--listen", "127.0.0.1:0"}})
 	rest := vmHWM(t, w.cmd.Process.Pid)
 	filler := bytes.Repeat([]byte("a"), anonymousBody)
 

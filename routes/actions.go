@@ -48,7 +48,7 @@ func (s *Server) action(h handlerFunc, say func(r *http.Request, body []byte) st
 		}
 		setFlash(w, f)
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, backURL(r.PostFormValue("back")), http.StatusSeeOther)
+		http.Redirect(w, r, backURL(s.formValue(r, "back")), http.StatusSeeOther)
 	}
 }
 

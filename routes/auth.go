@@ -239,7 +239,11 @@ func (s *Server) allowed(r *http.Request, c *caller) error {
 		// The form carries the session's CSRF token: a page of another
 		// site cannot read it, so cannot forge the form, even where the
 		// browser sends the cookie along.
-		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(c.session.CSRF)) != 1 {
+		p, err := s.readParams(r)
+		if err != nil {
+			return err
+		}
+		if subtle.ConstantTimeCompare([]byte(p["csrf"]), []byte(c.session.CSRF)) != 1 {
 			return errorf(http.StatusForbidden, "the form is stale or forged (no CSRF token of this session): reload the page")
 		}
 		if path == signOutPath {
@@ -268,7 +272,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	if isHTTP && he.code == http.StatusUnauthorized {
 		back := r.URL.RequestURI()
 		if r.Method == http.MethodPost {
-			back = r.PostFormValue("back")
+			back = s.formValue(r, "back")
 		}
 		if werr := s.signInPage(w, r, http.StatusUnauthorized, backURL(back), "Sign in with a token to do that."); werr != nil {
 			s.Log.Error("sign-in page", "err", werr)
@@ -329,10 +333,14 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) error {
 // site's page sends it; Secure when served over TLS.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	back := backURL(r.PostFormValue("back"))
-	secret := strings.TrimSpace(r.PostFormValue("token"))
+	p, err := s.readParams(r)
+	if err != nil {
+		return err
+	}
+	back := backURL(p["back"])
+	secret := strings.TrimSpace(p["token"])
 	var t statedb.Token
-	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
+	err = s.DB.View(ctx, func(tx *statedb.Tx) error {
 		var err error
 		t, err = tx.TokenByHash(ctx, statedb.HashSecret(secret))
 		return err
@@ -390,6 +398,6 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 		Secure: s.secureCookies(r), SameSite: http.SameSiteStrictMode})
 	setFlash(w, flash{Text: "Signed out."})
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, backURL(r.PostFormValue("back")), http.StatusSeeOther)
+	http.Redirect(w, r, backURL(s.formValue(r, "back")), http.StatusSeeOther)
 	return nil
 }

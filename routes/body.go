@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -43,6 +46,99 @@ const (
 	// whitespace that ends a URL.
 	redactCarry = 64 << 10
 )
+
+// limitBodies bounds every request's body before anything reads it:
+// a body that says it is over its route's limit is answered 413 at once,
+// and one that does not say its length is stopped at the limit as it is
+// read. job-update takes up to maxBody, the push hooks hookBodyLimit,
+// every other route smallBody.
+//
+// Nothing reads a body but readBody and readRaw, which count it against
+// the budget first: the form that net/http would parse on its own (up to
+// 10 MiB for anyone, signed in or not) is marked parsed and empty, and
+// what readBody reads is kept for the request, so that the sign-in, the
+// CSRF check, a refusal's way back and the route itself read it once.
+func (s *Server) limitBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := int64(smallBody)
+		switch {
+		case r.URL.Path == "/1.0/job-update":
+			limit = maxBody
+		case strings.HasPrefix(r.URL.Path, "/1.0/hooks/"):
+			limit = hookBodyLimit
+		}
+		if r.ContentLength > limit {
+			s.writeError(w, r, tooLarge(limit))
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			// w closes the connection once a body passes the limit,
+			// rather than reading the rest of it.
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		r.PostForm = url.Values{}
+		r.MultipartForm = &multipart.Form{}
+		r = r.WithContext(context.WithValue(r.Context(), readOnceKey{}, &readOnce{}))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readOnce keeps the parameters that readParams read from a request's
+// body, for the next to ask.
+type readOnce struct {
+	done bool
+	p    params
+	err  error
+}
+
+type readOnceKey struct{}
+
+// formValue is the parameter key of r, read through readParams; "" if
+// the body could not be read.
+func (s *Server) formValue(r *http.Request, key string) string {
+	p, err := s.readParams(r)
+	if err != nil {
+		return ""
+	}
+	return p[key]
+}
+
+// readRaw reads r's body whole, of at most limit bytes (413 beyond),
+// counting it against the budget as it is held.
+func (s *Server) readRaw(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	// Read to its end, a body of unknown length grows its buffer up to
+	// twice what it holds.
+	mem := 2*limit + 4096
+	if r.ContentLength >= 0 {
+		mem = r.ContentLength + 4096
+	}
+	release, err := s.bodies().acquire(r.Context(), mem)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var buf bytes.Buffer
+	if r.ContentLength >= 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	_, err = buf.ReadFrom(http.MaxBytesReader(nil, r.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge(limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, errStalled
+	case err != nil:
+		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
+	}
+	return buf.Bytes(), nil
+}
 
 // streamFields are the job-update parameters that may be large.
 var streamFields = []string{"stdout", "stderr"}
@@ -137,11 +233,17 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 			return nil, tooLarge(limit)
 		case errors.As(err, &he):
 			return nil, he
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, errStalled
 		}
 		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
 	}
 	return b, nil
 }
+
+// errStalled answers a body that stopped arriving (see
+// netlimit.Bodies).
+var errStalled = errorf(http.StatusRequestTimeout, "the request body stopped arriving, or came too slowly")
 
 func tooLarge(limit int64) error {
 	return errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", limit)

@@ -3,7 +3,9 @@ package routes
 import (
 	"fmt"
 	"lorrycontroller/confgit"
+	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -14,13 +16,30 @@ import (
 type params map[string]string
 
 // readParams reads the parameters of a request to any route but
-// job-update: its body is small.
+// job-update: its body is small. The body is read once: a second call,
+// such as the route's after the CSRF check's, answers what the first
+// read.
 func (s *Server) readParams(r *http.Request) (params, error) {
-	b, err := s.readBody(r, smallBody, smallBody, smallBody+(32<<10), nil, 0, 0)
-	if err != nil {
-		return nil, err
+	once, _ := r.Context().Value(readOnceKey{}).(*readOnce)
+	if once != nil && once.done {
+		if once.err != nil {
+			return nil, once.err
+		}
+		r.PostForm = url.Values{}
+		for k, v := range once.p {
+			r.PostForm.Set(k, v)
+		}
+		return maps.Clone(once.p), nil
 	}
-	return b.params, nil
+	b, err := s.readBody(r, smallBody, smallBody, smallBody+(32<<10), nil, 0, 0)
+	var p params
+	if err == nil {
+		p = b.params
+	}
+	if once != nil {
+		once.done, once.p, once.err = true, maps.Clone(p), err
+	}
+	return p, err
 }
 
 func (p params) required(name string) (string, error) {

@@ -2,9 +2,7 @@ package routes
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -83,13 +81,9 @@ func (s *Server) hook(forge string) handlerFunc {
 		if len(s.HookSecret) == 0 {
 			return errorf(http.StatusForbidden, "push hooks are off: the WEBAPP has no --hook-secret-file")
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hookBodyLimit))
+		body, err := s.readRaw(r, hookBodyLimit)
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				return errorf(http.StatusRequestEntityTooLarge, "the hook's body is over %d bytes", hookBodyLimit)
-			}
-			return errorf(http.StatusBadRequest, "read the hook's body: %v", err)
+			return err
 		}
 		if err := forgehook.Verify(forge, s.HookSecret, r.Header, body); err != nil {
 			s.Log.Warn("push hook refused", "forge", forge, "remote_addr", r.RemoteAddr, "err", err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +119,9 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.recoverPanics)
 	r.Use(s.logRequests)
+	// Every body is bounded before anything, the sign-in and the refusal
+	// of a stranger among them, can read it; see body.go.
+	r.Use(s.limitBodies)
 	r.Use(s.authenticate)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, "no such route: %s %s", r.Method, r.URL.Path)
@@ -141,7 +143,6 @@ func (s *Server) Handler() http.Handler {
 		// Who may do what is decided here, for every route below; see
 		// auth.go.
 		r.Use(s.authorize)
-		r.Use(s.limitBodies)
 
 		// The pages (-html) answer HTML. Their buttons post to routes named
 		// like the API's with -html, which do what the API route does and
@@ -242,29 +243,6 @@ func (s *Server) Handler() http.Handler {
 		}
 	})
 	return r
-}
-
-// limitBodies answers 413 to a body that says it is over its route's
-// limit, before the route sees it: job-update takes up to maxBody, every
-// other route smallBody. A body that does not say its length is stopped
-// at the limit as it is read.
-func (s *Server) limitBodies(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit := int64(smallBody)
-		switch {
-		case r.URL.Path == "/1.0/job-update":
-			limit = maxBody
-		case strings.HasPrefix(r.URL.Path, "/1.0/hooks/"):
-			// A forge's push of many commits; the hook reads at most
-			// this much itself.
-			limit = hookBodyLimit
-		}
-		if r.ContentLength > limit {
-			s.writeError(w, r, tooLarge(limit))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 func (s *Server) logRequests(next http.Handler) http.Handler {

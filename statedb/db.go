@@ -42,11 +42,14 @@ var migrations embed.FS
 // and a read-then-write never meets SQLITE_BUSY half-way. Reads share a few
 // read-only sessions and never wait for writes (WAL).
 type DB struct {
-	pool        *sql.DB
-	write       *session
-	reads       chan *session
-	health      chan *session
-	lastWrite   atomic.Pointer[writeOutcome]
+	pool      *sql.DB
+	write     *session
+	reads     chan *session
+	health    chan *session
+	lastWrite atomic.Pointer[writeOutcome]
+	// outOfSpace is the last real write that failed for lack of space,
+	// nil once a real write commits; see CheckWrites.
+	outOfSpace  atomic.Pointer[writeOutcome]
 	shared      sharedWrites
 	clock       clock.Clock
 	path        string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 )
 
@@ -22,9 +23,16 @@ type writeOutcome struct {
 // transaction tells, if it committed less than writeFresh ago; otherwise,
 // or if it failed, a small write of CheckWrites' own, unless a write is
 // under way, whose outcome will tell the next check. So a database that
-// filled up is seen at once, and one that has room again as soon as it
-// is checked.
+// filled up is seen at once.
+//
+// A real write that failed for lack of space is the answer until a real
+// write commits: the probe is small, and finds room in the free pages
+// and in the write-ahead log's reused frames where a job's output does
+// not, so its success says nothing of whether the work gets done.
 func (db *DB) CheckWrites(ctx context.Context) error {
+	if full := db.outOfSpace.Load(); full != nil {
+		return full.err
+	}
 	last := db.lastWrite.Load()
 	if last != nil && last.err == nil && time.Since(last.at) < writeFresh {
 		return nil
@@ -36,7 +44,7 @@ func (db *DB) CheckWrites(ctx context.Context) error {
 		return nil
 	}
 	defer db.write.mu.Unlock()
-	return db.runWrite(ctx, func(tx *Tx) error {
+	err := db.runTx(ctx, db.write, func(tx *Tx) error {
 		// A row larger than a page needs new pages, as appending output
 		// does; the probe leaves nothing behind.
 		if _, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES ('write_probe', hex(zeroblob(8192)))
@@ -48,6 +56,15 @@ func (db *DB) CheckWrites(ctx context.Context) error {
 		}
 		return nil
 	})
+	// The probe's outcome stands for the next checks as a real write's
+	// does, but it never clears a real write's lack of space.
+	switch {
+	case err == nil:
+		db.lastWrite.Store(&writeOutcome{at: time.Now()})
+	case storageFailure(err):
+		db.lastWrite.Store(&writeOutcome{at: time.Now(), err: err})
+	}
+	return err
 }
 
 // Ping checks that the database answers a query. It runs on a session
@@ -71,13 +88,35 @@ func (db *DB) Ping(ctx context.Context) error {
 // records whether the database took the write.
 func (db *DB) runWrite(ctx context.Context, fn func(*Tx) error) error {
 	err := db.runTx(ctx, db.write, fn)
+	db.recordWrite(err)
+	return err
+}
+
+// recordWrite notes how a real write transaction ended, for CheckWrites:
+// a commit, or a failure of the storage. One that failed for lack of
+// space is kept apart until a real write commits.
+func (db *DB) recordWrite(err error) {
 	switch {
 	case err == nil:
 		db.lastWrite.Store(&writeOutcome{at: time.Now()})
+		db.outOfSpace.Store(nil)
 	case storageFailure(err):
-		db.lastWrite.Store(&writeOutcome{at: time.Now(), err: err})
+		o := &writeOutcome{at: time.Now(), err: err}
+		db.lastWrite.Store(o)
+		if noSpace(err) {
+			db.outOfSpace.Store(o)
+		}
 	}
-	return err
+}
+
+// noSpace says whether err is a write's failure for lack of space:
+// SQLite's "database or disk is full", which it answers for ENOSPC.
+func noSpace(err error) bool {
+	var se interface{ Code() int }
+	if errors.As(err, &se) && se.Code()&0xff == sqliteFull {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }
 
 // storageFailure tells an error of the database's storage (a full disk,

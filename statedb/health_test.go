@@ -42,15 +42,24 @@ func TestCheckWritesSeesAFullDatabase(t *testing.T) {
 		t.Errorf("CheckWrites of a full database with no write to go by: %v; want it full", err)
 	}
 
-	// Space is back: the next check says so, and writes work again.
+	// Space is back, but no real write has said so yet: the probe does
+	// not override the write that failed.
 	if err := f.db.LimitSize(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.db.CheckWrites(ctx); err != nil {
-		t.Errorf("CheckWrites once space is back: %v; want nil", err)
+	if err := f.db.CheckWrites(ctx); err == nil || !strings.Contains(err.Error(), "full") {
+		t.Errorf("CheckWrites once space is back, before a real write: %v; want the write's failure", err)
 	}
 	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Stdout: bytes.Repeat([]byte("x"), 1<<20)}); err != nil {
 		t.Errorf("job update once space is back: %v", err)
+	}
+	if err := f.db.CheckWrites(ctx); err != nil {
+		t.Errorf("CheckWrites after a real write committed: %v; want nil", err)
+	}
+	// With no write to go by, the probe runs.
+	f.db.lastWrite.Store(nil)
+	if err := f.db.CheckWrites(ctx); err != nil {
+		t.Errorf("CheckWrites by its probe: %v; want nil", err)
 	}
 	var probe bool
 	f.db.View(ctx, func(tx *Tx) error {

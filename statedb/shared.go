@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
-	"time"
 )
 
 // sharedWrites are the UpdateShared calls waiting for the write session,
@@ -141,9 +140,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 				w.err = err
 			}
 		}
-		if storageFailure(err) {
-			db.lastWrite.Store(&writeOutcome{at: time.Now(), err: err})
-		}
+		db.recordWrite(err)
 	}
 	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
 		fail(fmt.Errorf("begin: %w", err))
@@ -199,5 +196,5 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		fail(fmt.Errorf("commit: %w", err))
 		return
 	}
-	db.lastWrite.Store(&writeOutcome{at: time.Now(), err: storageErr})
+	db.recordWrite(storageErr)
 }

@@ -27,6 +27,7 @@ import (
 	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/journallog"
+	"lorrycontroller/netlimit"
 	"lorrycontroller/redact"
 	"lorrycontroller/routes"
 	"lorrycontroller/secretfile"
@@ -81,6 +82,13 @@ type Config struct {
 	// PublicURL is where browsers and notification receivers reach the
 	// WEBAPP, "" when not said; see checkPublicURL.
 	PublicURL string
+
+	// IdleTimeout, BodyReadTimeout, BodyMinRate and MaxConnections bound
+	// what clients hold of the WEBAPP; see docs/operations.md.
+	IdleTimeout     time.Duration
+	BodyReadTimeout time.Duration
+	BodyMinRate     int64
+	MaxConnections  int
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -124,6 +132,10 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.NotifyEventList, "notify-events", "", "comma-separated `events` to notify of, of "+strings.Join(statedb.Events, ", ")+"; empty: all")
 	fs.StringVar(&c.HookSecretFile, "hook-secret-file", "", "`file` of the secret of the forges' push hooks (/1.0/hooks/gitlab, gitea, github); empty: the hooks are off")
 	fs.StringVar(&c.PublicURL, "public-url", "", "`url` that browsers reach the WEBAPP at, such as https://lorry.example.org behind a TLS proxy: with https the session cookie is Secure; notifications link to its pages")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "close a keep-alive connection idle for this `duration` between requests")
+	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", 30*time.Second, "answer 408 and close the connection when a request body sends nothing for this `duration`")
+	fs.Int64Var(&c.BodyMinRate, "body-min-rate", 1024, "a request body may take --body-read-timeout plus one second for every this many `bytes` that came; 0: no such bound")
+	fs.IntVar(&c.MaxConnections, "max-connections", 0, "most connections open at once; at the cap a new one takes the place of the one idle longest; 0: three quarters of the open files allowed")
 	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
 	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalWebapp)
 	c.Warnings = warnings
@@ -143,6 +155,12 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if c.ClaimTimeout <= 0 {
 		return c, errors.New("--claim-timeout must be positive")
+	}
+	if c.IdleTimeout <= 0 || c.BodyReadTimeout <= 0 {
+		return c, errors.New("--idle-timeout and --body-read-timeout must be positive")
+	}
+	if c.BodyMinRate < 0 || c.MaxConnections < 0 {
+		return c, errors.New("--body-min-rate and --max-connections must not be negative")
 	}
 	if err := c.checkNotify(); err != nil {
 		return c, err
@@ -310,9 +328,15 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("listening", "addr", addr, "socket_activated", activated, "statedb", cfg.StateDB)
 
 	handler := srv.Handler()
+	conns := netlimit.NewConns(maxConnections(cfg, log), log)
+	for i, ln := range lns {
+		lns[i] = conns.Listener(ln)
+	}
 	hs := &http.Server{
-		Handler:           handler,
+		Handler:           netlimit.Bodies(handler, cfg.BodyReadTimeout, cfg.BodyMinRate),
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnState:         conns.ConnState,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := systemd.Serve(hs, lns)
@@ -344,6 +368,22 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// maxConnections is --max-connections, or what the limit of open files
+// leaves for connections.
+func maxConnections(cfg Config, log *slog.Logger) int {
+	if cfg.MaxConnections > 0 {
+		return cfg.MaxConnections
+	}
+	limit, err := netlimit.DescriptorLimit()
+	if err != nil {
+		log.Warn("read the limit of open files; connections capped at 1024", "err", err)
+		return 1024
+	}
+	n := netlimit.DefaultMax(limit)
+	log.Info("connections capped", "max_connections", n, "open_files_limit", limit)
+	return n
 }
 
 // checkNotify checks the notification settings and parses the events.

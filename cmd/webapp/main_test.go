@@ -67,6 +67,8 @@ type startOpts struct {
 	listenPID bool
 	args      []string
 	bin       string // the WEBAPP to run; "" for webappBin
+	// openFiles, if not 0, is the WEBAPP's limit of open files (ulimit -n).
+	openFiles int
 }
 
 // cleanEnv is the test's environment without what systemd would have set.
@@ -93,9 +95,12 @@ func startWebapp(t testing.TB, dir string, o startOpts) *webapp {
 	args := append([]string{"--statedb", filepath.Join(dir, "state.db"),
 		"--configuration-directory", filepath.Join(dir, "confgit"),
 		"--addr-file", filepath.Join(dir, "addr")}, o.args...)
-	if o.listenPID {
+	switch {
+	case o.listenPID:
 		w.cmd = exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, bin}, args...)...)
-	} else {
+	case o.openFiles != 0:
+		w.cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, o.openFiles), bin}, args...)...)
+	default:
 		w.cmd = exec.Command(bin, args...)
 	}
 	w.cmd.Env = append(cleanEnv(), o.env...)

@@ -286,6 +286,7 @@ func (a *configApply) same(ctx context.Context) (readConfigResult, error) {
 			return err
 		}
 		st.ReadAt, st.Changes = tx.Now, statedb.LorryChanges{Unchanged: st.Lorries}
+		st.Failure, st.FailAt = "", 0
 		return tx.SetConfigState(ctx, st)
 	})
 	if err != nil {

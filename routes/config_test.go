@@ -25,6 +25,9 @@ type batchConfig struct {
 
 func (c *batchConfig) ReadEach(ctx context.Context, n int, sections func(*confgit.Config) error,
 	each func([]confgit.Lorry) error) (*confgit.Config, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
 	cfg := *c.cfg
 	cfg.Lorries = nil
 	if err := sections(&cfg); errors.Is(err, confgit.ErrSkipFiles) {
@@ -138,10 +141,19 @@ func TestReadConfigurationAppliesInBatches(t *testing.T) {
 		t.Errorf("read-configuration = %v; want 30 lorries, 25 added, 20 removed", m)
 	}
 
-	// The same commit again reads no file, and says what it holds.
+	// The same commit again, after a fetch that failed, reads no file,
+	// says what it holds and clears the failure.
 	conf.between = nil
+	conf.err = &confgit.FetchError{URL: "https://example.com/conf", Err: errors.New("refused")}
+	if code, m := ts.call(t, "POST", "/1.0/read-configuration", url.Values{}); code != 502 {
+		t.Fatalf("read-configuration failing to fetch = %d %v; want 502", code, m)
+	}
+	conf.err = nil
 	m = read()
 	if len(conf.batches) != 0 || m["lorries"] != 30.0 || m["commit"] != "c2" {
 		t.Errorf("unchanged commit: batches %v, answer %v; want none, 30 lorries of c2", conf.batches, m)
+	}
+	if _, st := ts.call(t, "GET", "/1.0/status", nil); strings.Contains(st["warning_msg"].(string), "read-configuration failed") {
+		t.Errorf("warning_msg after a good read = %q; want no failure", st["warning_msg"])
 	}
 }

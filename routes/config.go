@@ -68,8 +68,9 @@ func (s *Server) applyConfiguration(ctx context.Context) (readConfigResult, erro
 	if a.begun {
 		// The paths seen so far are let go of, whatever happened.
 		end := context.WithoutCancel(ctx)
-		endErr := s.DB.Update(end, func(tx *statedb.Tx) error { return tx.EndConfigLorries(end) })
-		err = errors.Join(err, endErr)
+		if endErr := s.DB.Update(end, func(tx *statedb.Tx) error { return tx.EndConfigLorries(end) }); endErr != nil {
+			err, a.applyErr = errors.Join(err, endErr), endErr
+		}
 	}
 	if err != nil {
 		if a.applyErr != nil {

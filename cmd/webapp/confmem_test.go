@@ -98,6 +98,7 @@ func TestReadConfigurationGrowthBoundedMemory(t *testing.T) {
 		t.Skip("no /proc to read the WEBAPP's memory from")
 	}
 	g := growConfiguration(t, 10_000, 50_000)
+	t.Logf("peak resident %d MiB growing from 20,000 to 100,000 lorries, %d MiB after", g.growPeak>>20, g.rest>>20)
 	if g.growPeak >= growthBound {
 		t.Errorf("the WEBAPP peaked at %d MiB resident reading a configuration grown from 20,000 to 100,000 lorries; want under %d MiB",
 			g.growPeak>>20, growthBound>>20)

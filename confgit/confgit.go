@@ -221,24 +221,56 @@ func (t fsTree) read(name string) ([]byte, error) {
 // build parses lorry-controller.conf first, so a broken one is reported
 // without reading any .lorry file, then reads the files its globs select.
 func build(ctx context.Context, t tree) (*Config, error) {
+	var lorries []Lorry
+	cfg, err := walk(ctx, t, 0, nil, func(batch []Lorry) error {
+		lorries = append(lorries, batch...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(lorries, func(a, b Lorry) int { return strings.Compare(a.Path, b.Path) })
+	cfg.Lorries = append(cfg.Lorries, lorries...)
+	return cfg, nil
+}
+
+// ErrSkipFiles, returned by the sections function of Source.ReadEach, stops
+// the read before any .lorry or .scraper file is read, without error.
+var ErrSkipFiles = errors.New("skip the files")
+
+// walk parses lorry-controller.conf, hands the Config of its sections to
+// sections (if not nil), then reads the files its globs select in the
+// order of their names and hands their lorries to each in batches of
+// about n (all of them at once if n is 0), in the order of their files.
+// It returns the Config without Lorries, with the Errors and Kept of
+// every file.
+func walk(ctx context.Context, t tree, n int, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
 	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}, Queues: []Queue{}}
 	data, ok, err := t.conf()
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return cfg, nil
+	var pc *parsedConf
+	if ok {
+		if pc, err = parseConf(data); err != nil {
+			return nil, err
+		}
+		cfg.Hosts = append(cfg.Hosts, pc.hosts...)
+		cfg.Queues = append(cfg.Queues, pc.queues...)
+		if cfg.Runtimes, err = resolveRuntimes(t, pc.runtimes); err != nil {
+			return nil, err
+		}
 	}
-	pc, err := parseConf(data)
-	if err != nil {
-		return nil, err
+	if sections != nil {
+		err := sections(cfg)
+		if errors.Is(err, ErrSkipFiles) {
+			return cfg, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	cfg.Hosts = append(cfg.Hosts, pc.hosts...)
-	cfg.Queues = append(cfg.Queues, pc.queues...)
-	if cfg.Runtimes, err = resolveRuntimes(t, pc.runtimes); err != nil {
-		return nil, err
-	}
-	if len(pc.lorries) == 0 {
+	if pc == nil || len(pc.lorries) == 0 {
 		return cfg, nil
 	}
 	names, err := t.files()
@@ -248,7 +280,7 @@ func build(ctx context.Context, t tree) (*Config, error) {
 	sort.Strings(names)
 
 	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{},
-		runtimes: map[string]Runtime{}, files: map[string]bool{}}
+		runtimes: map[string]Runtime{}, files: map[string]bool{}, batch: n, each: each}
 	for _, r := range cfg.Runtimes {
 		b.runtimes[r.Name] = r
 	}
@@ -286,8 +318,15 @@ func build(ctx context.Context, t tree) (*Config, error) {
 			continue
 		}
 		b.addFile(name, data, matched)
+		if n > 0 && len(b.pending) >= n {
+			if err := b.flush(); err != nil {
+				return nil, err
+			}
+		}
 	}
-	slices.SortFunc(cfg.Lorries, func(a, b Lorry) int { return strings.Compare(a.Path, b.Path) })
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -297,6 +336,26 @@ type builder struct {
 	reported map[FileError]bool
 	runtimes map[string]Runtime // by name
 	files    map[string]bool    // regular files of the tree, for "config"
+	// pending are the lorries not yet handed to each, which takes them
+	// in batches of about batch (all at once if batch is 0).
+	pending []Lorry
+	batch   int
+	each    func([]Lorry) error
+}
+
+// flush hands the pending lorries, if any, to each, sorted by path.
+func (b *builder) flush() error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	slices.SortFunc(b.pending, func(x, y Lorry) int { return strings.Compare(x.Path, y.Path) })
+	if err := b.each(b.pending); err != nil {
+		return err
+	}
+	// A new slice, not the old one emptied: each may keep what it was
+	// given.
+	b.pending = make([]Lorry, 0, b.batch)
+	return nil
 }
 
 func (b *builder) report(file, msg string) {
@@ -357,7 +416,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				continue
 			}
 			b.from[p] = name
-			b.cfg.Lorries = append(b.cfg.Lorries, Lorry{
+			b.pending = append(b.pending, Lorry{
 				Path:     p,
 				Text:     string(text),
 				Kind:     ls.kind,

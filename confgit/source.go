@@ -109,6 +109,57 @@ func (s *Source) Read(ctx context.Context) (*Config, error) {
 	return cfg.clone(), nil
 }
 
+// ReadEach is Read for a configuration too large to hold at once. It
+// brings Dir up to date as Read does, and hands the Config of the
+// commit's sections (hosts, queues, runtimes; no lorries) to sections
+// before it reads any .lorry or .scraper file: sections may return
+// ErrSkipFiles to end the read there. It then hands the lorries to each in
+// batches of about n, in the order of their files and by path within a
+// batch, and returns the Config with the Errors and Kept of every file
+// but no Lorries. An error from sections or each ends the read and is
+// returned. Nothing of the configuration is kept after it returns.
+func (s *Source) ReadEach(ctx context.Context, n int, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("batches of %d lorries", n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	repo, err := s.sync(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := s.resolve(repo)
+	if err != nil {
+		return nil, err
+	}
+	t, done, err := commitTree(repo, hash)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration at commit %s: %w", hash, err)
+	}
+	defer done()
+	// What sections and each return is the caller's, passed back as it
+	// is; anything else is a fault of the commit, named as Read names it.
+	var theirs error
+	withCommit := func(c *Config) error {
+		c.Commit = hash.String()
+		theirs = sections(c)
+		return theirs
+	}
+	cfg, err := walk(ctx, t, n, withCommit, func(batch []Lorry) error {
+		theirs = each(batch)
+		return theirs
+	})
+	if err != nil && err == theirs {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read configuration at commit %s: %w", hash, err)
+	}
+	cfg.Commit = hash.String()
+	return cfg, nil
+}
+
 // sync opens Dir, first creating it from URL if needed, and fetches.
 func (s *Source) sync(ctx context.Context) (*git.Repository, error) {
 	if s.Dir == "" {
@@ -252,26 +303,45 @@ func (s *Source) resolve(repo *git.Repository) (plumbing.Hash, error) {
 }
 
 func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash) (*Config, error) {
+	t, done, err := commitTree(repo, hash)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return build(ctx, t)
+}
+
+// objectCache bounds the objects kept while a commit's files are read.
+const objectCache = 4 * cache.MiByte
+
+// commitTree is the tree of commit hash, to be read until done is called.
+func commitTree(repo *git.Repository, hash plumbing.Hash) (t *gitTree, done func(), err error) {
+	done = func() {}
 	// Reading thousands of blobs reopens the pack for each one unless the
-	// storage keeps its descriptors, which then have to be closed.
+	// storage keeps its descriptors, which then have to be closed. Its
+	// cache of objects is small: every blob read is read once, and the
+	// cache is for the bases of deltas; the default (96 MiB) would end
+	// up holding most of the .lorry files of a large configuration.
 	if fsStore, ok := repo.Storer.(*filesystem.Storage); ok {
-		st := filesystem.NewStorageWithOptions(fsStore.Filesystem(), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
-		defer st.Close()
+		st := filesystem.NewStorageWithOptions(fsStore.Filesystem(), cache.NewObjectLRU(objectCache), filesystem.Options{KeepDescriptors: true})
 		r, err := git.Open(st, nil)
 		if err != nil {
-			return nil, err
+			st.Close()
+			return nil, nil, err
 		}
-		repo = r
+		repo, done = r, func() { st.Close() }
 	}
 	commit, err := repo.CommitObject(hash)
 	if err != nil {
-		return nil, err
+		done()
+		return nil, nil, err
 	}
 	root, err := commit.Tree()
 	if err != nil {
-		return nil, err
+		done()
+		return nil, nil, err
 	}
-	return build(ctx, &gitTree{repo: repo, root: root})
+	return &gitTree{repo: repo, root: root}, done, nil
 }
 
 // gitTree reads files straight from the object store.

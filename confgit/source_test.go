@@ -427,3 +427,59 @@ func TestReadLinkedWorktree(t *testing.T) {
 		t.Errorf("got commit %s with lorries %v, want master's %s with [delta/a]", cfg.Commit, lorryPaths(cfg), onMaster)
 	}
 }
+
+func TestReadEachHandsOutBatches(t *testing.T) {
+	upstream := newTestRepo(t, "master")
+	files := map[string]string{ConfFile: simpleConf, "lorries/broken.lorry": `{`}
+	for i := range 7 {
+		files[fmt.Sprintf("lorries/f%d.lorry", i)] = fmt.Sprintf(`{"z%d": {"type": "git", "url": "u"}, "a%d": {"type": "git", "url": "u"}}`, i, i)
+	}
+	commit := upstream.commit(files)
+	src := &Source{Dir: t.TempDir(), URL: upstream.dir}
+	var batches [][]string
+	var hosts int
+	cfg, err := src.ReadEach(context.Background(), 3, func(c *Config) error {
+		hosts = len(c.Hosts)
+		if len(batches) > 0 || c.Commit != commit {
+			t.Errorf("sections got commit %q after %d batches; want %s before any", c.Commit, len(batches), commit)
+		}
+		return nil
+	}, func(ls []Lorry) error {
+		var paths []string
+		for _, l := range ls {
+			paths = append(paths, l.Path)
+		}
+		batches = append(batches, paths)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two files (four lorries) make a batch of about 3; the lorries come
+	// in the order of their files, by path within a batch.
+	want := [][]string{{"delta/a0", "delta/a1", "delta/z0", "delta/z1"}, {"delta/a2", "delta/a3", "delta/z2", "delta/z3"},
+		{"delta/a4", "delta/a5", "delta/z4", "delta/z5"}, {"delta/a6", "delta/z6"}}
+	if !reflect.DeepEqual(batches, want) {
+		t.Errorf("batches = %v; want %v", batches, want)
+	}
+	if cfg.Commit != commit || hosts != 1 || len(cfg.Hosts) != 1 || len(cfg.Lorries) != 0 ||
+		!reflect.DeepEqual(cfg.Kept.Files, []string{"lorries/broken.lorry"}) || len(cfg.Errors) != 1 {
+		t.Errorf("ReadEach = %+v; want commit %s, its host, no lorries, the broken file kept and its error", cfg, commit)
+	}
+	if src.cached != nil {
+		t.Errorf("ReadEach kept the configuration it read")
+	}
+
+	// ErrSkipFiles ends the read before any file; an error of each ends it
+	// and is returned as it is.
+	batches = nil
+	if _, err := src.ReadEach(context.Background(), 3, func(*Config) error { return ErrSkipFiles },
+		func(ls []Lorry) error { batches = append(batches, nil); return nil }); err != nil || len(batches) != 0 {
+		t.Errorf("ErrSkipFiles: %v, %d batches; want no error and none", err, len(batches))
+	}
+	stop := errors.New("stop")
+	if _, err := src.ReadEach(context.Background(), 3, func(*Config) error { return nil },
+		func([]Lorry) error { return stop }); err != stop {
+		t.Errorf("each failing: %v; want its error", err)
+	}
+}

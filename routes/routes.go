@@ -27,6 +27,13 @@ type ConfigReader interface {
 	Read(ctx context.Context) (*confgit.Config, error)
 }
 
+// ConfigStreamer is a ConfigReader that can hand out the lorries of a
+// configuration in batches, without holding them all, as
+// *confgit.Source does.
+type ConfigStreamer interface {
+	ReadEach(ctx context.Context, n int, sections func(*confgit.Config) error, each func([]confgit.Lorry) error) (*confgit.Config, error)
+}
+
 // Server holds what the handlers need. Build it in main and call Handler.
 type Server struct {
 	DB     *statedb.DB
@@ -102,6 +109,12 @@ type Server struct {
 	// reads racing (a push hook and a timer) never apply an older commit
 	// over a newer one.
 	configMu sync.Mutex
+	// configApplied is the commit whose configuration this process last
+	// applied whole; configMu guards it.
+	configApplied string
+	// ConfigBatch is how many lorries of the configuration are applied
+	// in one transaction; 0 is configBatch.
+	ConfigBatch int
 	// copyMu guards copyErr, why the last write of the on-disk status
 	// page failed ("" if it did not).
 	copyMu  sync.Mutex

@@ -1,8 +1,10 @@
 package statedb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -224,6 +226,9 @@ type NewLorry struct {
 	// max-backoff and hard-fail-after; 0 means the defaults.
 	MaxBackoff    int64
 	HardFailAfter int64
+	// Queue, if not "", is the queue the configuration puts the lorry
+	// in; "" leaves it where it is.
+	Queue string
 }
 
 // backoffSettings are l's max-backoff and hard-fail-after, with the
@@ -255,59 +260,96 @@ type Kept struct {
 }
 
 // SetConfigLorries makes the lorries that came from the configuration
-// exactly want: new ones are added at the end of the queue, vanished ones
-// removed unless kept, changed ones updated in place (keeping their place
-// and history).
-// A scraper whose spec and runtime are the same at a new commit is
-// unchanged, but records the new commit, whose files its next job gets.
-// A running job of a removed lorry is left to finish; it just has no lorry
-// to report to. Lorries generated from upstream hosts are not touched,
-// unless the configuration names the same path, which then takes it over.
+// exactly want, in one transaction: new ones are added at the end of the
+// queue, vanished ones removed unless kept, changed ones updated in place
+// (keeping their place and history). It is BeginConfigLorries,
+// AddConfigLorries, KeepConfigLorries and RemoveUnseenLorries in one; a
+// configuration too large to hold at once is applied with those, in
+// batches.
 func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) (LorryChanges, error) {
-	var ch LorryChanges
-	type have struct {
-		text, kind, fromPath string
-		interval, timeout    int64
-		generated            bool
-		lastRun              sql.NullInt64
-		commit               string
-		runtime              Runtime
-		schedule             string
-		upstreamURL          string
-		maxBackoff, hardFail int64
+	if err := tx.BeginConfigLorries(ctx); err != nil {
+		return LorryChanges{}, err
 	}
-	existing := make(map[string]have)
-	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, last_run,
-		commit_id, runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url,
-		max_backoff, hard_fail_after FROM lorries`)
+	ch, err := tx.AddConfigLorries(ctx, want)
 	if err != nil {
-		return ch, fmt.Errorf("read lorries: %w", err)
+		return ch, err
 	}
-	for rows.Next() {
-		var p string
-		var h have
-		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated, &h.lastRun,
-			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python, &h.schedule,
-			&h.upstreamURL, &h.maxBackoff, &h.hardFail); err != nil {
-			rows.Close()
-			return ch, fmt.Errorf("read lorries: %w", err)
+	if err := tx.KeepConfigLorries(ctx, kept); err != nil {
+		return ch, err
+	}
+	for after := ""; ; {
+		n, last, err := tx.RemoveUnseenLorries(ctx, after, removeBatch)
+		if err != nil {
+			return ch, err
 		}
-		existing[p] = h
+		ch.Removed += n
+		if last == "" {
+			break
+		}
+		after = last
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return ch, fmt.Errorf("read lorries: %w", err)
-	}
+	return ch, tx.EndConfigLorries(ctx)
+}
 
+// removeBatch is how many lorries SetConfigLorries looks at for removal
+// at a time.
+const removeBatch = 1000
+
+// A configuration is applied in steps, each in a transaction of its own
+// if it is large, so that neither the WEBAPP nor SQLite holds all of it
+// at once: BeginConfigLorries, then AddConfigLorries for every batch of
+// its lorries, KeepConfigLorries, RemoveUnseenLorries until it says it is
+// done, and EndConfigLorries. The write session remembers the paths added
+// in the meantime, in a temporary table, so only one configuration may be
+// applied at a time. Nothing is removed before every lorry of the
+// configuration is in place: a reader in the meantime sees each lorry
+// either as it was or as the configuration has it, and sees every lorry
+// that either defines.
+
+// BeginConfigLorries starts applying a configuration's lorries.
+func (tx *Tx) BeginConfigLorries(ctx context.Context) error {
+	if _, err := tx.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS config_seen (path TEXT PRIMARY KEY) WITHOUT ROWID`); err != nil {
+		return fmt.Errorf("start applying the configuration: %w", err)
+	}
+	if _, err := tx.exec(ctx, `DELETE FROM temp.config_seen`); err != nil {
+		return fmt.Errorf("start applying the configuration: %w", err)
+	}
+	return nil
+}
+
+// EndConfigLorries forgets the paths that the configuration applied
+// since BeginConfigLorries defines.
+func (tx *Tx) EndConfigLorries(ctx context.Context) error {
+	if _, err := tx.exec(ctx, `DELETE FROM temp.config_seen`); err != nil {
+		return fmt.Errorf("end applying the configuration: %w", err)
+	}
+	return nil
+}
+
+// AddConfigLorries applies a batch of the configuration's lorries: new
+// ones are added at the end of the queue, in the order of want; changed
+// ones updated in place (keeping their place and history). A scraper
+// whose spec and runtime are the same at a new commit is unchanged, but
+// records the new commit, whose files its next job gets. Lorries
+// generated from upstream hosts are not touched, unless the
+// configuration names the same path, which then takes it over. A path
+// given twice since BeginConfigLorries is ErrInvalid.
+func (tx *Tx) AddConfigLorries(ctx context.Context, want []NewLorry) (LorryChanges, error) {
+	var ch LorryChanges
+	existing, err := tx.configLorries(ctx, want)
+	if err != nil {
+		return ch, err
+	}
 	var bottom int64
 	if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(queue_pos), -1) FROM lorries`).Scan(&bottom); err != nil {
 		return ch, fmt.Errorf("read queue: %w", err)
 	}
 	insert, err := tx.s.stmt(ctx, `INSERT INTO lorries
 		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due,
-		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python)
+		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python,
+		 upstream_url, max_backoff, hard_fail_after, queue)
 		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), ?,
-		 ?, ?, ?, ?, ?)`)
+		 ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return ch, err
 	}
@@ -351,19 +393,21 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 	if err != nil {
 		return ch, err
 	}
+	setQueue, err := tx.s.stmt(ctx, `UPDATE lorries SET queue = ? WHERE path = ?`)
+	if err != nil {
+		return ch, err
+	}
 
-	wanted := make(map[string]bool, len(want))
 	for _, l := range want {
-		if wanted[l.Path] {
-			return ch, fmt.Errorf("lorry %q given twice: %w", l.Path, ErrInvalid)
-		}
-		wanted[l.Path] = true
 		h, ok := existing[l.Path]
+		maxBackoff, hardFail := l.backoffSettings()
 		switch {
 		case !ok:
 			bottom++
+			queue := cmp.Or(l.Queue, DefaultQueue)
 			if _, err := insert.ExecContext(ctx, l.Path, l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, bottom, l.Path,
-				tx.Now, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python); err != nil {
+				tx.Now, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python,
+				l.UpstreamURL, maxBackoff, hardFail, queue); err != nil {
 				return ch, fmt.Errorf("add lorry %q: %w", l.Path, err)
 			}
 			if l.Schedule != "" {
@@ -392,40 +436,156 @@ func (tx *Tx) SetConfigLorries(ctx context.Context, want []NewLorry, kept Kept) 
 		default:
 			ch.Unchanged++
 		}
+		if !ok {
+			continue
+		}
 		// Kept apart from the changes above: a database made before
 		// upstream URLs were stored learns them at the next read, without
 		// any lorry counting as changed.
-		if !ok || h.upstreamURL != l.UpstreamURL {
+		if h.upstreamURL != l.UpstreamURL {
 			if _, err := setUpstream.ExecContext(ctx, l.UpstreamURL, l.Path); err != nil {
 				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 		}
 		// The backoff settings alone are no change of spec: they apply
 		// from the lorry's next failure.
-		if maxBackoff, hardFail := l.backoffSettings(); !ok || h.maxBackoff != maxBackoff || h.hardFail != hardFail {
+		if h.maxBackoff != maxBackoff || h.hardFail != hardFail {
 			if _, err := setBackoff.ExecContext(ctx, maxBackoff, hardFail, l.Path); err != nil {
 				return ch, fmt.Errorf("update lorry %q: %w", l.Path, err)
 			}
 		}
-	}
-	keep := make(map[string]bool, len(kept.Paths))
-	for _, p := range kept.Paths {
-		keep[p] = true
-	}
-	keepFrom := make(map[string]bool, len(kept.FromPaths))
-	for _, f := range kept.FromPaths {
-		keepFrom[f] = true
-	}
-	for p, h := range existing {
-		if h.generated || wanted[p] || keep[p] || keepFrom[h.fromPath] {
-			continue
+		// Nor is the queue.
+		if l.Queue != "" && h.queue != l.Queue {
+			if _, err := setQueue.ExecContext(ctx, l.Queue, l.Path); err != nil {
+				return ch, fmt.Errorf("put lorry %q in queue %q: %w", l.Path, l.Queue, err)
+			}
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {
-			return ch, fmt.Errorf("remove lorry %q: %w", p, err)
-		}
-		ch.Removed++
 	}
 	return ch, nil
+}
+
+// configHave is what AddConfigLorries compares of a stored lorry.
+type configHave struct {
+	text, kind, fromPath string
+	interval, timeout    int64
+	generated            bool
+	commit               string
+	runtime              Runtime
+	schedule             string
+	upstreamURL          string
+	maxBackoff, hardFail int64
+	queue                string
+}
+
+// configLorries records the paths of want as seen since
+// BeginConfigLorries, and returns the stored lorries at those paths. A
+// path seen before, or twice in want, is ErrInvalid.
+func (tx *Tx) configLorries(ctx context.Context, want []NewLorry) (map[string]configHave, error) {
+	paths := make([]string, len(want))
+	given := make(map[string]bool, len(want))
+	for i, l := range want {
+		if given[l.Path] {
+			return nil, fmt.Errorf("lorry %q given twice: %w", l.Path, ErrInvalid)
+		}
+		given[l.Path] = true
+		paths[i] = l.Path
+	}
+	list, err := json.Marshal(paths)
+	if err != nil {
+		return nil, err
+	}
+	// One statement each for the whole batch: a statement for each lorry
+	// cost more than the rest of the apply.
+	var twice string
+	err = tx.queryRow(ctx, `SELECT value FROM json_each(?) WHERE value IN (SELECT path FROM temp.config_seen) LIMIT 1`,
+		string(list)).Scan(&twice)
+	if err == nil {
+		return nil, fmt.Errorf("lorry %q given twice: %w", twice, ErrInvalid)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read lorries: %w", err)
+	}
+	if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path) SELECT value FROM json_each(?)`, string(list)); err != nil {
+		return nil, fmt.Errorf("read lorries: %w", err)
+	}
+	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, commit_id,
+		runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url,
+		max_backoff, hard_fail_after, queue FROM lorries WHERE path IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("read lorries: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]configHave, len(want))
+	for rows.Next() {
+		var p string
+		var h configHave
+		if err := rows.Scan(&p, &h.text, &h.kind, &h.fromPath, &h.interval, &h.timeout, &h.generated,
+			&h.commit, &h.runtime.Name, &h.runtime.Version, &h.runtime.ID, &h.runtime.Python, &h.schedule,
+			&h.upstreamURL, &h.maxBackoff, &h.hardFail, &h.queue); err != nil {
+			return nil, fmt.Errorf("read lorries: %w", err)
+		}
+		out[p] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read lorries: %w", err)
+	}
+	return out, nil
+}
+
+// KeepConfigLorries keeps the configuration lorries that kept names
+// (those of broken definitions) from RemoveUnseenLorries, as if the
+// configuration applied since BeginConfigLorries defined them.
+func (tx *Tx) KeepConfigLorries(ctx context.Context, kept Kept) error {
+	for _, p := range kept.Paths {
+		if _, err := tx.exec(ctx, `INSERT OR IGNORE INTO temp.config_seen (path) VALUES (?)`, p); err != nil {
+			return fmt.Errorf("keep lorry %q: %w", p, err)
+		}
+	}
+	for _, f := range kept.FromPaths {
+		if _, err := tx.exec(ctx, `INSERT OR IGNORE INTO temp.config_seen (path)
+			SELECT path FROM lorries WHERE from_path = ? AND generated = 0`, f); err != nil {
+			return fmt.Errorf("keep the lorries of %q: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// RemoveUnseenLorries removes the configuration lorries that the
+// configuration applied since BeginConfigLorries does not define, nor
+// keeps: of those whose paths come after after, the first limit, in path
+// order. It returns how many it removed, and the path to give as after
+// next time, "" when none is left. A running job of a removed lorry is
+// left to finish; it just has no lorry to report to. Lorries generated
+// from upstream hosts are not touched.
+func (tx *Tx) RemoveUnseenLorries(ctx context.Context, after string, limit int) (int, string, error) {
+	rows, err := tx.query(ctx, `SELECT path FROM lorries
+		WHERE path > ? AND generated = 0 AND path NOT IN (SELECT path FROM temp.config_seen)
+		ORDER BY path LIMIT ?`, after, limit)
+	if err != nil {
+		return 0, "", fmt.Errorf("find removed lorries: %w", err)
+	}
+	var paths []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return 0, "", fmt.Errorf("find removed lorries: %w", err)
+		}
+		paths = append(paths, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, "", fmt.Errorf("find removed lorries: %w", err)
+	}
+	for _, p := range paths {
+		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {
+			return 0, "", fmt.Errorf("remove lorry %q: %w", p, err)
+		}
+	}
+	if len(paths) < limit {
+		return len(paths), "", nil
+	}
+	return len(paths), paths[len(paths)-1], nil
 }
 
 // LorryListing selects one page of lorries in path order, for tools that

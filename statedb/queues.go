@@ -204,6 +204,10 @@ type QueueConfig struct {
 	Queues  []Queue
 	Lorries map[string]string // lorry path to queue; absent or "" is the default queue
 	Hosts   map[string]string // upstream host name to queue, for its generated lorries; "" is the default
+	// LorriesPlaced says that the lorries were put in their queues as
+	// they were applied (NewLorry.Queue), and Lorries is not used: a
+	// configuration applied in batches is not held whole.
+	LorriesPlaced bool
 }
 
 // SetConfigQueues makes the stored queues exactly c.Queues and puts the
@@ -246,20 +250,10 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 		WHERE queue NOT IN (SELECT value FROM json_each(?))`, DefaultQueue, string(known)); err != nil {
 		return fmt.Errorf("move hosts of removed queues: %w", err)
 	}
-	for p, q := range c.Lorries {
-		if q == "" {
-			q = DefaultQueue
+	if !c.LorriesPlaced {
+		if err := tx.placeConfigLorries(ctx, c.Lorries); err != nil {
+			return err
 		}
-		if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ? WHERE path = ? AND generated = 0 AND queue != ?`,
-			q, p, q); err != nil {
-			return fmt.Errorf("put lorry %q in queue %q: %w", p, q, err)
-		}
-	}
-	// A lorry the configuration defines without a queue is in the default
-	// one, even if it was in another before.
-	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ? WHERE generated = 0 AND queue != ?`+
-		notIn(len(c.Lorries)), append([]any{DefaultQueue, DefaultQueue}, queuedPaths(c.Lorries)...)...); err != nil {
-		return fmt.Errorf("put lorries in the default queue: %w", err)
 	}
 	for h, q := range c.Hosts {
 		if q == "" {
@@ -690,3 +684,25 @@ const headsQuery = `SELECT j.key, CASE
 			ORDER BY queue_pos LIMIT 1)
 		END
 	FROM json_each(?2) AS j`
+
+// placeConfigLorries puts the configuration's lorries in their queues:
+// lorries maps a path to its queue, and a lorry it leaves out is in the
+// default queue.
+func (tx *Tx) placeConfigLorries(ctx context.Context, lorries map[string]string) error {
+	for p, q := range lorries {
+		if q == "" {
+			q = DefaultQueue
+		}
+		if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ? WHERE path = ? AND generated = 0 AND queue != ?`,
+			q, p, q); err != nil {
+			return fmt.Errorf("put lorry %q in queue %q: %w", p, q, err)
+		}
+	}
+	// A lorry the configuration defines without a queue is in the default
+	// one, even if it was in another before.
+	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ? WHERE generated = 0 AND queue != ?`+
+		notIn(len(lorries)), append([]any{DefaultQueue, DefaultQueue}, queuedPaths(lorries)...)...); err != nil {
+		return fmt.Errorf("put lorries in the default queue: %w", err)
+	}
+	return nil
+}

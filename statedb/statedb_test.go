@@ -804,3 +804,47 @@ func TestSpooledOutputStoredAsIfInMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigLorriesInBatches(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.lorries(t, "a", "b", "c")
+	lorry := func(p string) NewLorry {
+		return NewLorry{Path: p, Text: `{"` + p + `":{"type":"git"}}`, Kind: "lorry", Interval: 100, Timeout: 50}
+	}
+	f.update(t, func(tx *Tx) error { return tx.BeginConfigLorries(ctx) })
+	var ch LorryChanges
+	for _, batch := range [][]NewLorry{{lorry("b"), lorry("d")}, {lorry("e")}} {
+		f.update(t, func(tx *Tx) error {
+			c, err := tx.AddConfigLorries(ctx, batch)
+			ch.Added, ch.Unchanged = ch.Added+c.Added, ch.Unchanged+c.Unchanged
+			return err
+		})
+		// Nothing is removed while batches are added.
+		if got, want := strings.Join(f.queue(t), " "), "a b c d e"; !strings.HasPrefix(want, got) || !strings.HasPrefix(got, "a b c") {
+			t.Errorf("queue between batches = %q; want a, b and c, and what was added", got)
+		}
+	}
+	if want := (LorryChanges{Added: 2, Unchanged: 1}); ch != want {
+		t.Errorf("changes = %+v; want %+v", ch, want)
+	}
+	err := f.db.Update(ctx, func(tx *Tx) error { _, err := tx.AddConfigLorries(ctx, []NewLorry{lorry("d")}); return err })
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("adding d in a second batch: %v; want ErrInvalid", err)
+	}
+	var removed []int
+	for after, done := "", false; !done; {
+		f.update(t, func(tx *Tx) error {
+			n, last, err := tx.RemoveUnseenLorries(ctx, after, 1)
+			removed, after, done = append(removed, n), last, last == ""
+			return err
+		})
+	}
+	if got, want := fmt.Sprint(removed), "[1 1 0]"; got != want {
+		t.Errorf("removed %s in batches of 1; want %s", got, want)
+	}
+	f.update(t, func(tx *Tx) error { return tx.EndConfigLorries(ctx) })
+	if got, want := strings.Join(f.queue(t), " "), "b d e"; got != want {
+		t.Errorf("queue = %q; want %q", got, want)
+	}
+}

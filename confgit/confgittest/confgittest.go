@@ -29,11 +29,34 @@ func BigRepo(tb testing.TB, files, specsPerFile int) string {
 
 	var in bytes.Buffer
 	fmt.Fprintf(&in, "commit refs/heads/master\ncommitter Confgit Test <confgit@example.com> 1700000000 +0000\ndata 4\nbig\n")
+	fmt.Fprintf(&in, "M 100644 inline lorry-controller.conf\ndata %d\n%s\n", len(BigConf), BigConf)
+	writeLorryFiles(&in, 0, files, specsPerFile)
+	in.WriteString("\n")
+	gittest.Git(tb, dir, in.Bytes(), "fast-import", "--quiet")
+	gittest.Git(tb, dir, nil, "repack", "-a", "-d", "-q")
+	return dir
+}
+
+// GrowBigRepo commits to the master branch of a BigRepo at dir the .lorry
+// files numbered from to files-1 beside those it holds, each of
+// specsPerFile specs, as BigRepo would have made them.
+func GrowBigRepo(tb testing.TB, dir string, from, files, specsPerFile int) {
+	tb.Helper()
+	var in bytes.Buffer
+	fmt.Fprintf(&in, "commit refs/heads/master\ncommitter Confgit Test <confgit@example.com> 1700000100 +0000\ndata 5\ngrow\nfrom refs/heads/master^0\n")
+	writeLorryFiles(&in, from, files, specsPerFile)
+	in.WriteString("\n")
+	gittest.Git(tb, dir, in.Bytes(), "fast-import", "--quiet")
+	gittest.Git(tb, dir, nil, "repack", "-a", "-d", "-q")
+}
+
+// writeLorryFiles writes fast-import's commands for the .lorry files
+// numbered from to files-1.
+func writeLorryFiles(in *bytes.Buffer, from, files, specsPerFile int) {
 	inline := func(name, content string) {
-		fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", name, len(content), content)
+		fmt.Fprintf(in, "M 100644 inline %s\ndata %d\n%s\n", name, len(content), content)
 	}
-	inline("lorry-controller.conf", BigConf)
-	for i := range files {
+	for i := from; i < files; i++ {
 		var spec bytes.Buffer
 		spec.WriteString("{\n")
 		for j := range specsPerFile {
@@ -45,8 +68,4 @@ func BigRepo(tb testing.TB, files, specsPerFile int) string {
 		spec.WriteString("\n}\n")
 		inline(fmt.Sprintf("open-source-lorries/group%03d/project%05d.lorry", i%100, i), spec.String())
 	}
-	in.WriteString("\n")
-	gittest.Git(tb, dir, in.Bytes(), "fast-import", "--quiet")
-	gittest.Git(tb, dir, nil, "repack", "-a", "-d", "-q")
-	return dir
 }

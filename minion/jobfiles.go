@@ -51,21 +51,31 @@ func (m *Minion) writeRecord(r jobRecord) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(m.recordFile(r.JobID), data)
+	return writeFile(m.recordFile(r.JobID), data, 0o644)
 }
 
 // writeSpec saves the job's lorry spec in the job directory for lorry to
-// read, and returns its path.
+// read, and returns its path. A spec may hold credentials (an upstream's
+// clone token), so no other user may read it: it is the minion's alone,
+// or with --job-user also readable by the job user's group, which the
+// minion's user belongs to and lorry runs as.
 func (m *Minion) writeSpec(j *job) (string, error) {
 	name := filepath.Join(m.jobDir(), strconv.FormatInt(j.ID, 10)+".lorry")
-	if err := writeFile(name, []byte(j.Text)); err != nil {
+	mode := os.FileMode(0o600)
+	if m.cfg.JobUser != nil {
+		mode = 0o640
+	}
+	if err := writeFile(name, []byte(j.Text), mode); err != nil {
 		return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
 	}
 	if m.cfg.JobUser != nil {
+		if err := os.Chown(name, -1, int(m.cfg.JobUser.GID)); err != nil {
+			return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
+		}
 		// lorry, run as the job's user, reads the spec by its name;
 		// it need not list the directories, nor read the records.
 		for path, mode := range map[string]os.FileMode{
-			filepath.Dir(m.jobDir()): 0o711, m.jobDir(): 0o711, name: 0o644,
+			filepath.Dir(m.jobDir()): 0o711, m.jobDir(): 0o711, name: 0o640,
 		} {
 			if err := os.Chmod(path, mode); err != nil {
 				return "", fmt.Errorf("write spec of job %d: %w", j.ID, err)
@@ -77,11 +87,11 @@ func (m *Minion) writeSpec(j *job) (string, error) {
 
 // writeFile writes name through a temporary file, so that a crash never
 // leaves half of it to be read.
-func writeFile(name string, data []byte) error {
+func writeFile(name string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(name, data, 0o644)
+	return atomicfile.WriteFile(name, data, mode)
 }
 
 // removeJobFiles forgets the files of job id once it has ended.

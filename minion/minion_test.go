@@ -138,11 +138,12 @@ func TestLorryArguments(t *testing.T) {
 			f := newFakeWebapp(t)
 			out := t.TempDir()
 			argsFile, specFile := filepath.Join(out, "args"), filepath.Join(out, "spec")
-			envFile := filepath.Join(out, "env")
+			envFile, modeFile := filepath.Join(out, "env"), filepath.Join(out, "mode")
 			lorry := writeLorry(t, `printf '%s\n' "$@" > `+sh(argsFile)+`
 printf '%s' "${LORRY_PUSH_URL-unset}" > `+sh(envFile)+`
 eval "spec=\${$#}"
 cp "$spec" `+sh(specFile)+`
+stat -c %a "$spec" > `+sh(modeFile)+`
 pwd`)
 			m, cfg := newTestMinion(t, f, lorry)
 			text := "{\"foo\": {\"type\": \"git\", \"url\": \"https://example.org/foo.git\"}}\n"
@@ -184,6 +185,10 @@ pwd`)
 			}
 			if got, _ := os.ReadFile(specFile); string(got) != text {
 				t.Errorf("spec text: got %q, want %q", got, text)
+			}
+			// A spec may hold an upstream's token: no other user reads it.
+			if got, _ := os.ReadFile(modeFile); string(got) != "600\n" {
+				t.Errorf("spec file mode while lorry ran: got %q, want 600", got)
 			}
 			if _, err := os.Stat(spec); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("spec file %s after the job: got %v, want it removed", spec, err)

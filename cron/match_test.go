@@ -328,3 +328,45 @@ func TestLeapYearEndBeyondZoneFile(t *testing.T) {
 		})
 	}
 }
+
+// A period longer than its field's range allows the start alone: a
+// 19-digit one must not wrap round and give an event before the instant
+// asked about.
+func TestHugePeriod(t *testing.T) {
+	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).Unix()
+	cases := []struct {
+		name string
+		text string
+		want []int64 // events at or after from
+	}{
+		{"epoch from 0", `{"epoch": {"period": 9223372036854775807}, ` + maxShiftJSON + `}`, nil},
+		{"epoch from a start", `{"epoch": {"period": 9223372036854775807, "start": 1800000000}, ` + maxShiftJSON + `}`,
+			[]int64{1800000000}},
+		{"minute", `{"minute": {"period": 9223372036854775807, "start": 7}, "hour": 1, "timezone": "UTC",
+			"dst_fixes": ["skip", "repeat_use_both"], ` + maxShiftJSON + `}`,
+			[]int64{from + 3600 + 7*60, from + 86400 + 3600 + 7*60}},
+		{"year", `{"minute": 0, "hour": 0, "day_of_month": 1, "month": 1, "year": {"period": 9223372036854775807, "start": 2030},
+			"timezone": "UTC", "dst_fixes": ["skip", "repeat_use_both"], ` + maxShiftJSON + `}`,
+			[]int64{time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			it := mustParse(t, c.text)
+			got := events(it, from, 2)
+			if len(c.want) < 2 && len(got) > len(c.want) {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+			for i, w := range c.want {
+				if i >= len(got) || got[i] != w {
+					t.Errorf("got %v, want %v", got, c.want)
+					break
+				}
+			}
+			for _, e := range got {
+				if e < from {
+					t.Errorf("event %d is before %d, the instant asked about", e, from)
+				}
+			}
+		})
+	}
+}

@@ -164,7 +164,7 @@ type tree interface {
 // lorry-controller.conf at the root of fsys, regular files for the globs.
 // Directories named .git are skipped. Commit is left empty.
 func Parse(fsys fs.FS) (*Config, error) {
-	return build(context.Background(), fsTree{fsys})
+	return build(context.Background(), fsTree{fsys}, time.Now())
 }
 
 type fsTree struct{ fsys fs.FS }
@@ -217,7 +217,8 @@ func (t fsTree) read(name string) ([]byte, error) {
 
 // build parses lorry-controller.conf first, so a broken one is reported
 // without reading any .lorry file, then reads the files its globs select.
-func build(ctx context.Context, t tree) (*Config, error) {
+// A schedule must have an event in the 50 years from now.
+func build(ctx context.Context, t tree, now time.Time) (*Config, error) {
 	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}, Queues: []Queue{}}
 	data, ok, err := t.conf()
 	if err != nil {
@@ -229,6 +230,15 @@ func build(ctx context.Context, t tree) (*Config, error) {
 	pc, err := parseConf(data)
 	if err != nil {
 		return nil, err
+	}
+	for _, ls := range pc.lorries {
+		if err := ls.schedule.checkFires(now); err != nil {
+			typ := "lorries"
+			if ls.kind == KindScraper {
+				typ = "scrapers"
+			}
+			return nil, &ConfError{Section: ls.index, Type: typ, Key: "schedule", Err: err}
+		}
 	}
 	cfg.Hosts = append(cfg.Hosts, pc.hosts...)
 	cfg.Queues = append(cfg.Queues, pc.queues...)
@@ -245,7 +255,7 @@ func build(ctx context.Context, t tree) (*Config, error) {
 	sort.Strings(names)
 
 	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{},
-		runtimes: map[string]Runtime{}, files: map[string]bool{}}
+		runtimes: map[string]Runtime{}, files: map[string]bool{}, now: now}
 	for _, r := range cfg.Runtimes {
 		b.runtimes[r.Name] = r
 	}
@@ -294,6 +304,7 @@ type builder struct {
 	reported map[FileError]bool
 	runtimes map[string]Runtime // by name
 	files    map[string]bool    // regular files of the tree, for "config"
+	now      time.Time          // what a schedule must have an event within 50 years of
 }
 
 func (b *builder) report(file, msg string) {
@@ -338,7 +349,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
 				continue
 			}
-			sched, err := specSchedule(s.Value, ls.schedule)
+			sched, err := specSchedule(s.Value, ls.schedule, b.now)
 			if err != nil {
 				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
 				b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)

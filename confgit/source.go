@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -63,6 +64,9 @@ type Source struct {
 	Dir    string
 	URL    string
 	Branch string
+	// Now tells the time a schedule must have an event within 50 years
+	// of; nil for the system clock.
+	Now func() time.Time
 
 	mu     sync.Mutex
 	commit plumbing.Hash
@@ -100,7 +104,11 @@ func (s *Source) Read(ctx context.Context) (*Config, error) {
 	if s.cached != nil && hash == s.commit {
 		return s.cached.clone(), nil
 	}
-	cfg, err := readCommit(ctx, repo, hash)
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	cfg, err := readCommit(ctx, repo, hash, now())
 	if err != nil {
 		return nil, fmt.Errorf("read configuration at commit %s: %w", hash, err)
 	}
@@ -251,7 +259,7 @@ func (s *Source) resolve(repo *git.Repository) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, fmt.Errorf("CONFGIT has no branch %q and its HEAD names no commit", branch)
 }
 
-func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash) (*Config, error) {
+func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash, now time.Time) (*Config, error) {
 	// Reading thousands of blobs reopens the pack for each one unless the
 	// storage keeps its descriptors, which then have to be closed.
 	if fsStore, ok := repo.Storer.(*filesystem.Storage); ok {
@@ -271,7 +279,7 @@ func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash) (
 	if err != nil {
 		return nil, err
 	}
-	return build(ctx, &gitTree{repo: repo, root: root})
+	return build(ctx, &gitTree{repo: repo, root: root}, now)
 }
 
 // gitTree reads files straight from the object store.

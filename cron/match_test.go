@@ -370,3 +370,39 @@ func TestHugePeriod(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstMatchBefore checks that the bounded search agrees with
+// FirstMatch within its span, DST fixes and all, and that its work grows
+// with the span, not with how far away the first event is.
+func TestFirstMatchBefore(t *testing.T) {
+	items := []string{
+		`{"minute": 30, "hour": 1, "dst_fixes": ["skip", "repeat_use_only_early"], "timezone": "US/Pacific", ` + maxShiftJSON + `}`,
+		`{"minute": 30, "hour": 2, "dst_fixes": ["unskip", "repeat_use_only_late"], "timezone": "US/Pacific", ` + maxShiftJSON + `}`,
+		`{"minute": {"period": 7}, "dst_fixes": ["unskip", "repeat_use_both"], "timezone": "Europe/London", ` + maxShiftJSON + `}`,
+		`{"minute": 0, "hour": 0, "day_of_month": 1, "month": 11, "year": 2063, "dst_fixes": ["skip", "repeat_use_both"], "timezone": "US/Pacific", ` + maxShiftJSON + `}`,
+		`{"epoch": {"period": 3000, "start": 1383000000}, ` + maxShiftJSON + `}`,
+	}
+	starts := []int64{springJump - 7200, springJump - 1, fallBack - 3600, earlyRepeat, lateRepeat - 1, 1383000000}
+	spans := []int64{1, 60, 1800, 3601, 86400, 40 * 86400}
+	for _, text := range items {
+		it := mustParse(t, text)
+		for _, from := range starts {
+			want, wantOK := it.FirstMatch(from)
+			for _, span := range spans {
+				ok := wantOK && want < from+span
+				got, gotOK := it.FirstMatchBefore(from, from+span)
+				if gotOK != ok || (ok && got != want) {
+					t.Errorf("%s: FirstMatchBefore(%d, +%d) = %d %v; want %d %v", text, from, span, got, gotOK, want, ok)
+				}
+			}
+		}
+	}
+	// The event 40 years away is not looked for in a day's span.
+	far := mustParse(t, items[3])
+	var near, whole int
+	far.firstMatchBefore(springJump, springJump+86400, &near)
+	far.firstMatch(springJump, &whole)
+	if near > 4 || whole < 40 {
+		t.Errorf("steps: a day's span %d, want at most 4; the whole search %d, want 40 or more", near, whole)
+	}
+}

@@ -104,10 +104,16 @@ func (s *Server) applyConfiguration(ctx context.Context) (readConfigResult, erro
 		s.houseKept.Store(0)
 		kept := statedb.Kept{FromPaths: cfg.Kept.Files, Paths: cfg.Kept.Paths}
 		// A scheduled entry is first due at its first event from now,
-		// not at once.
+		// not at once; never, if it has none left (the configuration
+		// refuses such a schedule when read, but a clock set far
+		// forward since can still find one).
 		for i, l := range cfg.Lorries {
 			if l.Cron != nil {
-				lorries[i].FirstDue, _ = l.Cron.FirstMatch(tx.Now)
+				first, ok := l.Cron.FirstMatch(tx.Now)
+				if !ok {
+					first = statedb.NoEvent
+				}
+				lorries[i].FirstDue = first
 			}
 		}
 		if changes, err = tx.SetConfigLorries(ctx, lorries, kept); err != nil {

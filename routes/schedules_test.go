@@ -10,6 +10,7 @@ import (
 
 	"lorrycontroller/confgit"
 	"lorrycontroller/cron"
+	"lorrycontroller/statedb"
 )
 
 // configureScheduled reads a configuration of one lorry, a/s, with the
@@ -141,10 +142,16 @@ func TestScheduleCatchUpAndClockJumps(t *testing.T) {
 }
 
 // configureMany reads a configuration of n lorries, s/00000 and on, with
-// the schedules schedule gives.
-func (ts *testServer) configureMany(t *testing.T, n int, schedule func(i int) string) {
+// the schedules schedule gives, in the default queue, or with sort in a
+// queue of their own if sort is not "".
+func (ts *testServer) configureMany(t *testing.T, n int, schedule func(i int) string, sort ...string) {
 	t.Helper()
 	cfg := &confgit.Config{Commit: "c1"}
+	queue := confgit.DefaultQueue
+	if len(sort) > 0 && sort[0] != "" {
+		queue = "q"
+		cfg.Queues = []confgit.Queue{{Name: queue, Sort: sort[0]}}
+	}
 	for i := range n {
 		text := schedule(i)
 		it, err := cron.Parse([]byte(text), nil)
@@ -153,7 +160,7 @@ func (ts *testServer) configureMany(t *testing.T, n int, schedule func(i int) st
 		}
 		p := fmt.Sprintf("s/%05d", i)
 		cfg.Lorries = append(cfg.Lorries, confgit.Lorry{Path: p, Text: `{"` + p + `":{"type":"git","url":"u"}}`,
-			Type: "git", Interval: time.Hour, Timeout: time.Minute, Schedule: text, Cron: it})
+			Type: "git", Interval: time.Hour, Timeout: time.Minute, Schedule: text, Cron: it, Queue: queue})
 	}
 	ts.conf.cfg = cfg
 	if code, m := ts.call(t, "POST", "/1.0/read-configuration", url.Values{}); code != 200 {
@@ -262,33 +269,39 @@ func TestScheduleFarFutureCostsNoMore(t *testing.T) {
 
 // TestScheduleBurstRunsEachOnce checks that when more schedules fire at
 // once than a hand-out ticks, with no Scheduler running, each entry runs
-// once for its event: one handed out before any tick dealt with its event
-// is advanced as it is handed out, so its job's end makes it due at the
-// next event, not at this one again.
+// once for its event, in a queue of each sort: a queue-order hand-out
+// waits for a tick to fire an entry, and a fifo one may hand out an entry
+// before any tick dealt with its event, which is then advanced as it is
+// handed out, so that its job's end makes it due at the next event, not
+// at this one again.
 func TestScheduleBurstRunsEachOnce(t *testing.T) {
 	const t0 = 1700006400 // a midnight, UTC
 	const n = 3*handOutTickBatch + 10
-	ts := newTestServer(t)
-	ts.FakeClock.Set(t0)
-	ts.configureMany(t, n, func(int) string { return daily(3, 0, "UTC") })
-	jobs := 0
-	for ts.runAt(t, t0+3*3600) {
-		if jobs++; jobs > 2*n {
-			break
-		}
-	}
-	if jobs != n {
-		t.Errorf("at 03:00, %d jobs for %d entries firing; want one each", jobs, n)
-	}
-	if ts.runAt(t, t0+3*3600+60) || ts.runAt(t, t0+23*3600) {
-		t.Error("a job later that day")
-	}
-	for i := range n {
-		_, l := ts.call(t, "GET", fmt.Sprintf("/1.0/lorry/s/%05d", i), nil)
-		if got := int64(l["next_due"].(float64)); got != t0+27*3600 {
-			t.Errorf("s/%05d: next_due %d, want the next 03:00, %d", i, got, t0+27*3600)
-			break
-		}
+	for _, sort := range []string{statedb.SortQueueOrder, statedb.SortFIFO} {
+		t.Run(sort, func(t *testing.T) {
+			ts := newTestServer(t)
+			ts.FakeClock.Set(t0)
+			ts.configureMany(t, n, func(int) string { return daily(3, 0, "UTC") }, sort)
+			jobs := 0
+			for now := int64(t0 + 3*3600); now < t0+3*3600+10 && jobs <= 2*n; now++ {
+				for ts.runAt(t, now) && jobs <= 2*n {
+					jobs++
+				}
+			}
+			if jobs != n {
+				t.Errorf("from 03:00, %d jobs for %d entries firing; want one each", jobs, n)
+			}
+			if ts.runAt(t, t0+3*3600+60) || ts.runAt(t, t0+23*3600) {
+				t.Error("a job later that day")
+			}
+			for i := range n {
+				_, l := ts.call(t, "GET", fmt.Sprintf("/1.0/lorry/s/%05d", i), nil)
+				if got := int64(l["next_due"].(float64)); got != t0+27*3600 {
+					t.Errorf("s/%05d: next_due %d, want the next 03:00, %d", i, got, t0+27*3600)
+					break
+				}
+			}
+		})
 	}
 }
 

@@ -102,7 +102,7 @@ func (w *tickWork) batch(o tickWork) {
 // more says that limit entries were advanced and others may be waiting.
 func (s *Server) tickDue(ctx context.Context, tx *statedb.Tx, limit int) (w tickWork, more bool, err error) {
 	list, err := tx.DueSchedules(ctx, limit)
-	if err != nil {
+	if err != nil || len(list) == 0 {
 		return w, false, err
 	}
 	now := s.clocks(tx.Now)
@@ -123,7 +123,7 @@ func (s *Server) tickDue(ctx context.Context, tx *statedb.Tx, limit int) (w tick
 // the path of the last entry looked at, "" when there were none.
 func (s *Server) tickAhead(ctx context.Context, tx *statedb.Tx, after string, limit int) (w tickWork, last string, err error) {
 	list, err := tx.AheadSchedules(ctx, after, limit)
-	if err != nil {
+	if err != nil || len(list) == 0 {
 		return w, "", err
 	}
 	now := s.clocks(tx.Now)

@@ -341,3 +341,46 @@ func TestScheduleWithoutEventsNeverRuns(t *testing.T) {
 		t.Errorf("after the last event: next_due %d, want never", got)
 	}
 }
+
+// TestScheduleClockSetBackFarRepeats checks that an entry whose next
+// event is a day away, and so is looked at by no tick, still forgets the
+// past when the wall clock is set back by more than its schedule allows:
+// the Scheduler finds the clock behind its last run and looks at the
+// entries ahead of the clock, and the event runs again as the clock
+// reaches it. Set back by less, nothing is repeated.
+func TestScheduleClockSetBackFarRepeats(t *testing.T) {
+	const t0 = 1700006400 // a midnight, UTC
+	ts := newTestServer(t)
+	ts.FakeClock.Set(t0)
+	ts.configureScheduled(t, daily(3, 0, "UTC"))
+	sched := &Scheduler{Server: ts.Server}
+	tick := func(now int64) {
+		t.Helper()
+		ts.FakeClock.Set(now)
+		if err := sched.runOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick(t0 + 10)
+	if !ts.runAt(t, t0+3*3600) {
+		t.Fatal("no job at 03:00")
+	}
+	tick(t0 + 3*3600 + 60)
+	// Back half an hour, within the hour allowed: 03:00 is not repeated.
+	tick(t0 + 3*3600 - 1800)
+	if ts.runAt(t, t0+3*3600-1) || ts.runAt(t, t0+3*3600) || ts.runAt(t, t0+3*3600+60) {
+		t.Error("03:00 repeated after the clock was set back half an hour")
+	}
+	// Back two hours: the past is forgotten, and 03:00 runs again.
+	tick(t0 + 3*3600 + 120)
+	tick(t0 + 3600)
+	if got := ts.nextDue(t); got != t0+3*3600 {
+		t.Errorf("after the clock was set back two hours, next_due %d; want 03:00 again, %d", got, t0+3*3600)
+	}
+	if ts.runAt(t, t0+3*3600-1) {
+		t.Error("a job before 03:00")
+	}
+	if !ts.runAt(t, t0+3*3600) {
+		t.Error("no job at 03:00 after the clock was set back two hours")
+	}
+}

@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -382,5 +383,39 @@ func TestScheduleClockSetBackFarRepeats(t *testing.T) {
 	}
 	if !ts.runAt(t, t0+3*3600) {
 		t.Error("no job at 03:00 after the clock was set back two hours")
+	}
+}
+
+// TestScheduleTickWritesNothingBetweenEvents checks, in the database
+// itself, that neither a hand-out nor the Scheduler writes a scheduled
+// entry whose next event has not come: with 20,000 of them, a write of
+// each at every tick stalled every minion.
+func TestScheduleTickWritesNothingBetweenEvents(t *testing.T) {
+	const t0 = 1700006400 // a midnight, UTC
+	const n = 500
+	ts := newTestServer(t)
+	ts.FakeClock.Set(t0)
+	ts.configureMany(t, n, func(i int) string { return daily(3, i%60, "UTC") })
+	sched := &Scheduler{Server: ts.Server}
+	for _, now := range []int64{t0 + 10, t0 + 20, t0 + 3600} {
+		ts.FakeClock.Set(now)
+		if code, _ := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"7"}, "minion": {"m"}}); code != 204 {
+			t.Fatalf("give-me-job at %d = %d, want 204: nothing is due", now, code)
+		}
+		if err := sched.runOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+ts.DB.Path()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var written int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM lorries WHERE schedule != '' AND cron_wall != ?`, t0).Scan(&written); err != nil {
+		t.Fatal(err)
+	}
+	if written != 0 {
+		t.Errorf("%d of %d scheduled entries written by ticks before any event came; want none", written, n)
 	}
 }

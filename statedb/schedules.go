@@ -69,10 +69,12 @@ func (tx *Tx) listScheduled(ctx context.Context, what, query string, args ...any
 // this is a range of an index that stays empty between events, whatever
 // the number of schedules.
 func (tx *Tx) DueSchedules(ctx context.Context, limit int) ([]Scheduled, error) {
-	return tx.listScheduled(ctx, "due schedules", `SELECT `+scheduledColumns+`
-		FROM lorries INDEXED BY lorries_cron_next
-		WHERE schedule != '' AND cron_next <= ? ORDER BY cron_next, path LIMIT ?`, tx.Now, limit)
+	return tx.listScheduled(ctx, "due schedules", dueSchedulesQuery, tx.Now, limit)
 }
+
+const dueSchedulesQuery = `SELECT ` + scheduledColumns + `
+	FROM lorries INDEXED BY lorries_cron_next
+	WHERE schedule != '' AND cron_next <= ? ORDER BY cron_next LIMIT ?`
 
 // DueSchedule is the scheduled entry at path if its next event has come,
 // as DueSchedules would list it; false if it has no schedule or its next

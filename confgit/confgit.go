@@ -167,7 +167,7 @@ type tree interface {
 // lorry-controller.conf at the root of fsys, regular files for the globs.
 // Directories named .git are skipped. Commit is left empty.
 func Parse(fsys fs.FS) (*Config, error) {
-	return build(context.Background(), fsTree{fsys})
+	return build(context.Background(), fsTree{fsys}, time.Now())
 }
 
 type fsTree struct{ fsys fs.FS }
@@ -220,9 +220,10 @@ func (t fsTree) read(name string) ([]byte, error) {
 
 // build parses lorry-controller.conf first, so a broken one is reported
 // without reading any .lorry file, then reads the files its globs select.
-func build(ctx context.Context, t tree) (*Config, error) {
+// A schedule must have an event in the 50 years from now.
+func build(ctx context.Context, t tree, now time.Time) (*Config, error) {
 	var lorries []Lorry
-	cfg, err := walk(ctx, t, 0, nil, func(batch []Lorry) error {
+	cfg, err := walk(ctx, t, now, 0, nil, func(batch []Lorry) error {
 		lorries = append(lorries, batch...)
 		return nil
 	})
@@ -243,8 +244,8 @@ var ErrSkipFiles = errors.New("skip the files")
 // order of their names and hands their lorries to each in batches of
 // about n (all of them at once if n is 0), in the order of their files.
 // It returns the Config without Lorries, with the Errors and Kept of
-// every file.
-func walk(ctx context.Context, t tree, n int, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
+// every file. A schedule must have an event in the 50 years from now.
+func walk(ctx context.Context, t tree, now time.Time, n int, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
 	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}, Queues: []Queue{}}
 	data, ok, err := t.conf()
 	if err != nil {
@@ -254,6 +255,15 @@ func walk(ctx context.Context, t tree, n int, sections func(*Config) error, each
 	if ok {
 		if pc, err = parseConf(data); err != nil {
 			return nil, err
+		}
+		for _, ls := range pc.lorries {
+			if err := ls.schedule.checkFires(now); err != nil {
+				typ := "lorries"
+				if ls.kind == KindScraper {
+					typ = "scrapers"
+				}
+				return nil, &ConfError{Section: ls.index, Type: typ, Key: "schedule", Err: err}
+			}
 		}
 		cfg.Hosts = append(cfg.Hosts, pc.hosts...)
 		cfg.Queues = append(cfg.Queues, pc.queues...)
@@ -280,7 +290,7 @@ func walk(ctx context.Context, t tree, n int, sections func(*Config) error, each
 	sort.Strings(names)
 
 	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{},
-		runtimes: map[string]Runtime{}, files: map[string]bool{}, batch: n, each: each}
+		runtimes: map[string]Runtime{}, files: map[string]bool{}, batch: n, each: each, now: now}
 	for _, r := range cfg.Runtimes {
 		b.runtimes[r.Name] = r
 	}
@@ -336,6 +346,8 @@ type builder struct {
 	reported map[FileError]bool
 	runtimes map[string]Runtime // by name
 	files    map[string]bool    // regular files of the tree, for "config"
+	now      time.Time          // what a schedule must have an event within 50 years of
+
 	// pending are the lorries not yet handed to each, which takes them
 	// in batches of about batch (all at once if batch is 0).
 	pending []Lorry
@@ -400,7 +412,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
 				continue
 			}
-			sched, err := specSchedule(s.Value, ls.schedule)
+			sched, err := specSchedule(s.Value, ls.schedule, b.now)
 			if err != nil {
 				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
 				b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)

@@ -3,6 +3,7 @@ package confgit
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"lorrycontroller/cron"
 )
@@ -29,9 +30,29 @@ func parseSchedule(v any) (schedule, error) {
 	return schedule{text: string(text), item: item}, nil
 }
 
+// lookAheadYears is how far ahead a schedule must have an event: the
+// span the cron package searches.
+const lookAheadYears = 50
+
+// checkFires refuses a schedule with no event in the lookAheadYears from
+// now: a year long past or beyond 9999, 29 February in years that have
+// none, an epoch instant gone by. Such an entry would never run, which is
+// never what its author meant.
+func (s schedule) checkFires(now time.Time) error {
+	if s.item == nil {
+		return nil
+	}
+	if _, ok := s.item.FirstMatch(now.Unix()); !ok {
+		return fmt.Errorf("has no event in the %d years from %s: the entry would never run",
+			lookAheadYears, now.UTC().Format(time.DateOnly))
+	}
+	return nil
+}
+
 // specSchedule is the schedule of a spec: its own "schedule" key, or else
-// its section's.
-func specSchedule(spec any, section schedule) (schedule, error) {
+// its section's, which was checked with its section. Its own must have an
+// event in the lookAheadYears from now.
+func specSchedule(spec any, section schedule, now time.Time) (schedule, error) {
 	m, ok := spec.(map[string]any)
 	if !ok {
 		return section, nil
@@ -41,6 +62,9 @@ func specSchedule(spec any, section schedule) (schedule, error) {
 		return section, nil
 	}
 	s, err := parseSchedule(v)
+	if err == nil {
+		err = s.checkFires(now)
+	}
 	if err != nil {
 		return s, fmt.Errorf("key %q: %w", "schedule", err)
 	}

@@ -72,6 +72,12 @@ func TestParseBrokenSectionSchedule(t *testing.T) {
 		{name: "unknown key", schedule: `{"minute": 0, "hours": 3, "dst_fixes": ["skip", "repeat_use_both"], "max_shift_seconds_for_unskip_and_do_not_repeat": 60}`, wantErr: `"hours"`},
 		{name: "unknown zone", schedule: `{"minute": 0, "timezone": "Mars/Olympus", "dst_fixes": ["skip", "repeat_use_both"], "max_shift_seconds_for_unskip_and_do_not_repeat": 60}`, wantErr: "Mars/Olympus"},
 		{name: "never", schedule: `{"minute": 0, "day_of_month": 30, "month": 2, "timezone": "UTC", "dst_fixes": ["skip", "repeat_use_both"], "max_shift_seconds_for_unskip_and_do_not_repeat": 60}`, wantErr: "matches no time"},
+		// Each matches some time, but none in the 50 years from now: it
+		// would never run.
+		{name: "year 9999", schedule: `{"minute": 0, "year": 9999, "timezone": "UTC", "dst_fixes": ["skip", "repeat_use_both"], "max_shift_seconds_for_unskip_and_do_not_repeat": 60}`, wantErr: "no event in the 50 years"},
+		{name: "29 February from 2100", schedule: `{"minute": 0, "hour": 0, "day_of_month": 29, "month": 2, "year": {"start": 2100}, "timezone": "Europe/London", "dst_fixes": ["skip", "repeat_use_both"], "max_shift_seconds_for_unskip_and_do_not_repeat": 60}`, wantErr: "no event in the 50 years"},
+		{name: "epoch period 2^63-1", schedule: `{"epoch": {"period": 9223372036854775807}, "max_shift_seconds_for_unskip_and_do_not_repeat": 60}`, wantErr: "no event in the 50 years"},
+		{name: "epoch gone by", schedule: `{"epoch": [1000000000], "max_shift_seconds_for_unskip_and_do_not_repeat": 60}`, wantErr: "no event in the 50 years"},
 	}
 	for _, tc := range tests {
 		for _, typ := range []string{"lorries", "scrapers"} {
@@ -141,5 +147,27 @@ func TestParseScraperSchedule(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg.Kept.Paths, []string{"scrape/broken"}) {
 		t.Errorf("got kept paths %v, want [scrape/broken]", cfg.Kept.Paths)
+	}
+}
+
+// TestParseSpecScheduleNeverFires checks that a spec's own schedule with no
+// event in the 50 years from now is reported, naming the spec and the key,
+// and keeps the spec's previous entry, as any bad schedule of a spec does.
+func TestParseSpecScheduleNeverFires(t *testing.T) {
+	cfg := mustParse(t, map[string]string{
+		ConfFile: `[{"type": "lorries", "prefix": "p", "globs": ["*.lorry"]}]`,
+		"a.lorry": `{"never": {"type": "git", "url": "u", "schedule": {"minute": 0, "year": 9999, "timezone": "UTC",
+				"dst_fixes": ["skip", "repeat_use_both"], "max_shift_seconds_for_unskip_and_do_not_repeat": 60}},
+			"good": {"type": "git", "url": "u"}}`,
+	})
+	if got, want := lorryPaths(cfg), []string{"p/good"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got lorries %v, want %v", got, want)
+	}
+	if len(cfg.Errors) != 1 || cfg.Errors[0].File != "a.lorry" ||
+		!strings.HasPrefix(cfg.Errors[0].Error, `spec "never": key "schedule": has no event in the 50 years`) {
+		t.Errorf("got errors %+v, want one for a.lorry naming spec \"never\" and key \"schedule\"", cfg.Errors)
+	}
+	if !reflect.DeepEqual(cfg.Kept.Paths, []string{"p/never"}) {
+		t.Errorf("got kept paths %v, want [p/never]", cfg.Kept.Paths)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -63,6 +64,9 @@ type Source struct {
 	Dir    string
 	URL    string
 	Branch string
+	// Now tells the time a schedule must have an event within 50 years
+	// of; nil for the system clock.
+	Now func() time.Time
 
 	mu     sync.Mutex
 	commit plumbing.Hash
@@ -100,13 +104,21 @@ func (s *Source) Read(ctx context.Context) (*Config, error) {
 	if s.cached != nil && hash == s.commit {
 		return s.cached.clone(), nil
 	}
-	cfg, err := readCommit(ctx, repo, hash)
+	cfg, err := readCommit(ctx, repo, hash, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("read configuration at commit %s: %w", hash, err)
 	}
 	cfg.Commit = hash.String()
 	s.commit, s.cached = hash, cfg
 	return cfg.clone(), nil
+}
+
+// now is the time a schedule must have an event within 50 years of.
+func (s *Source) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // ReadEach is Read for a configuration too large to hold at once. It
@@ -146,7 +158,7 @@ func (s *Source) ReadEach(ctx context.Context, n int, sections func(*Config) err
 		theirs = sections(c)
 		return theirs
 	}
-	cfg, err := walk(ctx, t, n, withCommit, func(batch []Lorry) error {
+	cfg, err := walk(ctx, t, s.now(), n, withCommit, func(batch []Lorry) error {
 		theirs = each(batch)
 		return theirs
 	})
@@ -302,13 +314,13 @@ func (s *Source) resolve(repo *git.Repository) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, fmt.Errorf("CONFGIT has no branch %q and its HEAD names no commit", branch)
 }
 
-func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash) (*Config, error) {
+func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash, now time.Time) (*Config, error) {
 	t, done, err := commitTree(repo, hash)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return build(ctx, t)
+	return build(ctx, t, now)
 }
 
 // objectCache bounds the objects kept while a commit's files are read.

@@ -69,6 +69,7 @@ func (f *classicField) parse(s string) (selector, error) {
 		}
 		if len(terms) == 1 && f.index != dowIndex {
 			only = selector{given: true, start: lo, end: hi, period: step}
+			only.capPeriod()
 		}
 	}
 	if only.given && bits.OnesCount64(set) > 1 {

@@ -35,9 +35,35 @@ func (it *Item) LastMatch(t int64) (int64, bool) {
 	return it.lastMatch(t, &steps)
 }
 
+// FirstMatchBefore returns the first event at or after t and before end,
+// and false if there is none. Its work grows with the span from t to end,
+// not with how far the first event is: a caller that knows there is none
+// up to end looks only at what it does not know.
+func (it *Item) FirstMatchBefore(t, end int64) (int64, bool) {
+	var steps int
+	return it.firstMatchBefore(t, end, &steps)
+}
+
+func (it *Item) firstMatchBefore(t, end int64, steps *int) (int64, bool) {
+	if end <= t {
+		return 0, false
+	}
+	e, ok := it.firstMatchUntil(t, min(end-t, searchSpan), steps)
+	if !ok || e >= end {
+		return 0, false
+	}
+	return e, true
+}
+
 // firstMatch is FirstMatch counting its work in *steps, so that Advance
 // can show it stays small.
 func (it *Item) firstMatch(t int64, steps *int) (int64, bool) {
+	return it.firstMatchUntil(t, searchSpan, steps)
+}
+
+// firstMatchUntil is firstMatch looking about span seconds past t, no
+// further (it may find an event a little beyond).
+func (it *Item) firstMatchUntil(t, span int64, steps *int) (int64, bool) {
 	*steps++
 	if it.epoch {
 		return it.sel[epochIndex].next(max(t, 0))
@@ -46,7 +72,7 @@ func (it *Item) firstMatch(t int64, steps *int) (int64, bool) {
 		return 0, false
 	}
 	t = max(t, minInstant)
-	limit := t + searchSpan
+	limit := t + span
 	// Walk the stretches of constant UTC offset from the one holding t.
 	// Within a stretch, labels and instants move together, so the first
 	// matching label is the first event; the DST fixes only decide which

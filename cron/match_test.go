@@ -328,3 +328,81 @@ func TestLeapYearEndBeyondZoneFile(t *testing.T) {
 		})
 	}
 }
+
+// A period longer than its field's range allows the start alone: a
+// 19-digit one must not wrap round and give an event before the instant
+// asked about.
+func TestHugePeriod(t *testing.T) {
+	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).Unix()
+	cases := []struct {
+		name string
+		text string
+		want []int64 // events at or after from
+	}{
+		{"epoch from 0", `{"epoch": {"period": 9223372036854775807}, ` + maxShiftJSON + `}`, nil},
+		{"epoch from a start", `{"epoch": {"period": 9223372036854775807, "start": 1800000000}, ` + maxShiftJSON + `}`,
+			[]int64{1800000000}},
+		{"minute", `{"minute": {"period": 9223372036854775807, "start": 7}, "hour": 1, "timezone": "UTC",
+			"dst_fixes": ["skip", "repeat_use_both"], ` + maxShiftJSON + `}`,
+			[]int64{from + 3600 + 7*60, from + 86400 + 3600 + 7*60}},
+		{"year", `{"minute": 0, "hour": 0, "day_of_month": 1, "month": 1, "year": {"period": 9223372036854775807, "start": 2030},
+			"timezone": "UTC", "dst_fixes": ["skip", "repeat_use_both"], ` + maxShiftJSON + `}`,
+			[]int64{time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			it := mustParse(t, c.text)
+			got := events(it, from, 2)
+			if len(c.want) < 2 && len(got) > len(c.want) {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+			for i, w := range c.want {
+				if i >= len(got) || got[i] != w {
+					t.Errorf("got %v, want %v", got, c.want)
+					break
+				}
+			}
+			for _, e := range got {
+				if e < from {
+					t.Errorf("event %d is before %d, the instant asked about", e, from)
+				}
+			}
+		})
+	}
+}
+
+// TestFirstMatchBefore checks that the bounded search agrees with
+// FirstMatch within its span, DST fixes and all, and that its work grows
+// with the span, not with how far away the first event is.
+func TestFirstMatchBefore(t *testing.T) {
+	items := []string{
+		`{"minute": 30, "hour": 1, "dst_fixes": ["skip", "repeat_use_only_early"], "timezone": "US/Pacific", ` + maxShiftJSON + `}`,
+		`{"minute": 30, "hour": 2, "dst_fixes": ["unskip", "repeat_use_only_late"], "timezone": "US/Pacific", ` + maxShiftJSON + `}`,
+		`{"minute": {"period": 7}, "dst_fixes": ["unskip", "repeat_use_both"], "timezone": "Europe/London", ` + maxShiftJSON + `}`,
+		`{"minute": 0, "hour": 0, "day_of_month": 1, "month": 11, "year": 2063, "dst_fixes": ["skip", "repeat_use_both"], "timezone": "US/Pacific", ` + maxShiftJSON + `}`,
+		`{"epoch": {"period": 3000, "start": 1383000000}, ` + maxShiftJSON + `}`,
+	}
+	starts := []int64{springJump - 7200, springJump - 1, fallBack - 3600, earlyRepeat, lateRepeat - 1, 1383000000}
+	spans := []int64{1, 60, 1800, 3601, 86400, 40 * 86400}
+	for _, text := range items {
+		it := mustParse(t, text)
+		for _, from := range starts {
+			want, wantOK := it.FirstMatch(from)
+			for _, span := range spans {
+				ok := wantOK && want < from+span
+				got, gotOK := it.FirstMatchBefore(from, from+span)
+				if gotOK != ok || (ok && got != want) {
+					t.Errorf("%s: FirstMatchBefore(%d, +%d) = %d %v; want %d %v", text, from, span, got, gotOK, want, ok)
+				}
+			}
+		}
+	}
+	// The event 40 years away is not looked for in a day's span.
+	far := mustParse(t, items[3])
+	var near, whole int
+	far.firstMatchBefore(springJump, springJump+86400, &near)
+	far.firstMatch(springJump, &whole)
+	if near > 4 || whole < 40 {
+		t.Errorf("steps: a day's span %d, want at most 4; the whole search %d, want 40 or more", near, whole)
+	}
+}

@@ -25,6 +25,16 @@ func fullRange(lo, hi int64) selector {
 	return selector{start: lo, end: hi, period: 1}
 }
 
+// capPeriod makes a range's period no longer than the range: a longer
+// one allows the start alone, as the capped one does, and keeps next's
+// arithmetic within int64 (a period of 2^63-1 would wrap it round to a
+// value before its input).
+func (s *selector) capPeriod() {
+	if s.list == nil && s.period > s.end-s.start {
+		s.period = s.end - s.start + 1
+	}
+}
+
 // matches reports whether v is in the set.
 func (s *selector) matches(v int64) bool {
 	if s.list != nil {
@@ -178,6 +188,7 @@ func (f *field) parse(v any) (selector, error) {
 		if s.start > s.end {
 			return selector{}, fmt.Errorf("%q: start %d is after end %d", f.key, s.start, s.end)
 		}
+		s.capPeriod()
 		return s, nil
 	default:
 		n, err := f.value(v)

@@ -204,3 +204,32 @@ func (it *Item) Advance(prev State, now Reading) (fire bool, next State, r Repor
 func (it *Item) NextDue(st State) (int64, bool) {
 	return it.FirstMatch(st.Handled + 1)
 }
+
+// NextDueFrom is NextDue(next), for next the state Advance returned from
+// prev, knowing prevNext, NextDue(prev) (prevOK false: there was none).
+// It searches only what prevNext does not tell already: nothing when the
+// tick dealt with no event, the span the clock went back when it was set
+// back beyond the item's limit, and from next.Handled on only when the
+// tick dealt with prevNext. So a schedule whose next event is 50 years
+// away costs no more to tick than one due tomorrow. steps is the search
+// work, for tests.
+func (it *Item) NextDueFrom(prev State, prevNext int64, prevOK bool, next State) (due int64, ok bool, steps int) {
+	switch {
+	case prev == (State{}):
+		// A state never looked at tells nothing.
+	case next.Handled == prev.Handled:
+		return prevNext, prevOK, 0
+	case next.Handled < prev.Handled:
+		// Events after next.Handled fire again as they come: the first
+		// of them up to prev.Handled, or else prevNext.
+		if e, ok := it.firstMatchBefore(next.Handled+1, prev.Handled+1, &steps); ok {
+			return e, true, steps
+		}
+		return prevNext, prevOK, steps
+	case prevOK && prevNext > next.Handled:
+		// No event between prev.Handled and next.Handled.
+		return prevNext, true, 0
+	}
+	e, ok := it.firstMatch(next.Handled+1, &steps)
+	return e, ok, steps
+}

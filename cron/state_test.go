@@ -313,3 +313,34 @@ func TestReadClocks(t *testing.T) {
 		t.Errorf("readings %+v then %+v: want the same boot and a monotonic clock", a, b)
 	}
 }
+
+// TestNextDueFrom ticks schedules through a clock that moves forward,
+// jumps, and is set back a little and a lot, and checks that NextDueFrom,
+// which searches only what the last next event does not tell, always
+// agrees with NextDue.
+func TestNextDueFrom(t *testing.T) {
+	items := []string{
+		`{"minute": 30, "hour": 1, "dst_fixes": ["skip", "repeat_use_only_early"], "timezone": "US/Pacific", "max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`,
+		`{"minute": {"period": 10}, "dst_fixes": ["unskip", "repeat_use_both"], "timezone": "Europe/London", "max_shift_seconds_for_unskip_and_do_not_repeat": 120}`,
+		`{"epoch": [1383000000, 1383470000], "max_shift_seconds_for_unskip_and_do_not_repeat": 600}`,
+	}
+	// Steps of the wall clock around the US/Pacific repeat of 3 November 2013.
+	moves := []int64{10, 600, 3600, -300, 1, 5400, -7200, 86400, 59, -90000, 3 * 86400, 7, -1, 600, 3600 * 5}
+	for _, text := range items {
+		it := mustParse(t, text)
+		var st State
+		next, ok := it.NextDue(st)
+		wall := int64(1383400000)
+		for i := range 200 {
+			wall += moves[i%len(moves)]
+			_, st2, _ := it.Advance(st, Reading{Wall: wall})
+			got, gotOK, _ := it.NextDueFrom(st, next, ok, st2)
+			want, wantOK := it.NextDue(st2)
+			if got != want || gotOK != wantOK {
+				t.Fatalf("%s: tick %d at %d from %+v to %+v: NextDueFrom = %d %v; NextDue = %d %v",
+					text, i, wall, st, st2, got, gotOK, want, wantOK)
+			}
+			st, next, ok = st2, got, gotOK
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller/cron"
 	"lorrycontroller/hosts/hoststest"
 	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/statedb"
@@ -124,17 +125,63 @@ func BenchmarkJobCycleQueues(b *testing.B) {
 // each a give-me-job and a final job-update, and reports jobs per second
 // and the latency of give-me-job.
 func jobCycles(b *testing.B, db *statedb.DB, what string) {
+	s := benchServer(db)
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	for b.Loop() {
+		r := runJobCycles(b, hs.URL)
+		b.ReportMetric(r.jobsPerSec(), "jobs/s")
+		b.ReportMetric(ms(r.p(0.50)), "p50-ms")
+		b.ReportMetric(ms(r.p(0.99)), "p99-ms")
+		b.ReportMetric(ms(r.perJob), "cpu-ms/job")
+		b.Logf("%s over %s", r, what)
+	}
+}
+
+// benchServer is a WEBAPP over db for the job cycle benchmarks.
+func benchServer(db *statedb.DB) *Server {
+	return &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour, InsecureNoAuth: true}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// cycleResult is what one round of runJobCycles measured.
+type cycleResult struct {
+	jobs, minions int
+	elapsed       time.Duration
+	// latencies are those of give-me-job, sorted; updates those of the
+	// final job-update, sorted.
+	latencies, updates []time.Duration
+	perJob             time.Duration // CPU time, server and clients
+}
+
+func (r cycleResult) jobsPerSec() float64 { return float64(r.jobs) / r.elapsed.Seconds() }
+
+// p is the q quantile of give-me-job's latency.
+func (r cycleResult) p(q float64) time.Duration {
+	return r.latencies[int(q*float64(len(r.latencies)-1))]
+}
+
+// worstUpdate is the longest a job-update took.
+func (r cycleResult) worstUpdate() time.Duration { return r.updates[len(r.updates)-1] }
+
+func (r cycleResult) String() string {
+	return fmt.Sprintf("%d jobs by %d minions in %v: %.0f jobs/s, give-me-job p50 %v p99 %v, job-update p99 %v max %v, %v of CPU a job (server and clients)",
+		r.jobs, r.minions, r.elapsed.Round(time.Millisecond), r.jobsPerSec(), r.p(0.50), r.p(0.99),
+		r.updates[int(0.99*float64(len(r.updates)-1))], r.worstUpdate(), r.perJob.Round(time.Microsecond))
+}
+
+// runJobCycles has 32 minions run 20,000 jobs from the WEBAPP at base,
+// each a give-me-job and a final job-update, and measures them.
+func runJobCycles(b *testing.B, base string) cycleResult {
 	const (
 		minions = 32
 		jobs    = 20_000
 	)
-	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour, InsecureNoAuth: true}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions}}
-
+	defer client.CloseIdleConnections()
 	post := func(path string, form url.Values) (int, []byte, error) {
-		resp, err := client.Post(hs.URL+path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+		resp, err := client.Post(base+path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -143,51 +190,143 @@ func jobCycles(b *testing.B, db *statedb.DB, what string) {
 		return resp.StatusCode, body, err
 	}
 
-	for b.Loop() {
-		var done atomic.Int64
-		var mu sync.Mutex
-		latencies := make([]time.Duration, 0, jobs)
-		var wg sync.WaitGroup
-		cpu0 := cpuTime(b)
-		start := time.Now()
-		for m := range minions {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				name := fmt.Sprintf("bench-%d", m)
-				mine := make([]time.Duration, 0, jobs/minions)
-				defer func() { mu.Lock(); latencies = append(latencies, mine...); mu.Unlock() }()
-				for done.Add(1) <= jobs {
-					t0 := time.Now()
-					code, body, err := post("/1.0/give-me-job", url.Values{"host": {"bench"}, "pid": {fmt.Sprint(m + 1)}, "minion": {name}})
-					mine = append(mine, time.Since(t0))
-					if err != nil || code != 200 {
-						b.Errorf("give-me-job = %d %s %v", code, body, err)
-						return
-					}
-					id := string(body[len(`{"job_id":`):])
-					id = id[:strings.IndexByte(id, ',')]
-					code, body, err = post("/1.0/job-update", url.Values{"job_id": {id}, "minion": {name},
-						"pid": {fmt.Sprint(m + 1)}, "exit": {"0"}, "stdout": {"Fetching origin\nEverything up-to-date\n"}, "disk_usage": {"4096"}})
-					if err != nil || code != 200 {
-						b.Errorf("job-update = %d %s %v", code, body, err)
-						return
-					}
-				}
+	var done atomic.Int64
+	var mu sync.Mutex
+	r := cycleResult{minions: minions, latencies: make([]time.Duration, 0, jobs), updates: make([]time.Duration, 0, jobs)}
+	var wg sync.WaitGroup
+	cpu0 := cpuTime(b)
+	start := time.Now()
+	for m := range minions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("bench-%d", m)
+			mine := make([]time.Duration, 0, jobs/minions)
+			updates := make([]time.Duration, 0, jobs/minions)
+			defer func() {
+				mu.Lock()
+				r.latencies, r.updates = append(r.latencies, mine...), append(r.updates, updates...)
+				mu.Unlock()
 			}()
+			for done.Add(1) <= jobs {
+				t0 := time.Now()
+				code, body, err := post("/1.0/give-me-job", url.Values{"host": {"bench"}, "pid": {fmt.Sprint(m + 1)}, "minion": {name}})
+				mine = append(mine, time.Since(t0))
+				if err != nil || code != 200 {
+					b.Errorf("give-me-job = %d %s %v", code, body, err)
+					return
+				}
+				id := string(body[len(`{"job_id":`):])
+				id = id[:strings.IndexByte(id, ',')]
+				t0 = time.Now()
+				code, body, err = post("/1.0/job-update", url.Values{"job_id": {id}, "minion": {name},
+					"pid": {fmt.Sprint(m + 1)}, "exit": {"0"}, "stdout": {"Fetching origin\nEverything up-to-date\n"}, "disk_usage": {"4096"}})
+				updates = append(updates, time.Since(t0))
+				if err != nil || code != 200 {
+					b.Errorf("job-update = %d %s %v", code, body, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r.elapsed = time.Since(start)
+	r.jobs = len(r.latencies)
+	if r.jobs == 0 || len(r.updates) == 0 {
+		b.Fatal("no job was run")
+	}
+	r.perJob = (cpuTime(b) - cpu0) / time.Duration(r.jobs)
+	slices.Sort(r.latencies)
+	slices.Sort(r.updates)
+	return r
+}
+
+// fillSchedules gives a daily schedule to n of the lorries fillQueue
+// made, every fifth one from the first: at minute i%60 of hour (i/60)%24
+// UTC, so that their events spread over the day, a few a minute, and
+// each is first due at its event, as read-configuration makes it.
+func fillSchedules(tb testing.TB, db *statedb.DB, lorries, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	step := lorries / n
+	err := db.Update(ctx, func(tx *statedb.Tx) error {
+		want := make([]statedb.NewLorry, lorries)
+		for i := range want {
+			p := fmt.Sprintf("bench/group%03d/repo%06d", i%1000, i)
+			want[i] = statedb.NewLorry{Path: p, Kind: KindLorry, Interval: 86400, Timeout: 3600,
+				Text: `{"` + p + `":{"type":"git","url":"https://git.example.org/` + p + `.git"}}`}
+			if j := i / step; i%step == 0 && j < n {
+				text := fmt.Sprintf(`{"minute": %d, "hour": %d, "timezone": "UTC", "dst_fixes": ["skip", "repeat_use_only_early"],
+					"max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`, j%60, (j/60)%24)
+				it, err := cron.Parse([]byte(text), nil)
+				if err != nil {
+					return err
+				}
+				first, ok := it.FirstMatch(tx.Now)
+				if !ok {
+					return fmt.Errorf("schedule %s has no event", text)
+				}
+				want[i].Schedule, want[i].FirstDue = text, first
+			}
 		}
+		_, err := tx.SetConfigLorries(ctx, want, statedb.Kept{})
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkJobCycleSchedules runs, in the same run, the job cycle of
+// BenchmarkJobCycle over 100,000 lorries, and the same over 100,000
+// lorries of which 20,000 have a daily schedule, each with the Scheduler
+// ticking every second beside it (five times as often as the WEBAPP's).
+// It reports both rates and their ratio, give-me-job's p99 and the
+// longest job-update of the scheduled cycle.
+func BenchmarkJobCycleSchedules(b *testing.B) {
+	const lorries, scheduled = 100_000, 20_000
+	plainDB, schedDB := benchDB(b), benchDB(b)
+	fillQueue(b, plainDB, lorries)
+	fillSchedules(b, schedDB, lorries, scheduled)
+	cycle := func(db *statedb.DB) (cycleResult, tickWork) {
+		s := benchServer(db)
+		hs := httptest.NewServer(s.Handler())
+		defer hs.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		sc := &Scheduler{Server: s, Every: time.Second}
+		var wg sync.WaitGroup
+		wg.Go(func() { sc.Run(ctx) })
+		r := runJobCycles(b, hs.URL)
+		cancel()
 		wg.Wait()
-		elapsed := time.Since(start)
-		perJob := (cpuTime(b) - cpu0) / time.Duration(len(latencies))
-		slices.Sort(latencies)
-		p := func(q float64) time.Duration { return latencies[int(q*float64(len(latencies)-1))] }
-		b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "jobs/s")
-		b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(perJob.Microseconds())/1000, "cpu-ms/job")
-		b.Logf("%d jobs by %d minions over %s in %v: %.0f jobs/s, give-me-job p50 %v p99 %v, %v of CPU a job (server and clients)",
-			len(latencies), minions, what, elapsed.Round(time.Millisecond),
-			float64(len(latencies))/elapsed.Seconds(), p(0.50), p(0.99), perJob.Round(time.Microsecond))
+		return r, sc.work
+	}
+	round := 0
+	for b.Loop() {
+		// Which runs first alternates, so that a load the machine has
+		// meanwhile weighs on both alike over the rounds.
+		var plain, sched cycleResult
+		var work tickWork
+		if round%2 == 0 {
+			plain, _ = cycle(plainDB)
+			sched, work = cycle(schedDB)
+		} else {
+			sched, work = cycle(schedDB)
+			plain, _ = cycle(plainDB)
+		}
+		round++
+		ratio := sched.jobsPerSec() / plain.jobsPerSec()
+		cpuRatio := float64(plain.perJob) / float64(sched.perJob)
+		b.ReportMetric(plain.jobsPerSec(), "plain-jobs/s")
+		b.ReportMetric(sched.jobsPerSec(), "scheduled-jobs/s")
+		b.ReportMetric(ratio, "ratio")
+		b.ReportMetric(cpuRatio, "cpu-ratio")
+		b.ReportMetric(ms(sched.p(0.99)), "scheduled-p99-ms")
+		b.ReportMetric(ms(sched.worstUpdate()), "scheduled-update-max-ms")
+		b.Logf("plain: %s over %d lorries", plain, lorries)
+		b.Logf("scheduled: %s over %d lorries, %d with a schedule (last Scheduler run: %+v)", sched, lorries, scheduled, work)
+		b.Logf("scheduled/plain: jobs/s %.2f, by CPU a job %.2f; scheduled give-me-job p99 %v, longest job-update %v",
+			ratio, cpuRatio, sched.p(0.99), sched.worstUpdate())
 	}
 }
 

@@ -218,10 +218,16 @@ func (a *configApply) lorries(batch []confgit.Lorry) error {
 	}
 	return a.update(func(tx *statedb.Tx) error {
 		// A scheduled entry is first due at its first event from now,
-		// not at once.
+		// not at once; never, if it has none left (the configuration
+		// refuses such a schedule when read, but a clock set far
+		// forward since can still find one).
 		for i, l := range batch {
 			if l.Cron != nil {
-				lorries[i].FirstDue, _ = l.Cron.FirstMatch(tx.Now)
+				first, ok := l.Cron.FirstMatch(tx.Now)
+				if !ok {
+					first = statedb.NoEvent
+				}
+				lorries[i].FirstDue = first
 			}
 		}
 		ch, err := tx.AddConfigLorries(a.ctx, lorries)

@@ -92,7 +92,7 @@ func (s *Server) removeJob(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {
 	var ids []int64
 	err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		if err := s.tickSchedules(r.Context(), tx); err != nil {
+		if _, _, err := s.tickDue(r.Context(), tx, tickBatch); err != nil {
 			return err
 		}
 		if err := s.orphanClaimedJobs(r.Context(), tx); err != nil {

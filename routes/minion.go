@@ -135,8 +135,10 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 			if err := s.keepHouse(r.Context(), tx); err != nil {
 				return err
 			}
-			a, err = tx.GiveMeJob(r.Context(), m)
-			return err
+			if a, err = tx.GiveMeJob(r.Context(), m); err != nil || a.Idle != "" || a.Lorry.Schedule == "" {
+				return err
+			}
+			return s.tickHandedOut(r.Context(), tx, a.Lorry.Path)
 		})
 		if err != nil {
 			s.houseKept.Store(0)

@@ -274,7 +274,7 @@ END;
 CREATE TEMP TRIGGER lorries_touched_delete AFTER DELETE ON main.lorries BEGIN
 	INSERT OR IGNORE INTO touched_queues VALUES (old.queue);
 END;
-CREATE TEMP TRIGGER lorries_touched_update AFTER UPDATE OF queue, queue_pos, running_job, next_due ON main.lorries BEGIN
+CREATE TEMP TRIGGER lorries_touched_update AFTER UPDATE OF queue, queue_pos, running_job, next_due, schedule, cron_next ON main.lorries BEGIN
 	INSERT OR IGNORE INTO touched_queues VALUES (old.queue), (new.queue);
 END;`
 

@@ -669,7 +669,9 @@ func appendJSONString(b []byte, s string) []byte {
 // stays a subquery of its one queue: as a term of the WHERE clause SQLite
 // turns it into a join, evaluating the CASE for every due entry of every
 // queue, which took a second per hand-out with 100,000 due entries in 50
-// queues.
+// queues. The queue-order walk passes over no entry waiting for its
+// schedule's next event (next_due = cron_next): such an entry is handed
+// out once a tick has fired it, which moves its next_due off cron_next.
 const headsQuery = `SELECT j.key, CASE
 		WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
@@ -680,7 +682,8 @@ const headsQuery = `SELECT j.key, CASE
 		WHEN EXISTS (SELECT 1 FROM lorries INDEXED BY lorries_queue_due
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1)
 		THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
+			WHERE queue = j.key AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
+				AND next_due <= ?1
 			ORDER BY queue_pos LIMIT 1)
 		END
 	FROM json_each(?2) AS j`

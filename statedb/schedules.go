@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 )
 
@@ -15,33 +16,86 @@ type CronState struct {
 	Handled int64
 }
 
+// NoEvent is the cron_next of an entry whose schedule has no event left
+// within 50 years, and the next_due it waits at while idle: later than any
+// clock, so that it is never due, and never 0, which would be due at once.
+const NoEvent = hardFailedDue
+
 // Scheduled is a run-queue entry with a schedule, as a tick needs it.
 type Scheduled struct {
 	Path     string
 	Schedule string
 	State    CronState
-	Running  bool
+	// Next is cron_next: the first event the state has not dealt with.
+	Next    int64
+	Running bool
 }
 
-// ScheduledLorries lists the entries that have a schedule, by path.
-func (tx *Tx) ScheduledLorries(ctx context.Context) ([]Scheduled, error) {
-	rows, err := tx.query(ctx, `SELECT path, schedule, cron_wall, cron_mono, cron_boot, cron_handled,
-			running_job IS NOT NULL
-		FROM lorries INDEXED BY lorries_scheduled WHERE schedule != '' ORDER BY path`)
+// scheduledColumns are the columns scanScheduled reads.
+const scheduledColumns = `path, schedule, cron_wall, cron_mono, cron_boot, cron_handled, cron_next,
+	running_job IS NOT NULL`
+
+func scanScheduled(rows *sql.Rows) (Scheduled, error) {
+	var s Scheduled
+	err := rows.Scan(&s.Path, &s.Schedule, &s.State.Wall, &s.State.Mono, &s.State.Boot, &s.State.Handled,
+		&s.Next, &s.Running)
+	return s, err
+}
+
+func (tx *Tx) listScheduled(ctx context.Context, what, query string, args ...any) ([]Scheduled, error) {
+	rows, err := tx.query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list scheduled lorries: %w", err)
+		return nil, fmt.Errorf("list %s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []Scheduled
 	for rows.Next() {
-		var s Scheduled
-		if err := rows.Scan(&s.Path, &s.Schedule, &s.State.Wall, &s.State.Mono, &s.State.Boot, &s.State.Handled,
-			&s.Running); err != nil {
-			return nil, fmt.Errorf("list scheduled lorries: %w", err)
+		s, err := scanScheduled(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", what, err)
 		}
 		out = append(out, s)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// DueSchedules lists up to limit scheduled entries whose next event has
+// come (cron_next at or before tx.Now), the oldest event first: the only
+// entries a tick has to look at. An entry waiting for its next event needs
+// nothing until then, since a tick would find the same next event, so
+// this is a range of an index that stays empty between events, whatever
+// the number of schedules.
+func (tx *Tx) DueSchedules(ctx context.Context, limit int) ([]Scheduled, error) {
+	return tx.listScheduled(ctx, "due schedules", dueSchedulesQuery, tx.Now, limit)
+}
+
+const dueSchedulesQuery = `SELECT ` + scheduledColumns + `
+	FROM lorries INDEXED BY lorries_cron_next
+	WHERE schedule != '' AND cron_next <= ? ORDER BY cron_next LIMIT ?`
+
+// DueSchedule is the scheduled entry at path if its next event has come,
+// as DueSchedules would list it; false if it has no schedule or its next
+// event is still to come.
+func (tx *Tx) DueSchedule(ctx context.Context, path string) (Scheduled, bool, error) {
+	list, err := tx.listScheduled(ctx, "due schedule", `SELECT `+scheduledColumns+`
+		FROM lorries WHERE path = ? AND schedule != '' AND cron_next <= ?`, path, tx.Now)
+	if err != nil || len(list) == 0 {
+		return Scheduled{}, false, err
+	}
+	return list[0], true, nil
+}
+
+// AheadSchedules lists, by path after after, up to limit scheduled entries
+// whose events are dealt with beyond tx.Now: the wall clock was set back
+// since they were ticked. Only these can have a state that a tick at
+// tx.Now changes while their next event is still to come.
+func (tx *Tx) AheadSchedules(ctx context.Context, after string, limit int) ([]Scheduled, error) {
+	return tx.listScheduled(ctx, "schedules ahead of the clock", `SELECT `+scheduledColumns+`
+		FROM lorries INDEXED BY lorries_scheduled
+		WHERE schedule != '' AND path > ? AND cron_handled > ? ORDER BY path LIMIT ?`, after, tx.Now, limit)
 }
 
 // TickSchedule records a tick of the scheduled entry at path: its new
@@ -54,6 +108,7 @@ func (tx *Tx) ScheduledLorries(ctx context.Context) ([]Scheduled, error) {
 // backoff ends, however many events fall in it, and a hard-failed one is
 // never made due by its schedule. schedule is the schedule the state belongs
 // to: a tick that raced with a change of the schedule changes nothing.
+// next is NoEvent when the schedule has none left.
 func (tx *Tx) TickSchedule(ctx context.Context, path, schedule string, st CronState, fire bool, next int64) error {
 	// In an UPDATE, every column on the right is its old value: cron_handled
 	// is the instant up to which events had been dealt with before this

@@ -287,7 +287,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Downstream:   down,
 		ListHost:     routes.NewHostLister(upstream.ListerOptions{Logger: log}),
 		CheckHost:    routes.CheckHostSection,
-		Config:       &confgit.Source{Dir: cfg.ConfigDir, URL: cfg.ConfgitURL, Branch: cfg.ConfgitBranch},
+		Config:       &confgit.Source{Dir: cfg.ConfigDir, URL: cfg.ConfgitURL, Branch: cfg.ConfgitBranch, Now: clk.Now},
 		Log:          log,
 		StatusHTML:   cfg.StatusHTML,
 		GhostTimeout: cfg.GhostTimeout,

@@ -93,11 +93,7 @@ func (s *Source) Read(ctx context.Context) (*Config, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
-	repo, err := s.sync(ctx)
-	if err != nil {
-		return nil, err
-	}
-	hash, err := s.resolve(repo)
+	repo, hash, err := s.head(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +107,17 @@ func (s *Source) Read(ctx context.Context) (*Config, error) {
 	cfg.Commit = hash.String()
 	s.commit, s.cached = hash, cfg
 	return cfg.clone(), nil
+}
+
+// head brings Dir up to date and returns it with the commit of the
+// configured branch.
+func (s *Source) head(ctx context.Context) (*git.Repository, plumbing.Hash, error) {
+	repo, err := s.sync(ctx)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	hash, err := s.resolve(repo)
+	return repo, hash, err
 }
 
 // now is the time a schedule must have an event within 50 years of.
@@ -137,11 +144,7 @@ func (s *Source) ReadEach(ctx context.Context, n int, sections func(*Config) err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
-	repo, err := s.sync(ctx)
-	if err != nil {
-		return nil, err
-	}
-	hash, err := s.resolve(repo)
+	repo, hash, err := s.head(ctx)
 	if err != nil {
 		return nil, err
 	}

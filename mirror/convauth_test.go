@@ -134,3 +134,30 @@ func TestBzrCredentials(t *testing.T) {
 		t.Errorf("a password with a line break: no error")
 	}
 }
+
+func TestCvsCredentials(t *testing.T) {
+	tests := []struct {
+		root, plain, pass string
+	}{
+		{":pserver:anon:s3cret pw@cvs.example.com:/cvsroot", ":pserver:anon@cvs.example.com:/cvsroot",
+			"/1 :pserver:anon@cvs.example.com:2401/cvsroot AZwh d,r:3\n:pserver:anon@cvs.example.com:/cvsroot AZwh d,r:3\n"},
+		{":pserver:u:r@cvs.example.com:2402/cvs/root", ":pserver:u@cvs.example.com:2402/cvs/root",
+			"/1 :pserver:u@cvs.example.com:2402/cvs/root A \n"},
+		{":pserver;proxy=p.example.com:u:p@w@cvs.example.com/r", ":pserver;proxy=p.example.com:u@cvs.example.com/r",
+			"/1 :pserver:u@cvs.example.com:2401/r A:)3\n:pserver:u@cvs.example.com:/r A:)3\n"},
+		{":pserver:anonymous@cvs.example.com:/cvsroot", ":pserver:anonymous@cvs.example.com:/cvsroot", ""},
+		{":ext:u:p@cvs.example.com:/cvsroot", ":ext:u:p@cvs.example.com:/cvsroot", ""},
+		{"/srv/cvsroot", "/srv/cvsroot", ""},
+	}
+	for _, tt := range tests {
+		plain, pass, err := cvsCredentials(tt.root)
+		if err != nil || plain != tt.plain || pass != tt.pass {
+			t.Errorf("cvsCredentials(%q) = %q, %q, %v; want %q, %q", tt.root, plain, pass, err, tt.plain, tt.pass)
+		}
+	}
+	for _, root := range []string{":pserver::p@h:/r", ":pserver:u:a\nb@h:/r"} {
+		if _, _, err := cvsCredentials(root); err == nil {
+			t.Errorf("cvsCredentials(%q): no error", root)
+		}
+	}
+}

@@ -97,6 +97,12 @@ func TestBzrCredentialsNotOnCommandLine(t *testing.T) {
 	for _, run := range []string{"branch", "pull"} {
 		if run == "pull" {
 			commit("one\ntwo\n", "two")
+			// A copy made before kept the URL with its credentials as
+			// its parent.
+			conf := filepath.Join(workarea.Dir(area, spec.Name), "bzr", "repo", workarea.Name("master"), ".bzr", "branch", "branch.conf")
+			if err := os.WriteFile(conf, []byte("parent_location = "+up.url("/trunk")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		res := runSpec(t, spec, Options{WorkingArea: area, PushURL: down})
 		if res.Err != nil {

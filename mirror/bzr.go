@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,18 +176,35 @@ func (c *bzrConversion) prepare(ctx context.Context) error {
 func (c *bzrConversion) pull(ctx context.Context, name, url string) error {
 	fmt.Fprintf(c.j.out, "pulling %s for branch %s\n", redact.URLs(url), name)
 	dst := c.branch(name)
-	var err error
+	// brz is given the URL without credentials; Breezy takes them from
+	// an authentication.conf that only this user can read, there for the
+	// pull alone.
+	plain, auth, err := bzrCredentials(url)
+	if err != nil {
+		return err
+	}
+	env := c.env()
+	if auth != "" {
+		home, err := bzrAuthHome(c.dir, auth)
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(home)
+		env = append(env, "BRZ_HOME="+home)
+	}
 	if _, statErr := os.Stat(dst); statErr == nil {
 		// --overwrite: the copy follows upstream even when upstream
-		// history was rewritten. --: a URL starting with "-" is the
-		// URL, not an option.
-		err = c.j.runTool(ctx, c.dir, c.env(), "brz", "pull", "--quiet", "--overwrite", "-d", dst, "--", url)
+		// history was rewritten. --remember: the branch's parent is the
+		// URL without credentials, also when a copy made before kept
+		// it with them. --: a URL starting with "-" is the URL, not an
+		// option.
+		err = c.j.runTool(ctx, c.dir, env, "brz", "pull", "--quiet", "--overwrite", "--remember", "-d", dst, "--", plain)
 	} else {
 		tmp := filepath.Join(c.repo(), ".new-"+workarea.Name(name))
 		if err := os.RemoveAll(tmp); err != nil {
 			return err
 		}
-		err = c.j.runTool(ctx, c.dir, c.env(), "brz", "branch", "--quiet", "--no-tree", "--", url, tmp)
+		err = c.j.runTool(ctx, c.dir, env, "brz", "branch", "--quiet", "--no-tree", "--", plain, tmp)
 		if err == nil {
 			err = os.Rename(tmp, dst)
 		}
@@ -195,6 +213,123 @@ func (c *bzrConversion) pull(ctx context.Context, name, url string) error {
 		return fmt.Errorf("pull %s: %w", redact.URLs(url), err)
 	}
 	return nil
+}
+
+// bzrCredentials splits the user and password off url: plain is url
+// without them, and auth a section of Breezy's authentication.conf that
+// gives them for url's host, "" when url has none. The user is split off
+// an http or https url even without a password, as it may be a token;
+// of other schemes, such as bzr+ssh, only a user with a password.
+func bzrCredentials(rawURL string) (plain, auth string, err error) {
+	n := schemeLen(rawURL)
+	if n == 0 || !strings.HasPrefix(rawURL[n:], "://") {
+		return rawURL, "", nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL, "", nil
+	}
+	pass, hasPass := u.User.Password()
+	scheme := strings.ToLower(u.Scheme)
+	if !hasPass && scheme != "http" && scheme != "https" {
+		return rawURL, "", nil
+	}
+	lines := [][2]string{{"host", u.Hostname()}, {"port", u.Port()}, {"user", u.User.Username()}, {"password", pass}}
+	auth = "[lorry-url]\n"
+	for _, kv := range lines {
+		if kv[1] == "" {
+			continue
+		}
+		v, ok := configObjQuote(kv[1])
+		if !ok {
+			return "", "", fmt.Errorf("bzr URL %q has a %s that Breezy's configuration cannot hold", redact.URLs(rawURL), kv[0])
+		}
+		auth += kv[0] + " = " + v + "\n"
+	}
+	u.User = nil
+	return u.String(), auth, nil
+}
+
+// configObjQuote quotes s as a value of a Breezy configuration file,
+// which has no escapes: s is put between quotes it does not hold.
+func configObjQuote(s string) (string, bool) {
+	switch {
+	case strings.ContainsAny(s, "\r\n"):
+		return "", false
+	case !strings.Contains(s, `"`):
+		return `"` + s + `"`, true
+	case !strings.Contains(s, "'"):
+		return "'" + s + "'", true
+	case !strings.Contains(s, `"""`) && !strings.HasSuffix(s, `"`):
+		return `"""` + s + `"""`, true
+	}
+	return "", false
+}
+
+// bzrAuthHome makes a Breezy configuration directory in dir, for BRZ_HOME,
+// whose authentication.conf has auth before the sections of the user's
+// own; the rest of the user's Breezy configuration (breezy.conf,
+// locations.conf, plugins) is linked in. Breezy reads the first section
+// that matches a host. The caller removes the directory.
+func bzrAuthHome(dir, auth string) (home string, err error) {
+	home, err = os.MkdirTemp(dir, "brz-home-")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(home)
+			home = ""
+		}
+	}()
+	conf := filepath.Join(home, "breezy")
+	if err := os.Mkdir(conf, 0o700); err != nil {
+		return "", err
+	}
+	data := []byte(auth)
+	if user := bzrConfigDir(); user != "" {
+		entries, _ := os.ReadDir(user)
+		for _, e := range entries {
+			if e.Name() == "authentication.conf" {
+				own, err := os.ReadFile(filepath.Join(user, e.Name()))
+				if err != nil {
+					return "", err
+				}
+				data = append(append(data, '\n'), own...)
+				continue
+			}
+			if err := os.Symlink(filepath.Join(user, e.Name()), filepath.Join(conf, e.Name())); err != nil {
+				return "", err
+			}
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(conf, "authentication.conf"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return home, err
+}
+
+// bzrConfigDir is the user's Breezy configuration directory, where
+// Breezy looks for it first, or "". (A Bazaar configuration directory
+// that Breezy falls back to without one is not followed.)
+func bzrConfigDir() string {
+	base := os.Getenv("BRZ_HOME")
+	if base == "" {
+		base = os.Getenv("XDG_CONFIG_HOME")
+	}
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		base = filepath.Join(home, ".config")
+	}
+	return filepath.Join(base, "breezy")
 }
 
 // export converts the revisions of the branches that are not converted

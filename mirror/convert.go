@@ -160,6 +160,21 @@ func (j *job) converterDir(kind, source string) (string, error) {
 	return dir, writeConverterFile(sourceFile, []byte(source))
 }
 
+// converterDirOf is converterDir for an upstream whose URL holds
+// credentials: source names it without them, and was with them. A
+// conversion made when the source file still named was (with the
+// credentials, readable by every user of the machine) is continued, and
+// its source file rewritten.
+func (j *job) converterDirOf(kind, source, was string) (string, error) {
+	sourceFile := filepath.Join(j.dir, kind, "source")
+	if old, err := os.ReadFile(sourceFile); err == nil && was != source && string(old) == was {
+		if err := writeConverterFile(sourceFile, []byte(source)); err != nil {
+			return "", err
+		}
+	}
+	return j.converterDir(kind, source)
+}
+
 // writeConverterFile replaces name with data, so that a crash leaves either
 // the old or the new content.
 func writeConverterFile(name string, data []byte) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"lorrycontroller/atomicfile"
 	"lorrycontroller/lorryspec"
@@ -31,7 +32,14 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	); err != nil {
 		return nil, false, err
 	}
-	dir, err := j.converterDir("cvs", c.URL+"\n"+c.Module)
+	// git cvsimport, and cvsps which it runs, are given the root without
+	// its password, and find the password in the .cvspass of their home,
+	// which only this user can read, there for the run alone.
+	plain, pass, err := cvsCredentials(c.URL)
+	if err != nil {
+		return nil, false, err
+	}
+	dir, err := j.converterDirOf("cvs", plain+"\n"+c.Module, c.URL+"\n"+c.Module)
 	if err != nil {
 		return nil, false, err
 	}
@@ -39,9 +47,11 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, false, err
 	}
-	if err := copyCvsPass(home); err != nil {
+	passFile := filepath.Join(home, ".cvspass")
+	if err := writeCvsPass(passFile, pass); err != nil {
 		return nil, false, err
 	}
+	defer os.Remove(passFile)
 
 	gitDir := filepath.Join(dir, "git")
 	target := gitDir
@@ -56,7 +66,7 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		}
 	}
 	env := j.upstreamEnv(target,
-		"HOME="+home,
+		"HOME="+home, "CVS_PASSFILE="+passFile,
 		// Without these, the repository cvsimport makes says how to
 		// choose the name of its first branch.
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=init.defaultBranch", "GIT_CONFIG_VALUE_0=master",
@@ -74,7 +84,7 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	// depend on where the file was checked out from.
 	// --: a module starting with "-" is the module, not an option such
 	// as -P FILE, which would have cvsimport read a file of this machine.
-	args := []string{"cvsimport", "-v", "-a", "-i", "-k", "-o", "master", "-d", c.URL, "-C", dir, "--", c.Module}
+	args := []string{"cvsimport", "-v", "-a", "-i", "-k", "-o", "master", "-d", plain, "-C", dir, "--", c.Module}
 	if err := j.runTool(ctx, dir, env, "git", args...); err != nil {
 		return nil, false, fmt.Errorf("convert %s: %w", redact.URLs(c.URL), err)
 	}
@@ -86,20 +96,111 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	return j.takeConverted(ctx, gitDir, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 }
 
-// copyCvsPass gives cvs and cvsps, which run with home as HOME, the
-// passwords that the admin saved with "cvs login". Without one, both
-// log in with the empty password, as anonymous access wants.
-func copyCvsPass(home string) error {
-	real, err := os.UserHomeDir()
-	if err != nil {
+// writeCvsPass writes the .cvspass that cvs, cvsps and git cvsimport
+// read, 0600: the lines of the spec's password, if any, before those
+// that the admin saved with "cvs login" (in CVS_PASSFILE, or the .cvspass
+// of the home directory). Without an entry, each logs in with the empty
+// password, as anonymous access wants.
+func writeCvsPass(file, lines string) error {
+	data := []byte(lines)
+	own := os.Getenv("CVS_PASSFILE")
+	if own == "" {
+		if real, err := os.UserHomeDir(); err == nil {
+			own = filepath.Join(real, ".cvspass")
+		}
+	}
+	if own != "" && own != file {
+		saved, err := os.ReadFile(own)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		data = append(data, saved...)
+	}
+	if len(data) == 0 {
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(real, ".cvspass"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	return atomicfile.WriteFile(file, data, 0o600)
+}
+
+// cvsCredentials splits the password off a pserver CVS root,
+// :pserver:user:password@host:port/path: plain is root without it, and
+// pass the .cvspass lines that give it for plain, "" when root has none.
+func cvsCredentials(root string) (plain, pass string, err error) {
+	method, rest, ok := strings.Cut(strings.TrimPrefix(root, ":"), ":")
+	name, _, _ := strings.Cut(method, ";")
+	if !strings.HasPrefix(root, ":") || !ok || name != "pserver" {
+		return root, "", nil
 	}
-	if err != nil {
-		return err
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return root, "", nil
 	}
-	return atomicfile.WriteFile(filepath.Join(home, ".cvspass"), data, 0o600)
+	user, password, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return root, "", nil
+	}
+	if user == "" {
+		return "", "", fmt.Errorf("CVS root %q has a password but no user", redact.URLs(root))
+	}
+	if strings.ContainsAny(user+password, "\r\n") {
+		return "", "", fmt.Errorf("CVS root %q has a line break in its credentials", redact.URLs(root))
+	}
+	hostPath := rest[at+1:]
+	plain = ":" + method + ":" + user + "@" + hostPath
+	// Both the form with the port, which cvs login writes and git
+	// cvsimport looks for, and, when the root names none, the form
+	// without it, which cvsps looks for.
+	host, path, hasPort := strings.Cut(hostPath, ":")
+	port := "2401"
+	if hasPort {
+		digits := strings.IndexFunc(path, func(r rune) bool { return r < '0' || r > '9' })
+		if digits < 0 {
+			digits = len(path)
+		}
+		if digits > 0 {
+			port = path[:digits]
+		}
+		path = path[digits:]
+	} else if i := strings.IndexByte(host, '/'); i >= 0 {
+		host, path = host[:i], host[i:]
+	}
+	scrambled := cvsScramble(password)
+	pass = "/1 :pserver:" + user + "@" + host + ":" + port + path + " " + scrambled + "\n"
+	if port == "2401" {
+		pass += ":pserver:" + user + "@" + host + ":" + path + " " + scrambled + "\n"
+	}
+	return plain, pass, nil
+}
+
+// cvsScramble is CVS's scrambling of a password in .cvspass and in the
+// pserver protocol: "A", then each byte through a fixed table. It hides
+// the password from a glance, not from anyone who reads it.
+func cvsScramble(password string) string {
+	b := []byte{'A'}
+	for i := 0; i < len(password); i++ {
+		b = append(b, cvsScrambleTable[password[i]])
+	}
+	return string(b)
+}
+
+var cvsScrambleTable = [256]byte{
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+	16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+	114, 120, 53, 79, 96, 109, 72, 108, 70, 64, 76, 67, 116, 74, 68, 87,
+	111, 52, 75, 119, 49, 34, 82, 81, 95, 65, 112, 86, 118, 110, 122, 105,
+	41, 57, 83, 43, 46, 102, 40, 89, 38, 103, 45, 50, 42, 123, 91, 35,
+	125, 55, 54, 66, 124, 126, 59, 47, 92, 71, 115, 78, 88, 107, 106, 56,
+	36, 121, 117, 104, 101, 100, 69, 73, 99, 63, 94, 93, 39, 37, 61, 48,
+	58, 113, 32, 90, 44, 98, 60, 51, 33, 97, 62, 77, 84, 80, 85, 223,
+	225, 216, 187, 166, 229, 189, 222, 188, 141, 249, 148, 200, 184, 136, 248, 190,
+	199, 170, 181, 204, 138, 232, 218, 183, 255, 234, 220, 247, 213, 203, 226, 193,
+	174, 172, 228, 252, 217, 201, 131, 230, 197, 211, 145, 238, 161, 179, 160, 212,
+	207, 221, 254, 173, 202, 146, 224, 151, 140, 196, 205, 130, 135, 133, 143, 246,
+	192, 159, 244, 239, 185, 168, 215, 144, 139, 165, 180, 157, 147, 186, 214, 176,
+	227, 231, 219, 169, 175, 156, 206, 198, 129, 164, 150, 210, 154, 177, 134, 127,
+	182, 128, 158, 208, 162, 132, 167, 209, 149, 241, 153, 251, 237, 236, 171, 195,
+	243, 233, 253, 240, 194, 250, 191, 155, 142, 137, 245, 235, 163, 242, 178, 152,
 }

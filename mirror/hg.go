@@ -31,11 +31,6 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if err := needConverterTools(ctx, "hg", converterTool{"git-remote-hg", "git-remote-hg"}); err != nil {
 		return nil, false, err
 	}
-	dir, err := j.converterDir("hg", h.URL)
-	if err != nil {
-		return nil, false, err
-	}
-	gitDir := filepath.Join(dir, "git")
 	// git hands the remote's URL to git-remote-hg on its command line, so
 	// it is given without credentials; Mercurial takes them from a
 	// configuration file that only this user can read, there for the
@@ -44,6 +39,11 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	dir, err := j.converterDirOf("hg", plain, h.URL)
+	if err != nil {
+		return nil, false, err
+	}
+	gitDir := filepath.Join(dir, "git")
 	err = j.initConverterRepo(ctx, gitDir, func(tmp string) error {
 		for _, kv := range [][]string{
 			// Only the branches and tags: git-remote-hg's notes, which

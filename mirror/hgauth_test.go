@@ -73,6 +73,24 @@ func TestHgCredentialsNotOnCommandLine(t *testing.T) {
 		t.Errorf("downstream master:README = %q; want %q", got, "one")
 	}
 	up.check("hg upstream")
+	noFileHolds(t, workarea.Dir(area, spec.Name), up.token)
+
+	// A conversion made when its source file named the URL with the
+	// credentials is continued, and the file no longer names them.
+	hgDir := filepath.Join(workarea.Dir(area, spec.Name), "hg")
+	if err := os.WriteFile(filepath.Join(hgDir, "source"), []byte(up.url("/")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hgDir, "test-mark"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := runSpec(t, spec, Options{WorkingArea: area, PushURL: down}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if _, err := os.Stat(filepath.Join(hgDir, "test-mark")); err != nil {
+		t.Errorf("the conversion was not continued: %v", err)
+	}
+	noFileHolds(t, workarea.Dir(area, spec.Name), up.token)
 	config, err := os.ReadFile(filepath.Join(workarea.Dir(area, spec.Name), "hg", "git", "config"))
 	if err != nil {
 		t.Fatal(err)

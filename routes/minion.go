@@ -310,12 +310,12 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	}{kill, retire, s.leaseTerms()})
 }
 
-// finishDownstream lets the Downstream Host set what needs the pushed
-// branches, after job id mirrored its lorry. A failure is logged: the
-// mirror itself is there, and the next success tries again.
 // finishTimeout bounds the Downstream Host's Finish after a job.
 const finishTimeout = time.Minute
 
+// finishDownstream lets the Downstream Host set what needs the pushed
+// branches, after job id mirrored its lorry. A failure is logged: the
+// mirror itself is there, and the next success tries again.
 func (s *Server) finishDownstream(ctx context.Context, id int64) {
 	switch s.downstream().(type) {
 	case downstream.None, downstream.Local:

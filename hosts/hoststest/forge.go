@@ -1,10 +1,12 @@
 package hoststest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,12 +61,22 @@ type forge struct {
 	tb  testing.TB
 	chg changeLog
 	git *gitRepos // nil when the fake serves no git
+	// mux answers the calls under /api/ that auth lets through, for the
+	// fakes that serve git beside their API (see serveForge).
+	mux  *http.ServeMux
+	auth apiAuth
 
-	// mu guards token and fail, and the state of the fake that embeds
+	// mu guards the fields below, and the state of the fake that embeds
 	// forge.
 	mu    sync.Mutex
 	token string
 	fail  int
+	// refuseCreate answers the creations the user may not make with 403:
+	// GitLab's of groups, Gitea's of repositories in an organisation.
+	refuseCreate bool
+	// beforeCreate, if set, runs when the creation of a repository (a
+	// GitLab project) arrives, before the fake looks at it.
+	beforeCreate func()
 }
 
 func (f *forge) init(tb testing.TB, token string, serveGit bool) {
@@ -74,20 +86,20 @@ func (f *forge) init(tb testing.TB, token string, serveGit bool) {
 	}
 }
 
-// SetToken changes the valid token.
-func (f *forge) SetToken(tok string) {
+// locked runs fn with mu held: the fakes' methods read and change their
+// state through it.
+func (f *forge) locked(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.token = tok
+	fn()
 }
+
+// SetToken changes the valid token.
+func (f *forge) SetToken(tok string) { f.locked(func() { f.token = tok }) }
 
 // SetFail makes every API call answer status, with the body the real
 // server gives for it; 0 answers normally.
-func (f *forge) SetFail(status int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail = status
-}
+func (f *forge) SetFail(status int) { f.locked(func() { f.fail = status }) }
 
 // Changes lists the authenticated calls that would change something, as
 // "METHOD /escaped/path {body with sorted keys}", whatever their answer.
@@ -110,8 +122,9 @@ type apiAuth struct {
 	failed         func(w http.ResponseWriter, status int) // the answer of SetFail's status
 	badToken       func(w http.ResponseWriter)             // the answer to a wrong token
 	// noToken answers a call that would change something without a
-	// token; nil when the API changes nothing.
-	noToken func(w http.ResponseWriter)
+	// token, and badBody one whose body is not a JSON object; both nil
+	// when the API changes nothing.
+	noToken, badBody func(w http.ResponseWriter)
 }
 
 // authenticate logs an API call and decides on its token. ok is false when
@@ -139,6 +152,73 @@ func (f *forge) authenticate(w http.ResponseWriter, r *http.Request, a apiAuth) 
 		return false, false
 	}
 	return authed, true
+}
+
+type authedKey struct{}
+
+// isAuthed reports whether serveForge found a valid token on the call.
+func isAuthed(r *http.Request) bool { v, _ := r.Context().Value(authedKey{}).(bool); return v }
+
+// serveForge answers the API under /api/ with f.mux, once authenticate
+// has let the call through, and git's smart HTTP under any other path
+// with serveGit, whose arguments it takes: GitLab and Gitea serve both
+// from one origin.
+func (f *forge) serveForge(w http.ResponseWriter, r *http.Request, realm string,
+	find func(path string) gitTarget, pushed func(path string, cmds []pushCommand)) {
+	if !strings.HasPrefix(r.URL.Path, "/api/") {
+		f.serveGit(w, r, realm, find, pushed)
+		return
+	}
+	authed, ok := f.authenticate(w, r, f.auth)
+	if !ok {
+		return
+	}
+	f.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, authed)))
+}
+
+// change records a call that changes something and returns its body; ok
+// is false when the body is not a JSON object, which has been answered
+// as the API does.
+func (f *forge) change(w http.ResponseWriter, r *http.Request) (body map[string]any, ok bool) {
+	body, ok = f.chg.record(r)
+	if !ok {
+		f.auth.badBody(w)
+	}
+	return body, ok
+}
+
+// creation is change for the creation of a repository: it runs the
+// beforeCreate hook, without mu held, once the call is recorded.
+func (f *forge) creation(w http.ResponseWriter, r *http.Request) (body map[string]any, ok bool) {
+	if body, ok = f.change(w, r); !ok {
+		return nil, false
+	}
+	var hook func()
+	f.locked(func() { hook = f.beforeCreate })
+	if hook != nil {
+		hook()
+	}
+	return body, true
+}
+
+// createGit makes the bare repository of path, whose HEAD names branch,
+// when the fake serves git.
+func (f *forge) createGit(path, branch string) error {
+	if f.git == nil {
+		return nil
+	}
+	return f.git.create(path, branch)
+}
+
+// removeGit removes the bare repository of path, when the fake serves
+// git.
+func (f *forge) removeGit(path string) {
+	if f.git == nil {
+		return
+	}
+	if err := f.git.remove(path); err != nil {
+		f.tb.Errorf("hoststest: remove %s: %v", path, err)
+	}
 }
 
 // gitTarget is what a fake says of the repository a git request names.
@@ -280,4 +360,49 @@ func section(base, extra map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// repoIndex is a forge's repositories (GitLab's projects): in id order,
+// and by path without regard to case, as GitLab and Gitea find them.
+type repoIndex[R any] struct {
+	path   func(*R) string
+	lastID int64
+	list   []*R
+	byPath map[string]*R // by lower-case path
+}
+
+func newRepoIndex[R any](path func(*R) string) repoIndex[R] {
+	return repoIndex[R]{path: path, byPath: map[string]*R{}}
+}
+
+// nextID is the id of the next repository.
+func (x *repoIndex[R]) nextID() int64 {
+	x.lastID++
+	return x.lastID
+}
+
+func (x *repoIndex[R]) get(path string) *R { return x.byPath[strings.ToLower(path)] }
+
+// copyOf returns the repository at path as it stands.
+func (x *repoIndex[R]) copyOf(path string) (r R, ok bool) {
+	if p := x.get(path); p != nil {
+		return *p, true
+	}
+	return r, false
+}
+
+func (x *repoIndex[R]) add(r *R) {
+	x.list = append(x.list, r)
+	x.byPath[strings.ToLower(x.path(r))] = r
+}
+
+// remove removes the repository at path and returns it; nil when there
+// was none.
+func (x *repoIndex[R]) remove(path string) *R {
+	r := x.get(path)
+	if r != nil {
+		delete(x.byPath, strings.ToLower(path))
+		x.list = slices.DeleteFunc(x.list, func(q *R) bool { return q == r })
+	}
+	return r
 }

@@ -1,7 +1,6 @@
 package hoststest
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -50,18 +49,12 @@ type Gitea struct {
 	rootURL string // ROOT_URL, ending in "/"
 	sshHost string
 	sshPort int
-	mux     *http.ServeMux
-	auth    apiAuth
 	opts    GiteaOptions
 
 	// guarded by mu
-	forbidRepos  bool
-	beforeCreate func()
-	lastOwnerID  int64
-	lastRepoID   int64
-	owners       map[string]*giteaOwner // by lower-case name
-	repos        []*giteaRepo           // in id order
-	reposByName  map[string]*giteaRepo  // by lower-case owner/name
+	lastOwnerID int64
+	owners      map[string]*giteaOwner // by lower-case name
+	repos       repoIndex[giteaRepo]   // by owner/name
 }
 
 // GiteaOptions configure a fake Gitea.
@@ -122,13 +115,14 @@ var giteaValidName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // repositories.
 func NewGitea(tb testing.TB, opts GiteaOptions) *Gitea {
 	tb.Helper()
-	f := &Gitea{opts: opts, owners: map[string]*giteaOwner{}, reposByName: map[string]*giteaRepo{}}
+	f := &Gitea{opts: opts, owners: map[string]*giteaOwner{},
+		repos: newRepoIndex(func(r *giteaRepo) string { return r.FullName() })}
 	f.init(tb, opts.Token, opts.ServeGit)
 	if opts.MaxResponseItems == 0 {
 		f.opts.MaxResponseItems = 50
 	}
 	// Gitea takes "Authorization: token <token>"; a failure answers
-	// {"message": "internal error", ...}.
+	// {"message": "internal error", ...}, a body that is not JSON 422.
 	f.auth = apiAuth{
 		header: "Authorization",
 		prefix: "token ",
@@ -137,6 +131,7 @@ func NewGitea(tb testing.TB, opts GiteaOptions) *Gitea {
 			f.answer(w, http.StatusUnauthorized, "invalid username, password or token")
 		},
 		noToken: func(w http.ResponseWriter) { f.answer(w, http.StatusUnauthorized, "token is required") },
+		badBody: func(w http.ResponseWriter) { f.answer(w, http.StatusUnprocessableEntity, "invalid JSON") },
 	}
 	f.mux = http.NewServeMux()
 	f.mux.HandleFunc("GET /api/v1/repos/search", f.listRepos)
@@ -177,82 +172,54 @@ func (f *Gitea) Section(extra map[string]any) map[string]any {
 
 // SetCanCreateRepos(false) answers repository creation with 403, as Gitea
 // does for a user who may not create repositories in the organisation.
-func (f *Gitea) SetCanCreateRepos(can bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.forbidRepos = !can
-}
+func (f *Gitea) SetCanCreateRepos(can bool) { f.locked(func() { f.refuseCreate = !can }) }
 
 // BeforeCreateRepo has fn run when a repository creation arrives, before
 // the fake looks at it, so that a test can make the repository appear
 // meanwhile. fn may call the fake's methods.
-func (f *Gitea) BeforeCreateRepo(fn func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.beforeCreate = fn
-}
+func (f *Gitea) BeforeCreateRepo(fn func()) { f.locked(func() { f.beforeCreate = fn }) }
 
 // AddUser adds a user, which owns repositories but is not an
 // organisation.
-func (f *Gitea) AddUser(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.addOwner(name, false)
-}
+func (f *Gitea) AddUser(name string) { f.locked(func() { f.addOwner(name, false) }) }
 
 // AddOrg adds a public organisation.
-func (f *Gitea) AddOrg(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.addOwner(name, true)
-}
+func (f *Gitea) AddOrg(name string) { f.locked(func() { f.addOwner(name, true) }) }
 
 // AddRepo adds a repository; an owner not added before becomes an
 // organisation. It returns the repository's id.
-func (f *Gitea) AddRepo(r GiteaRepo) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.addRepo(r)
+func (f *Gitea) AddRepo(r GiteaRepo) (id int64) {
+	f.locked(func() { id = f.addRepo(r) })
+	return id
 }
 
 // AddRepos adds many repositories at once.
 func (f *Gitea) AddRepos(rs []GiteaRepo) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range rs {
-		f.addRepo(r)
-	}
+	f.locked(func() {
+		for _, r := range rs {
+			f.addRepo(r)
+		}
+	})
 }
 
 // RemoveRepo deletes the repository, and its git repository; it reports
 // whether there was one.
-func (f *Gitea) RemoveRepo(owner, name string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	key := strings.ToLower(owner + "/" + name)
-	r := f.reposByName[key]
-	if r == nil {
-		return false
-	}
-	delete(f.reposByName, key)
-	f.repos = slices.DeleteFunc(f.repos, func(q *giteaRepo) bool { return q == r })
-	if f.git != nil {
-		if err := f.git.remove(r.FullName()); err != nil {
-			f.tb.Errorf("remove repository %s: %v", r.FullName(), err)
+func (f *Gitea) RemoveRepo(owner, name string) (removed bool) {
+	f.locked(func() {
+		if r := f.repos.remove(owner + "/" + name); r != nil {
+			f.removeGit(r.FullName())
+			removed = true
 		}
-	}
-	return true
+	})
+	return removed
 }
 
 // Repo returns the repository (named in any case) as it stands.
 func (f *Gitea) Repo(owner, name string) (GiteaRepo, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.reposByName[strings.ToLower(owner+"/"+name)]
-	if r == nil {
-		return GiteaRepo{}, false
-	}
-	return r.GiteaRepo, true
+	var r giteaRepo
+	var ok bool
+	f.locked(func() { r, ok = f.repos.copyOf(owner + "/" + name) })
+	return r.GiteaRepo, ok
 }
 
 // GiteaRepos makes n repositories, three in four of the organisation org
@@ -282,22 +249,17 @@ func (f *Gitea) addOwner(name string, org bool) *giteaOwner {
 }
 
 func (f *Gitea) addRepo(r GiteaRepo) int64 {
-	if old := f.reposByName[strings.ToLower(r.FullName())]; old != nil {
+	if old := f.repos.get(r.FullName()); old != nil {
 		f.tb.Errorf("hoststest: Gitea repository %s added twice", r.FullName())
 		return old.ID
 	}
 	o := f.addOwner(r.Owner, true)
 	r.Owner = o.name
-	f.lastRepoID++
-	r.ID = f.lastRepoID
-	if f.git != nil {
-		if err := f.git.create(r.FullName(), r.DefaultBranch); err != nil {
-			f.tb.Errorf("hoststest: Gitea repository %s: %v", r.FullName(), err)
-		}
+	r.ID = f.repos.nextID()
+	if err := f.createGit(r.FullName(), r.DefaultBranch); err != nil {
+		f.tb.Errorf("hoststest: Gitea repository %s: %v", r.FullName(), err)
 	}
-	gr := &giteaRepo{GiteaRepo: r, empty: r.DefaultBranch == ""}
-	f.repos = append(f.repos, gr)
-	f.reposByName[strings.ToLower(r.FullName())] = gr
+	f.repos.add(&giteaRepo{GiteaRepo: r, empty: r.DefaultBranch == ""})
 	return r.ID
 }
 
@@ -318,15 +280,7 @@ func (f *Gitea) answer(w http.ResponseWriter, status int, message string, errs .
 // ServeHTTP answers the API under /api/v1, and git under any other path
 // when the fake serves git.
 func (f *Gitea) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasPrefix(r.URL.Path, "/api/") {
-		f.serveGit(w, r, "Gitea", f.gitTarget, f.pushed)
-		return
-	}
-	authed, ok := f.authenticate(w, r, f.auth)
-	if !ok {
-		return
-	}
-	f.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, authed)))
+	f.serveForge(w, r, "Gitea", f.gitTarget, f.pushed)
 }
 
 func (f *Gitea) sshURL(full string) string {
@@ -388,7 +342,7 @@ func (f *Gitea) listRepos(w http.ResponseWriter, r *http.Request) {
 		list = f.reposOf(o)
 	default:
 		search = true
-		list = slices.Clone(f.repos)
+		list = slices.Clone(f.repos.list)
 	}
 	if !isAuthed(r) {
 		list = slices.DeleteFunc(list, func(r *giteaRepo) bool { return r.Private })
@@ -420,7 +374,7 @@ func (f *Gitea) listRepos(w http.ResponseWriter, r *http.Request) {
 
 func (f *Gitea) reposOf(o *giteaOwner) []*giteaRepo {
 	var list []*giteaRepo
-	for _, r := range f.repos {
+	for _, r := range f.repos.list {
 		if strings.EqualFold(r.Owner, o.name) {
 			list = append(list, r)
 		}
@@ -431,7 +385,7 @@ func (f *Gitea) reposOf(o *giteaOwner) []*giteaRepo {
 func (f *Gitea) getRepo(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	repo := f.reposByName[strings.ToLower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	repo := f.repos.get(r.PathValue("owner") + "/" + r.PathValue("repo"))
 	if repo == nil || (repo.Private && !isAuthed(r)) {
 		f.answer(w, http.StatusNotFound, notFound)
 		return
@@ -451,9 +405,8 @@ func (f *Gitea) getOrg(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Gitea) createOrg(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.chg.record(r)
+	body, ok := f.change(w, r)
 	if !ok {
-		f.answer(w, http.StatusUnprocessableEntity, "invalid JSON")
 		return
 	}
 	f.mu.Lock()
@@ -481,16 +434,9 @@ func (f *Gitea) createOrg(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Gitea) createRepo(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.chg.record(r)
+	body, ok := f.creation(w, r)
 	if !ok {
-		f.answer(w, http.StatusUnprocessableEntity, "invalid JSON")
 		return
-	}
-	f.mu.Lock()
-	hook := f.beforeCreate
-	f.mu.Unlock()
-	if hook != nil {
-		hook()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -499,7 +445,7 @@ func (f *Gitea) createRepo(w http.ResponseWriter, r *http.Request) {
 		f.answer(w, http.StatusNotFound, notFound)
 		return
 	}
-	if f.forbidRepos {
+	if f.refuseCreate {
 		f.answer(w, http.StatusForbidden, "Given user is not allowed to create repository in organization.")
 		return
 	}
@@ -508,7 +454,7 @@ func (f *Gitea) createRepo(w http.ResponseWriter, r *http.Request) {
 		f.answer(w, http.StatusUnprocessableEntity, "[Name]: AlphaDashDot")
 		return
 	}
-	if f.reposByName[strings.ToLower(o.name+"/"+name)] != nil {
+	if f.repos.get(o.name+"/"+name) != nil {
 		f.answer(w, http.StatusConflict, "The repository with the same name already exists.")
 		return
 	}
@@ -518,30 +464,25 @@ func (f *Gitea) createRepo(w http.ResponseWriter, r *http.Request) {
 	if branch == "" {
 		branch = giteaDefaultBranch
 	}
-	f.lastRepoID++
-	repo := &giteaRepo{GiteaRepo: GiteaRepo{ID: f.lastRepoID, Owner: o.name, Name: name,
+	repo := &giteaRepo{GiteaRepo: GiteaRepo{ID: f.repos.nextID(), Owner: o.name, Name: name,
 		Description: description, DefaultBranch: branch, Private: private}, empty: true}
-	if f.git != nil {
-		if err := f.git.create(repo.FullName(), branch); err != nil {
-			f.answer(w, http.StatusInternalServerError, "internal error")
-			f.tb.Errorf("hoststest: create Gitea repository %s: %v", repo.FullName(), err)
-			return
-		}
+	if err := f.createGit(repo.FullName(), branch); err != nil {
+		f.answer(w, http.StatusInternalServerError, "internal error")
+		f.tb.Errorf("hoststest: create Gitea repository %s: %v", repo.FullName(), err)
+		return
 	}
-	f.repos = append(f.repos, repo)
-	f.reposByName[strings.ToLower(repo.FullName())] = repo
+	f.repos.add(repo)
 	answerJSON(w, http.StatusCreated, f.repoJSON(repo))
 }
 
 func (f *Gitea) editRepo(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.chg.record(r)
+	body, ok := f.change(w, r)
 	if !ok {
-		f.answer(w, http.StatusUnprocessableEntity, "invalid JSON")
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	repo := f.reposByName[strings.ToLower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	repo := f.repos.get(r.PathValue("owner") + "/" + r.PathValue("repo"))
 	if repo == nil {
 		f.answer(w, http.StatusNotFound, notFound)
 		return
@@ -581,7 +522,7 @@ func (f *Gitea) deleteRepo(w http.ResponseWriter, r *http.Request) {
 
 // gitTarget finds the repository that git asks for at path, in any case.
 func (f *Gitea) gitTarget(path string) gitTarget {
-	repo := f.reposByName[strings.ToLower(path)]
+	repo := f.repos.get(path)
 	if repo == nil {
 		return gitTarget{}
 	}
@@ -592,7 +533,7 @@ func (f *Gitea) gitTarget(path string) gitTarget {
 func (f *Gitea) pushed(path string, cmds []pushCommand) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if repo := f.reposByName[strings.ToLower(path)]; repo != nil && repo.empty {
+	if repo := f.repos.get(path); repo != nil && repo.empty {
 		f.firstPush(repo, cmds)
 	}
 }

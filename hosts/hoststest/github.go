@@ -113,26 +113,16 @@ func (f *GitHub) addOwner(route, numericRoute, name string, repos []GitHubRepo) 
 
 // LimitUntil refuses every call with the primary rate limit until t on
 // the fake's clock.
-func (f *GitHub) LimitUntil(t time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.limitedUntil = t
-}
+func (f *GitHub) LimitUntil(t time.Time) { f.locked(func() { f.limitedUntil = t }) }
 
 // LimitEveryCall refuses every call with a primary rate limit that
 // resets d after it: a limit that never lifts.
-func (f *GitHub) LimitEveryCall(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.extendBy = d
-}
+func (f *GitHub) LimitEveryCall(d time.Duration) { f.locked(func() { f.extendBy = d }) }
 
 // SecondaryLimit answers the next n calls with 429 and retry-after
 // seconds.
 func (f *GitHub) SecondaryLimit(n, retryAfter int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.secondary, f.retryAfter = n, retryAfter
+	f.locked(func() { f.secondary, f.retryAfter = n, retryAfter })
 }
 
 // GitHubRepos makes n repositories named <owner>-r000 onwards.

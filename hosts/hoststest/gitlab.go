@@ -1,7 +1,6 @@
 package hoststest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,20 +50,15 @@ import (
 type GitLab struct {
 	forge
 	ssh  string // host of ssh_url_to_repo
-	mux  *http.ServeMux
 	opts GitLabOptions
 
 	// guarded by mu
-	forbidGroups   bool
-	beforeCreate   func()
-	lastGroupID    int64
-	lastProjectID  int64
-	groups         map[string]*gitlabGroup // by lower-case full path
-	groupsByID     map[int64]*gitlabGroup
-	projects       []*gitlabProject // in id order
-	projectsByPath map[string]*gitlabProject
-	projectsByID   map[int64]*gitlabProject
-	listings       map[gitlabListingKey][]*gitlabProject
+	lastGroupID  int64
+	groups       map[string]*gitlabGroup // by lower-case full path
+	groupsByID   map[int64]*gitlabGroup
+	projects     repoIndex[gitlabProject] // by full path
+	projectsByID map[int64]*gitlabProject
+	listings     map[gitlabListingKey][]*gitlabProject
 }
 
 // GitLabOptions configure a fake GitLab.
@@ -129,9 +123,11 @@ func NewGitLab(tb testing.TB, opts GitLabOptions) *GitLab {
 	f := &GitLab{
 		opts:   opts,
 		groups: map[string]*gitlabGroup{}, groupsByID: map[int64]*gitlabGroup{},
-		projectsByPath: map[string]*gitlabProject{}, projectsByID: map[int64]*gitlabProject{},
+		projects:     newRepoIndex(func(p *gitlabProject) string { return p.FullPath() }),
+		projectsByID: map[int64]*gitlabProject{},
 	}
 	f.init(tb, opts.Token, opts.ServeGit)
+	f.auth = gitlabAuth
 	f.mux = http.NewServeMux()
 	f.mux.HandleFunc("GET /api/v4/projects", f.listProjects)
 	f.mux.HandleFunc("POST /api/v4/projects", f.createProject)
@@ -164,76 +160,58 @@ func (f *GitLab) Section(extra map[string]any) map[string]any {
 
 // SetCanCreateGroups(false) answers group creation with 403, as GitLab
 // does for a user who may not create groups.
-func (f *GitLab) SetCanCreateGroups(can bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.forbidGroups = !can
-}
+func (f *GitLab) SetCanCreateGroups(can bool) { f.locked(func() { f.refuseCreate = !can }) }
 
 // BeforeCreateProject has fn run when a project creation arrives, before
 // the fake looks at it, so that a test can make the project appear
 // meanwhile. fn may call the fake's methods.
-func (f *GitLab) BeforeCreateProject(fn func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.beforeCreate = fn
-}
+func (f *GitLab) BeforeCreateProject(fn func()) { f.locked(func() { f.beforeCreate = fn }) }
 
 // AddGroup adds a group and its missing parents, as an administrator
 // would have made them, private; it returns the group's id.
-func (f *GitLab) AddGroup(fullPath string) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.addGroup(fullPath).id
+func (f *GitLab) AddGroup(fullPath string) (id int64) {
+	f.locked(func() { id = f.addGroup(fullPath).id })
+	return id
 }
 
 // AddProject adds a project, and the groups of its namespace that are
 // missing; it returns the project's id.
-func (f *GitLab) AddProject(p GitLabProject) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.addProject(p)
+func (f *GitLab) AddProject(p GitLabProject) (id int64) {
+	f.locked(func() { id = f.addProject(p) })
+	return id
 }
 
 // AddProjects adds many projects at once.
 func (f *GitLab) AddProjects(ps []GitLabProject) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, p := range ps {
-		f.addProject(p)
-	}
+	f.locked(func() {
+		for _, p := range ps {
+			f.addProject(p)
+		}
+	})
 }
 
 // RemoveProject deletes the project at fullPath, and its repository; it
 // reports whether there was one.
-func (f *GitLab) RemoveProject(fullPath string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.projectsByPath[strings.ToLower(fullPath)]
-	if p == nil {
-		return false
-	}
-	delete(f.projectsByPath, strings.ToLower(p.FullPath()))
-	delete(f.projectsByID, p.ID)
-	f.projects = slices.DeleteFunc(f.projects, func(q *gitlabProject) bool { return q == p })
-	f.listings = nil
-	if f.git != nil {
-		if err := f.git.remove(p.FullPath()); err != nil {
-			f.tb.Errorf("remove project %s: %v", p.FullPath(), err)
+func (f *GitLab) RemoveProject(fullPath string) (removed bool) {
+	f.locked(func() {
+		p := f.projects.remove(fullPath)
+		if p == nil {
+			return
 		}
-	}
-	return true
+		delete(f.projectsByID, p.ID)
+		f.listings = nil
+		f.removeGit(p.FullPath())
+		removed = true
+	})
+	return removed
 }
 
 // Project returns the project at fullPath (in any case) as it stands.
 func (f *GitLab) Project(fullPath string) (GitLabProject, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.projectsByPath[strings.ToLower(fullPath)]
-	if p == nil {
-		return GitLabProject{}, false
-	}
-	return p.GitLabProject, true
+	var p gitlabProject
+	var ok bool
+	f.locked(func() { p, ok = f.projects.copyOf(fullPath) })
+	return p.GitLabProject, ok
 }
 
 // GitLabProjects makes n public projects spread over group, its subgroup
@@ -281,7 +259,7 @@ func (f *GitLab) addGroup(fullPath string) *gitlabGroup {
 }
 
 func (f *GitLab) addProject(p GitLabProject) int64 {
-	if old := f.projectsByPath[strings.ToLower(p.FullPath())]; old != nil {
+	if old := f.projects.get(p.FullPath()); old != nil {
 		f.tb.Errorf("hoststest: GitLab project %s added twice", p.FullPath())
 		return old.ID
 	}
@@ -289,21 +267,16 @@ func (f *GitLab) addProject(p GitLabProject) int64 {
 	if p.Visibility == "" {
 		p.Visibility = "public"
 	}
-	f.lastProjectID++
-	p.ID = f.lastProjectID
-	gp := &gitlabProject{GitLabProject: p, namespaceID: ns.id, empty: p.DefaultBranch == ""}
-	if f.git != nil {
-		if err := f.git.create(p.FullPath(), p.DefaultBranch); err != nil {
-			f.tb.Errorf("hoststest: GitLab project %s: %v", p.FullPath(), err)
-		}
+	p.ID = f.projects.nextID()
+	if err := f.createGit(p.FullPath(), p.DefaultBranch); err != nil {
+		f.tb.Errorf("hoststest: GitLab project %s: %v", p.FullPath(), err)
 	}
-	f.insertProject(gp)
+	f.insertProject(&gitlabProject{GitLabProject: p, namespaceID: ns.id, empty: p.DefaultBranch == ""})
 	return p.ID
 }
 
 func (f *GitLab) insertProject(p *gitlabProject) {
-	f.projects = append(f.projects, p)
-	f.projectsByPath[strings.ToLower(p.FullPath())] = p
+	f.projects.add(p)
 	f.projectsByID[p.ID] = p
 	f.listings = nil
 }
@@ -320,25 +293,13 @@ func (f *GitLab) findProject(id string) *gitlabProject {
 	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
 		return f.projectsByID[n]
 	}
-	return f.projectsByPath[strings.ToLower(id)]
+	return f.projects.get(id)
 }
-
-type authedKey struct{}
-
-func isAuthed(r *http.Request) bool { v, _ := r.Context().Value(authedKey{}).(bool); return v }
 
 // ServeHTTP answers the API under /api/v4, and git under any other path
 // when the fake serves git.
 func (f *GitLab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasPrefix(r.URL.Path, "/api/") {
-		f.serveGit(w, r, "GitLab", f.gitTarget, func(path string, _ []pushCommand) { f.afterPush(path) })
-		return
-	}
-	authed, ok := f.authenticate(w, r, gitlabAuth)
-	if !ok {
-		return
-	}
-	f.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, authed)))
+	f.serveForge(w, r, "GitLab", f.gitTarget, func(path string, _ []pushCommand) { f.afterPush(path) })
 }
 
 // gitlabAuth takes the token in PRIVATE-TOKEN; a failure answers GitLab's
@@ -350,6 +311,9 @@ var gitlabAuth = apiAuth{
 	},
 	badToken: gitlabUnauthorized,
 	noToken:  gitlabUnauthorized,
+	badBody: func(w http.ResponseWriter) {
+		answerJSON(w, http.StatusBadRequest, map[string]string{"error": "body is not valid JSON"})
+	},
 }
 
 func gitlabUnauthorized(w http.ResponseWriter) {
@@ -465,7 +429,7 @@ func (f *GitLab) listing(group *gitlabGroup, subgroups, authed, idAsc bool) []*g
 		return l
 	}
 	var list []*gitlabProject
-	for _, p := range f.projects {
+	for _, p := range f.projects.list {
 		if p.Visibility != "public" && !authed {
 			continue
 		}
@@ -613,14 +577,13 @@ func (f *GitLab) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *GitLab) createGroup(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.chg.record(r)
+	body, ok := f.change(w, r)
 	if !ok {
-		answerJSON(w, http.StatusBadRequest, map[string]string{"error": "body is not valid JSON"})
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.forbidGroups {
+	if f.refuseCreate {
 		answerJSON(w, http.StatusForbidden, map[string]string{"message": "403 Forbidden"})
 		return
 	}
@@ -662,16 +625,9 @@ func (f *GitLab) createGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *GitLab) createProject(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.chg.record(r)
+	body, ok := f.creation(w, r)
 	if !ok {
-		answerJSON(w, http.StatusBadRequest, map[string]string{"error": "body is not valid JSON"})
 		return
-	}
-	f.mu.Lock()
-	hook := f.beforeCreate
-	f.mu.Unlock()
-	if hook != nil {
-		hook()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -704,34 +660,30 @@ func (f *GitLab) createProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	full := ns.fullPath + "/" + path
-	if f.projectsByPath[strings.ToLower(full)] != nil {
+	if f.projects.get(full) != nil {
 		answerJSON(w, http.StatusBadRequest, map[string]any{"message": map[string]any{
 			"name": []string{"has already been taken"}, "path": []string{"has already been taken"},
 		}})
 		return
 	}
-	f.lastProjectID++
 	// An empty project reports the instance's default branch name.
 	p := &gitlabProject{
-		GitLabProject: GitLabProject{ID: f.lastProjectID, Namespace: ns.fullPath, Path: path,
+		GitLabProject: GitLabProject{ID: f.projects.nextID(), Namespace: ns.fullPath, Path: path,
 			Description: description, DefaultBranch: "main", Visibility: visibility},
 		namespaceID: ns.id, empty: true,
 	}
-	if f.git != nil {
-		if err := f.git.create(full, "main"); err != nil {
-			answerJSON(w, http.StatusInternalServerError, map[string]string{"message": "500 Internal Server Error"})
-			f.tb.Errorf("hoststest: create GitLab project %s: %v", full, err)
-			return
-		}
+	if err := f.createGit(full, "main"); err != nil {
+		answerJSON(w, http.StatusInternalServerError, map[string]string{"message": "500 Internal Server Error"})
+		f.tb.Errorf("hoststest: create GitLab project %s: %v", full, err)
+		return
 	}
 	f.insertProject(p)
 	answerJSON(w, http.StatusCreated, json.RawMessage(f.projectJSON(p)))
 }
 
 func (f *GitLab) editProject(w http.ResponseWriter, r *http.Request) {
-	body, ok := f.chg.record(r)
+	body, ok := f.change(w, r)
 	if !ok {
-		answerJSON(w, http.StatusBadRequest, map[string]string{"error": "body is not valid JSON"})
 		return
 	}
 	f.mu.Lock()
@@ -796,7 +748,7 @@ func (f *GitLab) deleteProject(w http.ResponseWriter, r *http.Request) {
 
 // gitTarget finds the project that git asks for at path, in any case.
 func (f *GitLab) gitTarget(path string) gitTarget {
-	p := f.projectsByPath[strings.ToLower(path)]
+	p := f.projects.get(path)
 	if p == nil {
 		return gitTarget{}
 	}
@@ -810,7 +762,7 @@ func (f *GitLab) gitTarget(path string) gitTarget {
 func (f *GitLab) afterPush(path string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := f.projectsByPath[strings.ToLower(path)]
+	p := f.projects.get(path)
 	if p == nil {
 		return
 	}

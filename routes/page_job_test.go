@@ -1,0 +1,57 @@
+package routes
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestJobPageAndOutputFollowing(t *testing.T) {
+	ts := newTestServer(t)
+	ts.configure(t, "j/a")
+	id := runJob(t, ts, "m1", "first\n", "no")
+	b := newBrowser(t, ts)
+	page := b.page(fmt.Sprintf("/1.0/job-html/%d", id), 200)
+	for _, w := range []string{`data-offset="6"`, `data-live="1"`, `<noscript><meta http-equiv="refresh" content="5"></noscript>`,
+		"first\n</pre>", `action="/1.0/stop-job-html"`, `<span class="badge s-running" data-field="status">running</span>`} {
+		if !strings.Contains(page, w) {
+			t.Errorf("job page lacks %q", w)
+		}
+	}
+	follow := func(query string) (int, map[string]any) {
+		t.Helper()
+		return ts.call(t, "GET", fmt.Sprintf("/1.0/job-output/%d%s", id, query), nil)
+	}
+	ts.call(t, "POST", "/1.0/job-update", url.Values{"job_id": {fmt.Sprint(id)}, "minion": {"m1"}, "pid": {"1"}, "exit": {"no"}, "stdout": {"second\n"}})
+	if _, m := follow("?offset=6"); m["output"] != "second\n" || m["next"] != 13.0 || m["status"] != "running" || m["status_text"] != "running" {
+		t.Errorf("job-output from 6 = %v; want second, next 13, running", m)
+	}
+	if _, m := follow(""); m["output"] != "first\nsecond\n" {
+		t.Errorf("job-output from the start = %v", m["output"])
+	}
+	ts.call(t, "POST", "/1.0/stop-job", url.Values{"job_id": {fmt.Sprint(id)}})
+	if _, m := follow("?offset=13"); m["output"] != "" || m["status_text"] != "stopping" || m["status_class"] != "s-killing" || m["kill"] != true {
+		t.Errorf("job-output after stop-job = %v; want no output, stopping", m)
+	}
+	ts.call(t, "POST", "/1.0/job-update", url.Values{"job_id": {fmt.Sprint(id)}, "minion": {"m1"}, "pid": {"1"}, "exit": {"143"}, "stderr": {"Terminated\n"}})
+	_, m := follow("?offset=13")
+	if m["output"] != "Terminated\n" || m["status"] != "killed" || m["status_class"] != "s-killed" ||
+		m["exit_text"] != "143 (killed by SIGTERM)" || m["ended"] == nil {
+		t.Errorf("job-output at the end = %v; want killed by SIGTERM", m)
+	}
+	page = b.page(fmt.Sprintf("/1.0/job-html/%d", id), 200)
+	for _, w := range []string{`data-live="0"`, "143 (killed by SIGTERM)", `<span class="badge s-killed" data-field="status">killed</span>`} {
+		if !strings.Contains(page, w) {
+			t.Errorf("page of the ended job lacks %q", w)
+		}
+	}
+	if strings.Contains(page, "<noscript><meta") {
+		t.Errorf("page of an ended job reloads itself")
+	}
+	for _, tc := range []struct{ path, q string }{{"/1.0/job-output/99", ""}, {"/1.0/job-output/x", ""}, {fmt.Sprintf("/1.0/job-output/%d", id), "?offset=-1"}} {
+		if code, m := ts.call(t, "GET", tc.path+tc.q, nil); code < 400 || m["error"] == nil {
+			t.Errorf("GET %s%s = %d %v; want an error", tc.path, tc.q, code, m)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package routes
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"lorrycontroller/statedb"
+)
+
+// recentJobs is how many of its jobs a lorry's page lists.
+const recentJobs = 20
+
+type lorryPageView struct {
+	pageBase
+	Lorry  lorryView
+	Pos    int64
+	Total  int64
+	Spec   string
+	Recent jobTable
+	// LastBuild says how the newest job got a scraper's runtime ready.
+	LastBuild string
+	// Runs is the chart of the lorry's last runs; "" when it has none.
+	Runs template.HTML
+}
+
+// lorryPath is the lorry path of a lorry-html URL. It is read from the
+// escaped path and unescaped once, so a path holding "%" or "#" arrives as
+// it was.
+func lorryPath(r *http.Request, prefix string) (string, error) {
+	raw, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
+	if !ok {
+		return "", errorf(http.StatusBadRequest, "no lorry path given")
+	}
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", errorf(http.StatusBadRequest, "lorry path %q is not escaped right", raw)
+	}
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return "", errorf(http.StatusBadRequest, "no lorry path given")
+	}
+	return p, nil
+}
+
+func (s *Server) lorryHTML(w http.ResponseWriter, r *http.Request) error {
+	path, err := lorryPath(r, "/1.0/lorry-html/")
+	if err != nil {
+		return err
+	}
+	var v lorryPageView
+	var runs []statedb.Run
+	var hardFail int
+	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+		v.Now = tx.Now
+		l, err := tx.Lorry(r.Context(), path)
+		if err != nil {
+			return err
+		}
+		v.Lorry = lorryRow(l, tx.Now, 0)
+		if v.Pos, err = tx.QueuePosition(r.Context(), path); err != nil {
+			return err
+		}
+		counts, err := tx.CountLorries(r.Context())
+		if err != nil {
+			return err
+		}
+		v.Total = counts.Total
+		jobs, err := tx.RecentJobs(r.Context(), path, recentJobs)
+		if err != nil {
+			return err
+		}
+		v.Recent.Now = tx.Now
+		for _, j := range jobs {
+			v.Recent.Jobs = append(v.Recent.Jobs, jobRow(j, tx.Now))
+		}
+		runs, err = tx.RecentRuns(r.Context(), path, stripRuns)
+		hardFail = hardFailAfter(l)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(runs) > 0 {
+		v.Runs = runStrip(path, runs, v.Now, hardFail)
+	}
+	v.pageBase = livePage(w, r, v.Lorry.Path, "status", v.Now)
+	v.Spec = readableSpec(v.Lorry.Text)
+	v.LastBuild = "no job yet"
+	if len(v.Recent.Jobs) > 0 && v.Recent.Jobs[0].Runtime != nil {
+		v.LastBuild = v.Recent.Jobs[0].RuntimeText
+	}
+	return writePage(w, http.StatusOK, "lorry.html", v)
+}
+
+// readableSpec lays out the spec as the API shows it (secrets hidden) to
+// be read: indented, and with <, > and & as themselves rather than the
+// \u003c that JSON encoders write; the page escapes them.
+func readableSpec(text string) string {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var spec any
+	if err := dec.Decode(&spec); err != nil {
+		return text
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(spec); err != nil {
+		return text
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

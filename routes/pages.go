@@ -26,6 +26,7 @@ import (
 	"lorrycontroller/statedb"
 	"lorrycontroller/static"
 	"lorrycontroller/templates"
+	"lorrycontroller/wire"
 )
 
 // The web pages. Each reads what it shows in one read transaction, renders
@@ -687,7 +688,7 @@ type refRowView struct {
 	OldID, NewID string
 }
 
-func refsRows(c *statedb.RefChanges) *refsView {
+func refsRows(c *wire.RefChanges) *refsView {
 	if c == nil {
 		return nil
 	}
@@ -695,7 +696,7 @@ func refsRows(c *statedb.RefChanges) *refsView {
 	v := &refsView{Truncated: c.Truncated}
 	for _, kind := range []struct {
 		change string
-		refs   []statedb.RefChange
+		refs   []wire.RefChange
 	}{{"created", c.Created}, {"updated", c.Updated}, {"deleted", c.Deleted}} {
 		for _, r := range kind.refs {
 			v.Rows = append(v.Rows, refRowView{Change: kind.change, Ref: r.Ref,
@@ -722,7 +723,7 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	var part statedb.OutputPart
 	var now int64
-	var refs *statedb.RefChanges
+	var refs *wire.RefChanges
 	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		now = tx.Now
 		if part, err = tx.OutputFrom(r.Context(), id, 0); err != nil {

@@ -402,7 +402,7 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 		if tail && !marked && j.CutBytes > 0 {
 			marked = true
 			if gap := tailStart - max(offset, j.headBytes); gap > 0 {
-				fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", gap)
+				b.WriteString(wire.CutMark(gap))
 			}
 		}
 		b.Write(data[min(max(offset-pos, 0), int64(len(data))):])
@@ -414,7 +414,7 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 	if !marked && j.CutBytes > 0 {
 		// A cut that no kept output follows yet.
 		if gap := tailStart - max(offset, j.headBytes); gap > 0 {
-			fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", gap)
+			b.WriteString(wire.CutMark(gap))
 		}
 	}
 	text := b.String()

@@ -9,40 +9,26 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"lorrycontroller/wire"
 )
 
-// job is the WEBAPP's answer to give-me-job. Fields the minion does not use
-// are ignored.
+// job is a job the WEBAPP handed out, and what the minion learns of it
+// as it runs.
 type job struct {
-	ID      int64  `json:"job_id"`
-	Path    string `json:"path"`
-	Kind    string `json:"kind"`
-	Text    string `json:"text"`
-	Timeout int64  `json:"timeout"` // seconds; enforced by the WEBAPP
-	PushURL string `json:"push_url"`
-	// Retire, alone in an answer, says that the minion is retired.
-	Retire bool `json:"retire"`
+	wire.Offer
 
 	// head is the branch the upstream's HEAD named, as lorry found it,
 	// sent with the final update of a job that succeeded.
 	head string
-	// refs are the refs the job changed, as JSON, sent with the final
-	// update of a job that succeeded.
-	refs string
+	// refs are the refs the job changed, sent with the final update of a
+	// job that succeeded.
+	refs *wire.RefChanges
 	// errorClass is the class lorry gave the job's failure, sent with
 	// the final update of a job that failed.
 	errorClass string
-	// AllowLocalSources is the WEBAPP's --allow-local-sources, which
-	// lorry is given as its own.
-	AllowLocalSources bool `json:"allow_local_sources"`
-	leaseTerms
-	OutputLimit int64 `json:"output_limit"` // bytes kept by the WEBAPP; 0: not said
-
-	// Scraper is what a job of kind scraper runs (scraper.go).
-	Scraper *scraperSpec `json:"scraper"`
 	// duDir is the directory whose disk usage the final update reports,
 	// when not the lorry's working directory.
 	duDir string
@@ -64,15 +50,8 @@ func (j *job) lorryFlags() []string {
 	return nil
 }
 
-// leaseTerms come with every answer about a job; zero values mean the
-// WEBAPP did not say.
-type leaseTerms struct {
-	Lease     int64 `json:"lease"`      // seconds without a delivered update before the job is killed
-	KillGrace int64 `json:"kill_grace"` // seconds, at most, between SIGTERM and SIGKILL
-}
-
 // renew takes the terms of an answer to a request sent at sent.
-func (j *job) renew(t leaseTerms, sent time.Time) {
+func (j *job) renew(t wire.LeaseTerms, sent time.Time) {
 	if t.Lease > 0 {
 		j.Lease = t.Lease
 	}
@@ -130,21 +109,9 @@ func tooLarge(err error) bool {
 // giveMeJob asks for a job; nil means there is nothing to do.
 func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 	sent := time.Now()
-	form := url.Values{
-		"host":   {m.cfg.Host},
-		"pid":    {strconv.Itoa(m.cfg.Pid)},
-		"minion": {m.cfg.Name},
-	}
-	if m.cfg.Queues != "" {
-		form.Set("queues", m.cfg.Queues)
-	}
-	if m.cfg.IgnoreQueues != "" {
-		form.Set("ignore_queues", m.cfg.IgnoreQueues)
-	}
-	if k := m.onlyKinds(); k != "" {
-		form.Set("kinds", k)
-	}
-	status, body, err := m.post(ctx, "give-me-job", form)
+	req := wire.JobRequest{Minion: m.cfg.Name, Host: m.cfg.Host, PID: int64(m.cfg.Pid),
+		Queues: wire.List(m.cfg.Queues), IgnoreQueues: wire.List(m.cfg.IgnoreQueues), Kinds: m.onlyKinds()}
+	status, body, err := m.post(ctx, "give-me-job", req.Form())
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +119,7 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 		return nil, nil
 	}
 	var j job
-	if err := json.Unmarshal(body, &j); err != nil {
+	if err := json.Unmarshal(body, &j.Offer); err != nil {
 		return nil, fmt.Errorf("give-me-job: decode answer: %w", err)
 	}
 	if j.Retire {
@@ -164,9 +131,9 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 	}
 	if j.Kind == "" {
 		// Every job was a lorry before jobs had kinds.
-		j.Kind = KindLorry
+		j.Kind = wire.KindLorry
 	}
-	j.renew(j.leaseTerms, sent)
+	j.renew(j.LeaseTerms, sent)
 	return &j, nil
 }
 
@@ -175,54 +142,34 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 // whether the WEBAPP wants the job killed, and renews the job's lease.
 func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, diskUsage *int64) (bool, error) {
 	sent := time.Now()
-	exitValue := "no"
+	upd := wire.Update{JobID: j.ID, Minion: m.cfg.Name, PID: int64(m.cfg.Pid),
+		Stdout: string(u.stdout.data), Stderr: string(u.stderr.data), CutBytes: u.cut(), DiskUsage: diskUsage}
 	if exit != updateRunning {
-		exitValue = strconv.Itoa(exit)
+		e := int64(exit)
+		upd.Exit = &e
 	}
-	form := url.Values{
-		"job_id": {strconv.FormatInt(j.ID, 10)},
-		"minion": {m.cfg.Name},
-		"pid":    {strconv.Itoa(m.cfg.Pid)},
-		"exit":   {exitValue},
-		"stdout": {string(u.stdout.data)},
-		"stderr": {string(u.stderr.data)},
-	}
-	if n := u.cut(); n > 0 {
-		form.Set("cut_bytes", strconv.FormatInt(n, 10))
-	}
-	if diskUsage != nil {
-		form.Set("disk_usage", strconv.FormatInt(*diskUsage, 10))
-	}
-	if exit == 0 && j.head != "" {
-		form.Set("head", j.head)
-	}
-	if exit == 0 && j.refs != "" {
-		form.Set("refs", j.refs)
+	if exit == 0 {
+		upd.Head, upd.Refs = j.head, j.refs
 	}
 	if r := j.runtime; r != nil {
-		form.Set("runtime_built", strconv.FormatBool(r.built))
-		form.Set("runtime_build_seconds", strconv.FormatFloat(r.seconds, 'f', 3, 64))
+		upd.RuntimeBuilt, upd.RuntimeBuildSeconds = &r.built, &r.seconds
 	}
-	if exit != 0 && j.errorClass != "" {
-		form.Set("error_class", j.errorClass)
+	if exit != 0 {
+		upd.ErrorClass = j.errorClass
 	}
-	_, body, err := m.post(ctx, "job-update", form)
+	_, body, err := m.post(ctx, "job-update", upd.Form())
 	if err != nil {
 		return false, err
 	}
 	j.runtime = nil
-	var answer struct {
-		Kill   bool `json:"kill"`
-		Retire bool `json:"retire"`
-		leaseTerms
-	}
+	var answer wire.UpdateAnswer
 	if err := json.Unmarshal(body, &answer); err != nil {
 		// The update was accepted, so its output must not be sent
 		// again; only the kill flag is unknown, and the next update
 		// asks again.
 		m.log.Warn("job-update: cannot decode answer", "job_id", j.ID, "err", err, "body", snippet(body))
 	}
-	j.renew(answer.leaseTerms, sent)
+	j.renew(answer.LeaseTerms, sent)
 	if answer.Retire && !m.retired.Swap(true) {
 		m.log.Info("webapp retired this minion; it exits after the job", "job_id", j.ID, "kill", answer.Kill)
 	}

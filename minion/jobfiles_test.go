@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"lorrycontroller/proc"
+	"lorrycontroller/wire"
 )
 
 // TestCleanUp plays a minion killed outright: its job's leader is gone, but
@@ -28,7 +29,7 @@ func TestCleanUp(t *testing.T) {
 	if err := m.writeRecord(jobRecord{JobID: 8, Path: "delta/left", Mark: mark, Pgid: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.writeSpec(&job{ID: 8, Text: "{}"}); err != nil {
+	if _, err := m.writeSpec(&job{Offer: wire.Offer{ID: 8, Text: "{}"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The leader starts a writer that leaves its group, then exits, as a

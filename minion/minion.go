@@ -26,6 +26,7 @@ import (
 
 	"lorrycontroller/proc"
 	"lorrycontroller/venv"
+	"lorrycontroller/wire"
 	"lorrycontroller/workarea"
 )
 
@@ -72,7 +73,7 @@ type Config struct {
 }
 
 // KindLorry is a job that runs lorry to mirror a repository.
-const KindLorry = "lorry"
+const KindLorry = wire.KindLorry
 
 // Exit codes reported for jobs that never ran a process, chosen like a
 // shell's: 127 when the command could not be started, 1 otherwise.
@@ -204,13 +205,13 @@ func (m *Minion) takes(kind string) bool {
 	return len(m.cfg.Kinds) == 0 || slices.Contains(m.cfg.Kinds, kind)
 }
 
-// onlyKinds are the kinds the minion takes, comma-separated, as give-me-job
-// is told them; "" when it takes both.
-func (m *Minion) onlyKinds() string {
+// onlyKinds are the kinds the minion takes, as give-me-job is told them;
+// none when it takes both.
+func (m *Minion) onlyKinds() []string {
 	if m.takes(KindLorry) && m.takes(KindScraper) {
-		return ""
+		return nil
 	}
-	return strings.Join(m.cfg.Kinds, ",")
+	return m.cfg.Kinds
 }
 
 func (m *Minion) runJob(ctx context.Context, j *job) {
@@ -260,13 +261,13 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	args := append([]string{"--working-area", m.cfg.WorkingArea, "--result-file", result.path}, j.lorryFlags()...)
 	args = append(args, spec)
 	env := append(slices.DeleteFunc(m.jobUserEnv(os.Environ()), func(kv string) bool {
-		return strings.HasPrefix(kv, "LORRY_PUSH_URL=") || strings.HasPrefix(kv, "LORRY_MIRROR_BASE_URL_PUSH=")
+		return strings.HasPrefix(kv, wire.EnvPushURL+"=") || strings.HasPrefix(kv, wire.EnvMirrorBaseURLPush+"=")
 	}), mark)
 	if j.PushURL != "" {
 		// The push URL of a downstream over https carries its API token:
 		// in lorry's environment, which only its user can read, not on
 		// its command line, which every user can.
-		env = append(env, "LORRY_PUSH_URL="+j.PushURL)
+		env = append(env, wire.EnvPushURL+"="+j.PushURL)
 	}
 	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea, User: m.cfg.JobUser})
 	if err != nil {

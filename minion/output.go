@@ -2,16 +2,9 @@ package minion
 
 import (
 	"unicode/utf8"
+
+	"lorrycontroller/wire"
 )
-
-// defaultOutputLimit is the WEBAPP's default --job-output-limit, for a
-// WEBAPP that does not say its own in give-me-job.
-const defaultOutputLimit = 8 << 20
-
-// markSpace is room left in the tail for the mark the WEBAPP puts where
-// output was cut, so that the mark and the tail together fit in the tail
-// it keeps.
-const markSpace = 64
 
 // output is what the job wrote and the WEBAPP has not yet acknowledged.
 //
@@ -42,10 +35,14 @@ type stream struct {
 
 func newOutput(limit int64) *output {
 	if limit <= 0 {
-		limit = defaultOutputLimit
+		// A WEBAPP that does not say its own limit keeps the default.
+		limit = wire.DefaultOutputLimit
 	}
 	head := limit / 2
-	return &output{headLeft: head, tailCap: max(int(limit-head)-markSpace, 1)}
+	// Room is left in the tail for the mark the WEBAPP puts where output
+	// was cut, so that the mark and the tail together fit in the tail it
+	// keeps.
+	return &output{headLeft: head, tailCap: max(int(limit-head)-wire.MaxCutMark, 1)}
 }
 
 // add takes more of the job's output.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"lorrycontroller/wire"
 )
 
 // lorryResult is the file in which lorry says what a job's run found
@@ -28,36 +30,24 @@ func (m *Minion) newLorryResult(j *job) lorryResult {
 
 func (r lorryResult) remove() { os.Remove(r.path) }
 
-// maxRefsBytes bounds the ref changes sent with a final update, as the
-// WEBAPP bounds them; lorry bounds their number, so only refs of very long
-// names reach it, and those are dropped rather than refused.
-const maxRefsBytes = 2 << 20
-
 // read reads what lorry found for the final update of job j: the branch
-// that the upstream's HEAD named, and the refs the run changed, as JSON,
-// when the job succeeded and lorry named them; the error class lorry gave
+// that the upstream's HEAD named, and the refs the run changed, when the
+// job succeeded and lorry named them; the error class lorry gave
 // its failure, when it failed. A lorry that wrote no file, or a file that
 // cannot be read, is logged and means none of them, never a failed job.
-func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs, class string) {
+func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head string, refs *wire.RefChanges, class string) {
 	data, err := os.ReadFile(r.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		log.Info("lorry wrote no result file", "result_file", r.path)
-		return "", "", ""
+		return "", nil, ""
 	}
-	var res struct {
-		Lorries map[string]struct {
-			OK         bool        `json:"ok"`
-			Head       string      `json:"head"`
-			Refs       *refChanges `json:"refs"`
-			ErrorClass string      `json:"error_class"`
-		} `json:"lorries"`
-	}
+	var res wire.ResultFile
 	if err == nil {
 		err = json.Unmarshal(data, &res)
 	}
 	if err != nil {
 		log.Warn("cannot read lorry's result file", "result_file", r.path, "err", err)
-		return "", "", ""
+		return "", nil, ""
 	}
 	// The WEBAPP names the spec after the lorry's path; a spec named
 	// otherwise is still the job's only one.
@@ -68,38 +58,25 @@ func (r lorryResult) read(log *slog.Logger, j *job, exit int) (head, refs, class
 		}
 	}
 	if exit != 0 {
-		return "", "", spec.ErrorClass
+		return "", nil, spec.ErrorClass
 	}
 	if !spec.OK {
-		return "", "", ""
+		return "", nil, ""
 	}
 	if spec.Refs != nil {
-		// Re-encoded from the shape the WEBAPP takes, so that fields it
-		// does not know are not sent.
+		// lorry bounds their number, so only refs of very long names
+		// make them larger than the WEBAPP takes; those are dropped
+		// rather than refused. Fields the WEBAPP does not know were
+		// dropped by decoding, so are not sent.
 		data, err := json.Marshal(spec.Refs)
 		switch {
 		case err != nil:
 			log.Warn("cannot encode lorry's ref changes", "err", err)
-		case len(data) > maxRefsBytes:
-			log.Warn("lorry's ref changes are too large to report", "bytes", len(data), "max_bytes", maxRefsBytes)
+		case len(data) > wire.MaxRefsBytes:
+			log.Warn("lorry's ref changes are too large to report", "bytes", len(data), "max_bytes", wire.MaxRefsBytes)
 		default:
-			refs = string(data)
+			refs = spec.Refs
 		}
 	}
 	return spec.Head, refs, ""
-}
-
-// refChanges are the refs a run changed, as lorry's result file and the
-// WEBAPP's refs parameter hold them.
-type refChanges struct {
-	Created   []refChange `json:"created"`
-	Updated   []refChange `json:"updated"`
-	Deleted   []refChange `json:"deleted"`
-	Truncated bool        `json:"truncated,omitempty"`
-}
-
-type refChange struct {
-	Ref string `json:"ref"`
-	Old string `json:"old,omitempty"`
-	New string `json:"new,omitempty"`
 }

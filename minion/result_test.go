@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"lorrycontroller/wire"
 )
 
 // The final update carries the head and the ref changes that lorry wrote
@@ -40,7 +42,7 @@ func TestFinalUpdateHead(t *testing.T) {
 		{name: "refs of a failed job", exit: 1,
 			result: `{"lorries": {"delta/foo": {"ok": true, "refs": {"created": [{"ref": "refs/heads/trunk", "new": "` + sha1 + `"}]}}}}`},
 		{name: "refs too large", want: "trunk",
-			result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk", "refs": {"created": [{"ref": "refs/heads/` + strings.Repeat("x", maxRefsBytes) + `", "new": "` + sha1 + `"}]}}}}`},
+			result: `{"lorries": {"delta/foo": {"ok": true, "head": "trunk", "refs": {"created": [{"ref": "refs/heads/` + strings.Repeat("x", wire.MaxRefsBytes) + `", "new": "` + sha1 + `"}]}}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,10 +18,11 @@ import (
 
 	"lorrycontroller/proc"
 	"lorrycontroller/venv"
+	"lorrycontroller/wire"
 )
 
 // KindScraper is a job that runs a scraper in its runtime.
-const KindScraper = "scraper"
+const KindScraper = wire.KindScraper
 
 // The variables that tell a scraper about the descriptors it inherits.
 const (
@@ -40,24 +41,6 @@ const (
 
 // systemPath is the PATH of a scraper after its runtime's bin.
 const systemPath = "/usr/local/bin:/usr/bin:/bin"
-
-// scraperSpec is the "scraper" object of a give-me-job answer.
-type scraperSpec struct {
-	Runtime struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-		ID      string `json:"id"`
-		Python  string `json:"python"`
-	} `json:"runtime"`
-	Argv   []string          `json:"argv"`
-	Env    map[string]string `json:"env"`
-	Config []struct {
-		Name    string `json:"name"`
-		Path    string `json:"path"`
-		Content []byte `json:"content"`
-	} `json:"config"`
-	FDArgs bool `json:"fd_args"`
-}
 
 // LockWorkDir takes this minion's scraper working directory,
 // WORKING-AREA/scrapers/NAME, for as long as the minion lives, and empties
@@ -389,7 +372,7 @@ var configRef = regexp.MustCompile(`\{config:([^}]*)\}`)
 // scraperArgv is the command line of the scraper: each {config:NAME}
 // becomes the path of the descriptor of that config file, and with fd_args
 // the descriptors are named in arguments too.
-func scraperArgv(sc *scraperSpec, byName map[string]int, lockFD int, fdList []string) ([]string, error) {
+func scraperArgv(sc *wire.Scraper, byName map[string]int, lockFD int, fdList []string) ([]string, error) {
 	var bad []string
 	argv := make([]string, 0, len(sc.Argv)+2+2*len(fdList))
 	for _, a := range sc.Argv {

@@ -29,6 +29,7 @@ import (
 	"lorrycontroller/flock"
 	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
+	"lorrycontroller/wire"
 	"lorrycontroller/workarea"
 )
 
@@ -62,7 +63,7 @@ type Result struct {
 	Head string
 	// Refs are the refs the run changed downstream, or in the mirror when
 	// nothing is pushed; nil when that is unknown.
-	Refs *RefChanges
+	Refs *wire.RefChanges
 	Err  error
 	// ErrorClass, with Err, names the kind of failure: ClassLFS, or one
 	// of the classes of classes.go.
@@ -222,7 +223,7 @@ func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 // The downstream's refs are listed before and after, as push reports
 // abbreviated object ids. A downstream whose refs cannot be listed is
 // pushed to all the same, and its changes are unknown (nil).
-func (j *job) pushCompared(ctx context.Context, url string, refspecs []string, prune bool) (*RefChanges, error) {
+func (j *job) pushCompared(ctx context.Context, url string, refspecs []string, prune bool) (*wire.RefChanges, error) {
 	before, err := j.remoteRefs(ctx, url)
 	if err != nil {
 		fmt.Fprintf(j.out, "cannot tell what the push changes: %v\n", err)

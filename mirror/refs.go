@@ -7,43 +7,32 @@ import (
 	"strings"
 
 	"lorrycontroller/redact"
+	"lorrycontroller/wire"
 )
 
-// RefChange is what a run did to one ref: Old is "" for a ref it created,
-// New is "" for a ref it deleted.
-type RefChange struct {
-	Ref, Old, New string
-}
-
-// RefChanges are the refs a run created, updated and deleted where an
-// operator looks: in the downstream, or in the mirror with PullOnly. Each
-// list is sorted by ref.
-type RefChanges struct {
-	Created, Updated, Deleted []RefChange
-}
-
 // refChanges compares the refs before and after, by name, keeping those
-// for which keep is true.
-func refChanges(before, after map[string]string, keep func(string) bool) *RefChanges {
-	c := &RefChanges{}
+// for which keep is true: what a run did where an operator looks, in the
+// downstream, or in the mirror with PullOnly.
+func refChanges(before, after map[string]string, keep func(string) bool) *wire.RefChanges {
+	c := &wire.RefChanges{}
 	for name, id := range after {
 		if !keep(name) {
 			continue
 		}
 		switch old, ok := before[name]; {
 		case !ok:
-			c.Created = append(c.Created, RefChange{Ref: name, New: id})
+			c.Created = append(c.Created, wire.RefChange{Ref: name, New: id})
 		case old != id:
-			c.Updated = append(c.Updated, RefChange{Ref: name, Old: old, New: id})
+			c.Updated = append(c.Updated, wire.RefChange{Ref: name, Old: old, New: id})
 		}
 	}
 	for name, id := range before {
 		if _, ok := after[name]; !ok && keep(name) {
-			c.Deleted = append(c.Deleted, RefChange{Ref: name, Old: id})
+			c.Deleted = append(c.Deleted, wire.RefChange{Ref: name, Old: id})
 		}
 	}
-	for _, l := range [][]RefChange{c.Created, c.Updated, c.Deleted} {
-		slices.SortFunc(l, func(a, b RefChange) int { return strings.Compare(a.Ref, b.Ref) })
+	for _, l := range [][]wire.RefChange{c.Created, c.Updated, c.Deleted} {
+		slices.SortFunc(l, func(a, b wire.RefChange) int { return strings.Compare(a.Ref, b.Ref) })
 	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"lorrycontroller/gittest"
+	"lorrycontroller/wire"
 )
 
 // A run's ref changes are the downstream's: what it had before the push
@@ -20,7 +21,7 @@ func TestRefChangesDownstream(t *testing.T) {
 	spec := gitSpec("delta/project", map[string]any{"url": up.url, "prune": true})
 
 	res := runSpec(t, spec, opts)
-	want := &RefChanges{Created: []RefChange{
+	want := &wire.RefChanges{Created: []wire.RefChange{
 		{Ref: "refs/heads/dev", New: first}, {Ref: "refs/heads/gone", New: first}, {Ref: "refs/heads/main", New: first},
 	}}
 	if res.Err != nil || !reflect.DeepEqual(res.Refs, want) {
@@ -35,10 +36,10 @@ func TestRefChangesDownstream(t *testing.T) {
 	gittest.Git(t, down, nil, "update-ref", "refs/merge-requests/1/head", first)
 	gittest.Git(t, down, nil, "update-ref", "refs/heads/stray", first)
 	res = runSpec(t, spec, opts)
-	want = &RefChanges{
-		Created: []RefChange{{Ref: "refs/tags/v1", New: second}},
-		Updated: []RefChange{{Ref: "refs/heads/main", Old: first, New: second}},
-		Deleted: []RefChange{{Ref: "refs/heads/gone", Old: first}, {Ref: "refs/heads/stray", Old: first}},
+	want = &wire.RefChanges{
+		Created: []wire.RefChange{{Ref: "refs/tags/v1", New: second}},
+		Updated: []wire.RefChange{{Ref: "refs/heads/main", Old: first, New: second}},
+		Deleted: []wire.RefChange{{Ref: "refs/heads/gone", Old: first}, {Ref: "refs/heads/stray", Old: first}},
 	}
 	if res.Err != nil || !reflect.DeepEqual(res.Refs, want) {
 		t.Fatalf("second run: got %v, refs %+v; want refs %+v", res.Err, res.Refs, want)
@@ -48,7 +49,7 @@ func TestRefChangesDownstream(t *testing.T) {
 	// gets it back, and that is the change reported.
 	gittest.Git(t, down, nil, "update-ref", "-d", "refs/heads/dev")
 	res = runSpec(t, spec, opts)
-	want = &RefChanges{Created: []RefChange{{Ref: "refs/heads/dev", New: first}}}
+	want = &wire.RefChanges{Created: []wire.RefChange{{Ref: "refs/heads/dev", New: first}}}
 	if res.Err != nil || !reflect.DeepEqual(res.Refs, want) {
 		t.Fatalf("third run: got %v, refs %+v; want refs %+v", res.Err, res.Refs, want)
 	}
@@ -65,12 +66,12 @@ func TestRefChangesPullOnly(t *testing.T) {
 	}
 	second := up.commit("second")
 	res := runSpec(t, spec, opts)
-	want := &RefChanges{Updated: []RefChange{{Ref: "refs/heads/main", Old: first, New: second}}}
+	want := &wire.RefChanges{Updated: []wire.RefChange{{Ref: "refs/heads/main", Old: first, New: second}}}
 	if res.Err != nil || !reflect.DeepEqual(res.Refs, want) {
 		t.Fatalf("got %v, refs %+v; want refs %+v", res.Err, res.Refs, want)
 	}
 	res = runSpec(t, spec, opts)
-	if want := (&RefChanges{}); res.Err != nil || !reflect.DeepEqual(res.Refs, want) {
+	if want := (&wire.RefChanges{}); res.Err != nil || !reflect.DeepEqual(res.Refs, want) {
 		t.Fatalf("nothing new: got %v, refs %+v; want refs %+v", res.Err, res.Refs, want)
 	}
 }

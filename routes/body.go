@@ -21,6 +21,7 @@ import (
 
 	"lorrycontroller/redact"
 	"lorrycontroller/spool"
+	"lorrycontroller/wire"
 )
 
 // Request bodies. Every route but job-update takes a few parameters, and
@@ -31,7 +32,7 @@ import (
 // 413, so that a minion can split its update and try again.
 const (
 	smallBody = 64 << 10
-	maxBody   = 32 << 20
+	maxBody   = wire.MaxUpdateBody
 	// updateMemory bounds what reading one job-update body holds in
 	// memory: the read buffer, the parameters, and what each output stream
 	// keeps in memory before it spills to a file.
@@ -141,7 +142,7 @@ func (s *Server) readRaw(r *http.Request, limit int64) ([]byte, error) {
 }
 
 // streamFields are the job-update parameters that may be large.
-var streamFields = []string{"stdout", "stderr"}
+var streamFields = wire.StreamFields
 
 // body is a request's parameters: the query's and the body's, the body
 // winning. Its stream fields, if it was read with any, are in spools

@@ -120,20 +120,6 @@ func TestDownstreamRepoPrefersUpstreamHead(t *testing.T) {
 	}
 }
 
-func TestBadBranch(t *testing.T) {
-	for _, name := range []string{"trunk", "main", "feature/x", "release-1.2", "v1@x", "ünïcode"} {
-		if why := badBranch(name); why != "" {
-			t.Errorf("badBranch(%q) = %q; want it accepted", name, why)
-		}
-	}
-	for _, name := range []string{"HEAD", "-x", "a..b", "a.", "a/.b", ".a", "a.lock", "a/b.lock/c", "a//b", "/a", "a/",
-		"a b", "a~1", "a^", "a:b", "a?", "a*", "a[", "a\\b", "a@{1}", "@", "a\x01", "a\x7f"} {
-		if badBranch(name) == "" {
-			t.Errorf("badBranch(%q) accepted it; want a refusal", name)
-		}
-	}
-}
-
 // finishGate is a Downstream whose Finish waits for its request's context
 // to end, for a while, and records whether it did.
 type finishGate struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller/statedb"
+	"lorrycontroller/wire"
 )
 
 func (s *Server) listRunningJobs(w http.ResponseWriter, r *http.Request) error {
@@ -42,7 +43,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 	}
 	var j statedb.Job
 	var out string
-	var refs *statedb.RefChanges
+	var refs *wire.RefChanges
 	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		if j, err = tx.Job(r.Context(), id); err != nil {
 			return err
@@ -57,7 +58,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	answer := jobWire(j, out)
-	answer.Refs = refsWire(refs)
+	answer.Refs = refs.Cut() // every list [], never null
 	return ok(w, answer)
 }
 

@@ -7,37 +7,11 @@ import (
 	"lorrycontroller/minionname"
 	"lorrycontroller/redact"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"lorrycontroller/statedb"
+	"lorrycontroller/wire"
 )
-
-// jobOffer is the answer to give-me-job.
-type jobOffer struct {
-	JobID   int64  `json:"job_id"`
-	Path    string `json:"path"`
-	Kind    string `json:"kind"`
-	Text    string `json:"text"`
-	Timeout int64  `json:"timeout"` // seconds, as the lorry's lorry-timeout
-	PushURL string `json:"push_url"`
-	// Scraper is set for a scraper, which pushes nowhere.
-	Scraper *scraperOffer `json:"scraper,omitempty"`
-	// AllowLocalSources is passed on to lorry as --allow-local-sources.
-	AllowLocalSources bool `json:"allow_local_sources"`
-	leaseTerms
-	OutputLimit int64 `json:"output_limit"` // bytes
-}
-
-// leaseTerms go with every answer to a minion about its job: the minion
-// kills its job when it has delivered no job-update for Lease seconds, and
-// gives it at most KillGrace seconds between SIGTERM and SIGKILL.
-type leaseTerms struct {
-	Lease     int64 `json:"lease"`
-	KillGrace int64 `json:"kill_grace"`
-}
 
 // DefaultKillGrace is the kill grace the WEBAPP grants when it is not told.
 const DefaultKillGrace = 10 * time.Second
@@ -51,47 +25,17 @@ func EffectiveLease(lease, ghostTimeout time.Duration) time.Duration {
 	return ghostTimeout / 2
 }
 
-func (s *Server) leaseTerms() leaseTerms {
+// leaseTerms go with every answer to a minion about its job.
+func (s *Server) leaseTerms() wire.LeaseTerms {
 	grace := s.KillGrace
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
 	// Whole seconds, rounded down: a minion may give up early, never late.
-	return leaseTerms{
+	return wire.LeaseTerms{
 		Lease:     max(1, int64(EffectiveLease(s.Lease, s.GhostTimeout).Seconds())),
 		KillGrace: int64(grace.Seconds()),
 	}
-}
-
-func minionParams(p params) (statedb.MinionID, error) {
-	m := statedb.MinionID{Name: p["minion"], Host: p["host"],
-		Queues: queueList(p["queues"]), IgnoreQueues: queueList(p["ignore_queues"])}
-	if p["pid"] != "" {
-		pid, err := p.int("pid")
-		if err != nil {
-			return m, err
-		}
-		m.PID = pid
-	}
-	return m, nil
-}
-
-// kindList reads the kinds of entry a minion takes (its --kinds), comma
-// separated; none (a minion from before kinds) means every kind.
-func kindList(s string) ([]string, error) {
-	var out []string
-	for _, k := range strings.Split(s, ",") {
-		switch k = strings.TrimSpace(k); k {
-		case "":
-		case KindLorry, KindScraper:
-			if !slices.Contains(out, k) {
-				out = append(out, k)
-			}
-		default:
-			return nil, errorf(http.StatusBadRequest, "kinds: %q is neither %s nor %s", k, KindLorry, KindScraper)
-		}
-	}
-	return out, nil
 }
 
 func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
@@ -99,19 +43,12 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, err := minionParams(p)
+	req, err := wire.ParseJobRequest(p)
 	if err != nil {
-		return err
+		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	if m.Host == "" || m.PID == 0 {
-		return errorf(http.StatusBadRequest, "give-me-job needs host and pid")
-	}
-	if m.Kinds, err = kindList(p["kinds"]); err != nil {
-		return err
-	}
-	if m.Name == "" {
-		m.Name = m.Host + "-" + strconv.FormatInt(m.PID, 10)
-	}
+	m := statedb.MinionID{Name: req.Minion, Host: req.Host, PID: req.PID,
+		Queues: req.Queues, IgnoreQueues: req.IgnoreQueues, Kinds: req.Kinds}
 	if err := minionname.Check(m.Name); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
@@ -148,12 +85,12 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 			// Told at every request until un-retired, so that a retired
 			// minion started again by hand exits again.
 			s.Log.Info("retired minion told to exit", "minion", m.Name, "pid", m.PID)
-			return ok(w, map[string]bool{"retire": true})
+			return ok(w, wire.Retired{Retire: true})
 		}
 		if a.Idle != "" {
 			break
 		}
-		offer := jobOffer{JobID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
+		offer := wire.Offer{ID: a.Job.ID, Path: a.Job.Path, Kind: a.Job.Kind, Text: a.Lorry.Text, Timeout: a.Job.Timeout,
 			AllowLocalSources: s.AllowLocalSources}
 		var why string
 		if a.Job.Kind == KindScraper {
@@ -185,7 +122,7 @@ func (s *Server) giveMeJob(w http.ResponseWriter, r *http.Request) error {
 		if limit <= 0 {
 			limit = statedb.DefaultOutputLimit
 		}
-		offer.leaseTerms, offer.OutputLimit = s.leaseTerms(), limit
+		offer.LeaseTerms, offer.OutputLimit = s.leaseTerms(), limit
 		return ok(w, offer)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -209,7 +146,7 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	// they were given), and read back in pieces as it is stored.
 	head, tail := s.DB.OutputCaps()
 	// Its other parameters are small but for refs, which may be large.
-	b, err := s.readBody(r, maxBody, smallBody+maxRefsBytes, updateMemory+maxRefsBytes, streamFields, head, tail)
+	b, err := s.readBody(r, maxBody, smallBody+wire.MaxRefsBytes, updateMemory+wire.MaxRefsBytes, streamFields, head, tail)
 	if err != nil {
 		return err
 	}
@@ -221,12 +158,11 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 			u.Spooled = append(u.Spooled, sp)
 		}
 	}
-	if u.ID, err = p.jobID(); err != nil {
-		return err
+	wu, err := wire.ParseUpdate(p)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	if u.Minion, err = minionParams(p); err != nil {
-		return err
-	}
+	u.ID, u.Minion = wu.JobID, statedb.MinionID{Name: wu.Minion, PID: wu.PID}
 	if u.Minion.Name != "" {
 		if err := minionname.Check(u.Minion.Name); err != nil {
 			return errorf(http.StatusBadRequest, "%v", err)
@@ -237,47 +173,9 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	if err := claimMinion(r, u.Minion.Name); err != nil {
 		return err
 	}
-	switch e := p["exit"]; e {
-	case "", "no":
-	default:
-		n, err := strconv.ParseInt(e, 10, 64)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "exit %q is neither \"no\" nor an exit code", e)
-		}
-		u.Exit = &n
-	}
-	if u.DiskUsage, err = p.optionalInt("disk_usage"); err != nil {
-		return err
-	}
-	if cut, err := p.optionalInt("cut_bytes"); err != nil {
-		return err
-	} else if cut != nil {
-		if *cut < 0 {
-			return errorf(http.StatusBadRequest, "cut_bytes %d is negative", *cut)
-		}
-		u.CutBytes = *cut
-	}
-	if err := runtimeParams(p, &u); err != nil {
-		return err
-	}
-	if u.Head, err = p.branch("head"); err != nil {
-		return err
-	}
-	if u.Head != "" && u.Exit == nil {
-		return errorf(http.StatusBadRequest, "head is reported with the final update only, with exit")
-	}
-	if u.Refs, err = p.refs("refs"); err != nil {
-		return err
-	}
-	if u.Refs != nil && u.Exit == nil {
-		return errorf(http.StatusBadRequest, "refs are reported with the final update only, with exit")
-	}
-	if u.ErrorClass, err = p.errorClass("error_class"); err != nil {
-		return err
-	}
-	if u.ErrorClass != "" && u.Exit == nil {
-		return errorf(http.StatusBadRequest, "error_class is reported with the final update only, with exit")
-	}
+	u.Exit, u.DiskUsage, u.CutBytes = wu.Exit, wu.DiskUsage, wu.CutBytes
+	u.RuntimeBuilt, u.RuntimeBuildSeconds = wu.RuntimeBuilt, wu.RuntimeBuildSeconds
+	u.Head, u.Refs, u.ErrorClass = wu.Head, wu.Refs, wu.ErrorClass
 	var kill, retire bool
 	err = s.DB.UpdateShared(r.Context(), func(tx *statedb.Tx) error {
 		var err error
@@ -303,11 +201,7 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 			cancel()
 		}
 	}
-	return ok(w, struct {
-		Kill   bool `json:"kill"`
-		Retire bool `json:"retire,omitempty"`
-		leaseTerms
-	}{kill, retire, s.leaseTerms()})
+	return ok(w, wire.UpdateAnswer{Kill: kill, Retire: retire, LeaseTerms: s.leaseTerms()})
 }
 
 // finishTimeout bounds the Downstream Host's Finish after a job.

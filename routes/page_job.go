@@ -9,6 +9,7 @@ import (
 
 	"lorrycontroller/statedb"
 	"lorrycontroller/templates"
+	"lorrycontroller/wire"
 )
 
 type jobPageView struct {
@@ -35,7 +36,7 @@ type refRowView struct {
 	OldID, NewID string
 }
 
-func refsRows(c *statedb.RefChanges) *refsView {
+func refsRows(c *wire.RefChanges) *refsView {
 	if c == nil {
 		return nil
 	}
@@ -43,7 +44,7 @@ func refsRows(c *statedb.RefChanges) *refsView {
 	v := &refsView{Truncated: c.Truncated}
 	for _, kind := range []struct {
 		change string
-		refs   []statedb.RefChange
+		refs   []wire.RefChange
 	}{{"created", c.Created}, {"updated", c.Updated}, {"deleted", c.Deleted}} {
 		for _, r := range kind.refs {
 			v.Rows = append(v.Rows, refRowView{Change: kind.change, Ref: r.Ref,
@@ -70,7 +71,7 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 	}
 	var part statedb.OutputPart
 	var now int64
-	var refs *statedb.RefChanges
+	var refs *wire.RefChanges
 	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		now = tx.Now
 		if part, err = tx.OutputFrom(r.Context(), id, 0); err != nil {

@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"fmt"
 	"lorrycontroller/confgit"
 	"maps"
 	"net/http"
@@ -92,62 +91,6 @@ func (p params) seconds(name string) (*int64, error) {
 	}
 	n := int64(d / time.Second)
 	return &n, nil
-}
-
-// branch reads an optional branch name, without refs/heads/, refusing
-// one that git would not take as a branch.
-// errorClass reads an error class: a short word of lower-case letters and
-// "-", as lorry names them; "" when absent.
-func (p params) errorClass(name string) (string, error) {
-	v := p[name]
-	if len(v) > 32 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz-") != "" {
-		return "", errorf(http.StatusBadRequest, "parameter %s: %q is not an error class", name, v)
-	}
-	return v, nil
-}
-
-func (p params) branch(name string) (string, error) {
-	v := p[name]
-	if v == "" {
-		return "", nil
-	}
-	if why := badBranch(v); why != "" {
-		return "", errorf(http.StatusBadRequest, "parameter %s: %q is not a branch name: %s", name, v, why)
-	}
-	return v, nil
-}
-
-// badBranch says why git would refuse name as a branch (the rules of git
-// check-ref-format --branch for refs/heads/<name>), or "" if it would not.
-func badBranch(name string) string {
-	switch {
-	case name == "HEAD" || strings.HasPrefix(name, "-"):
-		return `"HEAD" and names starting with "-" are not branches`
-	case strings.HasSuffix(name, "."):
-		return `it ends with "."`
-	case strings.Contains(name, ".."):
-		return `it contains ".."`
-	case strings.Contains(name, "@{"):
-		return `it contains "@{"`
-	case name == "@":
-		return `it is "@"`
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
-			return fmt.Sprintf("it contains %q", r)
-		}
-	}
-	for _, seg := range strings.Split(name, "/") {
-		switch {
-		case seg == "":
-			return `it has an empty component ("//", or "/" at an end)`
-		case strings.HasPrefix(seg, "."):
-			return `a component starts with "."`
-		case strings.HasSuffix(seg, ".lock"):
-			return `a component ends with ".lock"`
-		}
-	}
-	return ""
 }
 
 // jobID reads the job_id parameter.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"lorrycontroller/statedb"
 )
@@ -42,18 +41,6 @@ func queueWire(q statedb.QueueState, now int64) queueJSON {
 	if q.OldestDue != nil {
 		wait := now - *q.OldestDue
 		out.OldestDueWait = &wait
-	}
-	return out
-}
-
-// queueList reads a comma-separated list of queue names, as a minion's
-// --queues and --ignore-queues send them.
-func queueList(s string) []string {
-	var out []string
-	for _, q := range strings.Split(s, ",") {
-		if q = strings.TrimSpace(q); q != "" {
-			out = append(out, q)
-		}
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"lorrycontroller/wire"
 )
 
 // A successful job's ref changes, reported with its final update, are
@@ -43,8 +45,8 @@ func TestJobRefsOverHTTP(t *testing.T) {
 		{"created with old", "0", `{"created":[{"ref":"refs/heads/a","old":"` + id1 + `","new":"` + id2 + `"}]}`},
 		{"updated without old", "0", `{"updated":[{"ref":"refs/heads/a","new":"` + id2 + `"}]}`},
 		{"deleted with new", "0", `{"deleted":[{"ref":"refs/heads/a","old":"` + id1 + `","new":"` + id2 + `"}]}`},
-		{"too many", "0", `{"created":[` + strings.Repeat(`{"ref":"refs/heads/a","new":"`+id1+`"},`, maxRefsPerKind) + `{"ref":"refs/heads/a","new":"` + id1 + `"}]}`},
-		{"too large", "0", `{"created":[{"ref":"refs/heads/` + strings.Repeat("a", maxRefsBytes) + `","new":"` + id1 + `"}]}`},
+		{"too many", "0", `{"created":[` + strings.Repeat(`{"ref":"refs/heads/a","new":"`+id1+`"},`, wire.MaxRefsPerKind) + `{"ref":"refs/heads/a","new":"` + id1 + `"}]}`},
+		{"too large", "0", `{"created":[{"ref":"refs/heads/` + strings.Repeat("a", wire.MaxRefsBytes) + `","new":"` + id1 + `"}]}`},
 	} {
 		if code, m := update(bad.exit, bad.refs); code != http.StatusBadRequest {
 			t.Errorf("job-update with refs %s = %d %v; want 400", bad.name, code, m)

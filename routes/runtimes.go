@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller/confgit"
 	"lorrycontroller/statedb"
+	"lorrycontroller/wire"
 )
 
 // KindScraper is the kind of job that runs a scraper in its runtime.
@@ -32,36 +32,11 @@ func (s *Server) history() (ConfigHistory, bool) {
 	return h, ok
 }
 
-// scraperOffer is what give-me-job adds for a scraper: all the minion needs
-// to build its runtime and run it, as of the commit the job was read from.
-type scraperOffer struct {
-	Runtime runtimeOffer      `json:"runtime"`
-	Argv    []string          `json:"argv"`
-	Env     map[string]string `json:"env"`
-	Config  []configFile      `json:"config"`
-	FDArgs  bool              `json:"fd_args"`
-}
-
-type runtimeOffer struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	ID      string `json:"id"`
-	Python  string `json:"python"`
-}
-
-// configFile is a file of CONFGIT handed to a scraper; Content is sent as
-// base64.
-type configFile struct {
-	Name    string `json:"name"`
-	Path    string `json:"path"`
-	Content []byte `json:"content"`
-}
-
 // scraperFor builds the offer of scraper job j. Its spec, runtime and
 // files all come from the commit recorded on the job, so that they agree
 // with each other whatever CONFGIT holds now. No database session is held:
 // this reads from git.
-func (s *Server) scraperFor(ctx context.Context, j statedb.Job, text string) (*scraperOffer, error) {
+func (s *Server) scraperFor(ctx context.Context, j statedb.Job, text string) (*wire.Scraper, error) {
 	if j.Text != "" {
 		text = j.Text
 	}
@@ -80,15 +55,15 @@ func (s *Server) scraperFor(ctx context.Context, j statedb.Job, text string) (*s
 	if err != nil {
 		return nil, err
 	}
-	o := &scraperOffer{
-		Runtime: runtimeOffer{Name: j.Runtime.Name, Version: j.Runtime.Version, ID: j.Runtime.ID, Python: j.Runtime.Python},
-		Argv:    spec.Argv(), Env: spec.Env, Config: []configFile{}, FDArgs: spec.FDArgs,
+	o := &wire.Scraper{
+		Runtime: wire.Runtime{Name: j.Runtime.Name, Version: j.Runtime.Version, ID: j.Runtime.ID, Python: j.Runtime.Python},
+		Argv:    spec.Argv(), Env: spec.Env, Config: []wire.ConfigFile{}, FDArgs: spec.FDArgs,
 	}
 	if o.Env == nil {
 		o.Env = map[string]string{}
 	}
 	for i, p := range spec.Config {
-		o.Config = append(o.Config, configFile{Name: path.Base(p), Path: p, Content: contents[i]})
+		o.Config = append(o.Config, wire.ConfigFile{Name: path.Base(p), Path: p, Content: contents[i]})
 	}
 	return o, nil
 }
@@ -166,26 +141,6 @@ func (s *Server) runtimeTar(w http.ResponseWriter, r *http.Request) error {
 		// download rather than a short archive.
 		s.Log.Warn("runtime archive", "runtime", name, "id", id, "err", err)
 		panic(http.ErrAbortHandler)
-	}
-	return nil
-}
-
-// runtimeParams reads what a minion reports of getting a scraper's runtime
-// ready: runtime_built ("true" or "false") and runtime_build_seconds.
-func runtimeParams(p params, u *statedb.JobUpdate) error {
-	if v := p["runtime_built"]; v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return errorf(http.StatusBadRequest, "parameter runtime_built: %q is neither true nor false", v)
-		}
-		u.RuntimeBuilt = &b
-	}
-	if v := p["runtime_build_seconds"]; v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 || f != f || f > 1e12 {
-			return errorf(http.StatusBadRequest, "parameter runtime_build_seconds: %q is not a number of seconds", v)
-		}
-		u.RuntimeBuildSeconds = &f
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"lorrycontroller/redact"
 
 	"lorrycontroller/statedb"
+	"lorrycontroller/wire"
 )
 
 // lorryJSON is a run-queue entry as the API shows it.
@@ -140,7 +141,7 @@ type jobJSON struct {
 	Runtime *jobRuntimeJSON `json:"runtime"`
 	// Refs are the refs a successful job changed downstream; null when
 	// unknown.
-	Refs *refChangesJSON `json:"refs"`
+	Refs *wire.RefChanges `json:"refs"`
 	// ErrorClass is the kind of the job's failure; "" when none or
 	// unknown. LorryState is the state its end left its lorry in, which
 	// shows where a backoff or a hard-fail began; "" while it runs.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"lorrycontroller/wire"
 )
 
 // Job states, after Disbatch's task states. A job is live while claimed or
@@ -375,7 +377,7 @@ type JobUpdate struct {
 	Head string
 	// Refs are the refs the job changed, reported with a successful end;
 	// nil when not reported. They are kept with the job.
-	Refs *RefChanges
+	Refs *wire.RefChanges
 	// ErrorClass is the kind of failure lorry found, reported with a
 	// failed end; "" when not reported.
 	ErrorClass string

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"lorrycontroller/wire"
 )
 
 // The events a notification can be about. Their payloads are the types
@@ -61,9 +63,9 @@ type LorryRecovered struct {
 // RefsChanged is the payload of refs-changed: a successful job moved refs
 // of its lorry's mirror downstream.
 type RefsChanged struct {
-	Lorry string      `json:"lorry"`
-	JobID int64       `json:"job_id"`
-	Refs  *RefChanges `json:"refs"`
+	Lorry string           `json:"lorry"`
+	JobID int64            `json:"job_id"`
+	Refs  *wire.RefChanges `json:"refs"`
 }
 
 // HostListingFailed is the payload of host-listing-failed: listing an

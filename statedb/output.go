@@ -6,11 +6,14 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"lorrycontroller/wire"
 )
 
 // DefaultOutputLimit is how much output a job keeps unless Options say
 // otherwise: the first half and the last half of it, with the cut marked.
-const DefaultOutputLimit = 8 << 20
+// Minions assume it of a WEBAPP that does not say its own.
+const DefaultOutputLimit = wire.DefaultOutputLimit
 
 // lastErrorBytes is how much of a failed job's output tail becomes its
 // lorry's last_run_error.
@@ -225,7 +228,7 @@ func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 	}
 	defer rows.Close()
 	var b strings.Builder
-	b.Grow(int(j.headBytes + j.tailBytes + 64))
+	b.Grow(int(j.headBytes + j.tailBytes + wire.MaxCutMark))
 	marked := false
 	for rows.Next() {
 		var tail bool
@@ -234,7 +237,7 @@ func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 			return "", fmt.Errorf("read output of job %d: %w", id, err)
 		}
 		if tail && !marked && j.CutBytes > 0 {
-			fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", j.CutBytes)
+			b.WriteString(wire.CutMark(j.CutBytes))
 			marked = true
 		}
 		b.Write(data)
@@ -243,7 +246,7 @@ func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 		return "", fmt.Errorf("read output of job %d: %w", id, err)
 	}
 	if !marked && j.CutBytes > 0 {
-		fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", j.CutBytes)
+		b.WriteString(wire.CutMark(j.CutBytes))
 	}
 	// The line still being rewritten, as it stands.
 	b.Write(finishCR(j.carry))
@@ -399,7 +402,7 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 		if tail && !marked && j.CutBytes > 0 {
 			marked = true
 			if gap := tailStart - max(offset, j.headBytes); gap > 0 {
-				fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", gap)
+				b.WriteString(wire.CutMark(gap))
 			}
 		}
 		b.Write(data[min(max(offset-pos, 0), int64(len(data))):])
@@ -411,7 +414,7 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 	if !marked && j.CutBytes > 0 {
 		// A cut that no kept output follows yet.
 		if gap := tailStart - max(offset, j.headBytes); gap > 0 {
-			fmt.Fprintf(&b, "\n[... %d bytes of output cut ...]\n", gap)
+			b.WriteString(wire.CutMark(gap))
 		}
 	}
 	text := b.String()

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"lorrycontroller/wire"
 )
 
 // A successful job's ref changes are kept with the job and go with it; a
@@ -14,14 +16,14 @@ func TestJobRefs(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.lorries(t, "a")
-	changes := &RefChanges{
-		Created:   []RefChange{{Ref: "refs/tags/v1", New: "1111111111111111111111111111111111111111"}},
-		Updated:   []RefChange{{Ref: "refs/heads/main", Old: "2222222222222222222222222222222222222222", New: "3333333333333333333333333333333333333333"}},
-		Deleted:   []RefChange{},
+	changes := &wire.RefChanges{
+		Created:   []wire.RefChange{{Ref: "refs/tags/v1", New: "1111111111111111111111111111111111111111"}},
+		Updated:   []wire.RefChange{{Ref: "refs/heads/main", Old: "2222222222222222222222222222222222222222", New: "3333333333333333333333333333333333333333"}},
+		Deleted:   []wire.RefChange{},
 		Truncated: true,
 	}
-	refsOf := func(id int64) (*RefChanges, error) {
-		var c *RefChanges
+	refsOf := func(id int64) (*wire.RefChanges, error) {
+		var c *wire.RefChanges
 		err := f.db.View(ctx, func(tx *Tx) error {
 			var err error
 			c, err = tx.JobRefs(ctx, id)
@@ -29,7 +31,7 @@ func TestJobRefs(t *testing.T) {
 		})
 		return c, err
 	}
-	run := func(exitCode int64, refs *RefChanges) int64 {
+	run := func(exitCode int64, refs *wire.RefChanges) int64 {
 		t.Helper()
 		f.clock.Set(f.clock.Now().Unix() + 1000)
 		a := f.mustGive(t, m1)
@@ -62,12 +64,12 @@ func TestJobRefs(t *testing.T) {
 func TestRefsChangedNotified(t *testing.T) {
 	f := newFixture(t, Options{Notify: map[string]bool{EventRefsChanged: true}})
 	f.lorries(t, "a", "b", "c")
-	changes := &RefChanges{Updated: []RefChange{{Ref: "refs/heads/main",
+	changes := &wire.RefChanges{Updated: []wire.RefChange{{Ref: "refs/heads/main",
 		Old: "2222222222222222222222222222222222222222", New: "3333333333333333333333333333333333333333"}}}
 	for _, r := range []struct {
 		exit int64
-		refs *RefChanges
-	}{{0, changes}, {0, &RefChanges{}}, {1, changes}} {
+		refs *wire.RefChanges
+	}{{0, changes}, {0, &wire.RefChanges{}}, {1, changes}} {
 		a := f.mustGive(t, m1)
 		if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(r.exit), Refs: r.refs}); err != nil {
 			t.Fatal(err)

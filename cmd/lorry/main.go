@@ -17,6 +17,7 @@ import (
 
 	"lorrycontroller/lorryspec"
 	"lorrycontroller/mirror"
+	"lorrycontroller/wire"
 )
 
 // Config is what lorry is told on its command line.
@@ -31,8 +32,8 @@ type Config struct {
 // credentials, which must not be on its command line, where any user of
 // the machine can read them.
 const (
-	envPushURL           = "LORRY_PUSH_URL"
-	envMirrorBaseURLPush = "LORRY_MIRROR_BASE_URL_PUSH"
+	envPushURL           = wire.EnvPushURL
+	envMirrorBaseURLPush = wire.EnvMirrorBaseURLPush
 )
 
 // parseArgs reads the command line args, and the push URLs from the

@@ -14,6 +14,7 @@ import (
 
 	"lorrycontroller/gittest"
 	"lorrycontroller/mirror"
+	"lorrycontroller/wire"
 )
 
 // upstreamOnTrunk makes a repository whose HEAD is trunk, with a branch
@@ -85,7 +86,7 @@ func TestResultFile(t *testing.T) {
 		for _, b := range branches {
 			refs = append(refs, map[string]any{"ref": "refs/heads/" + b, "new": id})
 		}
-		return map[string]any{"created": refs, "updated": []any{}, "deleted": []any{}}
+		return map[string]any{"created": refs, "updated": []any{}, "deleted": []any{}, "truncated": false}
 	}
 	want := map[string]any{"lorries": map[string]any{
 		"delta/trunk":   map[string]any{"ok": true, "head": "trunk", "refs": created(trunk, "side", "trunk")},
@@ -129,21 +130,21 @@ func TestResultFileReplaced(t *testing.T) {
 	}
 }
 
-// The ref changes in the result file are cut at maxRefsPerKind per kind,
+// The ref changes in the result file are cut at wire.MaxRefsPerKind per kind,
 // and say so.
 func TestResultRefsTruncated(t *testing.T) {
-	many := make([]mirror.RefChange, maxRefsPerKind+1)
+	many := make([]wire.RefChange, wire.MaxRefsPerKind+1)
 	for i := range many {
-		many[i] = mirror.RefChange{Ref: fmt.Sprintf("refs/tags/t%05d", i), New: strings.Repeat("a", 40)}
+		many[i] = wire.RefChange{Ref: fmt.Sprintf("refs/tags/t%05d", i), New: strings.Repeat("a", 40)}
 	}
 	tests := []struct {
 		name      string
-		in        mirror.RefChanges
+		in        wire.RefChanges
 		created   int
 		truncated bool
 	}{
-		{name: "at the bound", in: mirror.RefChanges{Created: many[:maxRefsPerKind]}, created: maxRefsPerKind},
-		{name: "over it", in: mirror.RefChanges{Created: many}, created: maxRefsPerKind, truncated: true},
+		{name: "at the bound", in: wire.RefChanges{Created: many[:wire.MaxRefsPerKind]}, created: wire.MaxRefsPerKind},
+		{name: "over it", in: wire.RefChanges{Created: many}, created: wire.MaxRefsPerKind, truncated: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,7 +162,7 @@ func TestResultRefsTruncated(t *testing.T) {
 func TestResultErrorClass(t *testing.T) {
 	r := newResultFile()
 	r.add(mirror.Result{Name: "failed", Err: errors.New("fetch the LFS objects"), ErrorClass: mirror.ClassLFS})
-	r.add(mirror.Result{Name: "ok", Refs: &mirror.RefChanges{}})
+	r.add(mirror.Result{Name: "ok", Refs: &wire.RefChanges{}})
 	if got := r.Lorries["failed"]; got.OK || got.ErrorClass != "lfs" {
 		t.Errorf("failed spec: got %+v; want not ok, error_class lfs", got)
 	}

@@ -11,8 +11,9 @@
 //   - A guarded write restates in its WHERE what the transaction read and
 //     decided on, and checks RowsAffected: a lorry is handed out only if
 //     it has no live job (markRunning); a job ends once, and is written
-//     only as it was read (holdJob, recordEnd, saveProgress); a run is
-//     recorded on the failure streak it was counted from (recordRun); a
+//     only as it was read (holdJob, recordEnd, saveProgress; each chunk of
+//     its output has a unique place, counted from the job as read); a run
+//     is recorded on the failure streak it was counted from (recordRun); a
 //     run asked for after a job, or at once, needs the lorry running, or
 //     idle. A guard that finds the row changed fails the call with
 //     ErrTaken (which is an ErrConflict too), and the transaction, or in

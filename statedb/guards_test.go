@@ -99,6 +99,8 @@ func TestGuardJobEndSeesAReportMeanwhile(t *testing.T) {
 	wantTaken(t, "ending a job as read before a report", err)
 	err = f.db.Update(ctx, func(tx *Tx) error { return tx.saveProgress(ctx, stale) })
 	wantTaken(t, "saving progress counted from before a report", err)
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.appendOutput(ctx, &stale, []byte("more\n")) })
+	wantTaken(t, "appending output counted from before a report", err)
 	if got := f.job(t, a.Job.ID); got.Status != StatusRunning || got.OutputBytes != int64(len("working\n")) {
 		t.Errorf("job %s with %d bytes; want running with the report's 8", got.Status, got.OutputBytes)
 	}

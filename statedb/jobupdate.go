@@ -54,9 +54,6 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error)
 	if u.Minion.PID != 0 && u.Minion.PID != j.PID {
 		return false, fmt.Errorf("job %d belongs to pid %d of minion %s, not %d: %w", j.ID, j.PID, j.Minion, u.Minion.PID, ErrConflict)
 	}
-	if err := tx.holdJob(ctx, &j); err != nil {
-		return false, err
-	}
 	if j.Status == StatusClaimed {
 		// The first word from the minion confirms that the process
 		// started: the two-phase hand-out's second phase. A first word
@@ -149,7 +146,9 @@ func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate) error {
 // saveProgress writes what a report of the live job j changed: its
 // output's counters, disk usage and kill. The output appended is counted
 // from the row as j was read, so the row must still be live and
-// unchanged since (its updated time), else ErrTaken.
+// unchanged since (its updated time), else ErrTaken. (A report does not
+// hold its job first, as endReadJob does, to spare the job protocol a
+// write: output appended meanwhile is found by its chunks' places.)
 func (tx *Tx) saveProgress(ctx context.Context, j Job) error {
 	res, err := tx.exec(ctx, `UPDATE jobs SET updated = ?, kill = ?, kill_reason = ?, disk_usage = ?,
 			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, output_carry = ?

@@ -22,6 +22,14 @@
 //     it (MAX(queue_pos) + 1, MIN(queue_pos) - 1), and the unique index on
 //     queue_pos keeps two entries from sharing one: a clash is an error,
 //     never two lorries in one place.
+//   - Work that one process at a time must do holds a lease row of its
+//     kind, with an owner and an expiry (TakeLease, ReleaseLease). A loop
+//     takes the lease, in a write transaction of its own, before each
+//     round of its work; it does the work only if it got the lease, and
+//     the term is longer than a round, so that the lease is renewed by the
+//     next round before it runs out. A process that stops releases its
+//     leases; one that dies leaves them to expire. The owner names the
+//     process uniquely (host, pid and a random part).
 //
 // On SQLite every write transaction starts with BEGIN IMMEDIATE, so write
 // transactions of all processes run one at a time, and what one reads
@@ -29,11 +37,13 @@
 // caller read in an earlier transaction, and the guards state the rules
 // for a database whose transactions run side by side.
 //
-// Work that one process at a time must do (a configuration applied in
-// steps, several transactions long, with the paths it defines kept in a
-// temporary table of the write session; the listing of an upstream host,
-// whose lorries SetHostLorries replaces from a listing made outside any
-// transaction) is still left to there being one WEBAPP.
+// One assumption of one writer remains, and the lease is its answer: a
+// configuration is applied in steps, several transactions long
+// (BeginConfigLorries to EndConfigLorries), with the paths it defines
+// kept in a temporary table of the write session, so one process at a
+// time may apply one; the process that does so must hold the lease of
+// that work (as must the listing of an upstream host, whose lorries
+// SetHostLorries replaces from a listing made outside any transaction).
 // The caches each session keeps between transactions (cache.go) are
 // dropped whenever another connection commits.
 package statedb

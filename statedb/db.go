@@ -22,6 +22,8 @@
 //     it (MAX(queue_pos) + 1, MIN(queue_pos) - 1), and the unique index on
 //     queue_pos keeps two entries from sharing one: a clash is an error,
 //     never two lorries in one place.
+//   - A notification is delivered by the deliverer that claimed it
+//     (ClaimDeliveries), and its attempt recorded under that claim.
 //   - Work that one process at a time must do holds a lease row of its
 //     kind, with an owner and an expiry (TakeLease, ReleaseLease). A loop
 //     takes the lease, in a write transaction of its own, before each

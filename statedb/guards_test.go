@@ -3,6 +3,8 @@ package statedb
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -175,5 +177,60 @@ func TestGuardStopAndRemoveJob(t *testing.T) {
 	err = f.db.Update(ctx, func(tx *Tx) error { return tx.RemoveJob(ctx, a.Job.ID) })
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("removing a job removed meanwhile: %v; want ErrNotFound", err)
+	}
+}
+
+// TestTwoHandlesHandOutEachLorryOnce has two WEBAPPs' handles on one file
+// hand out at once, through the shared writes as the routes do: each of
+// the 20 lorries goes to one minion, and none has two live jobs.
+func TestTwoHandlesHandOutEachLorryOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	var paths []string
+	for i := range 20 {
+		paths = append(paths, fmt.Sprintf("p/%02d", i))
+	}
+	f.lorries(t, paths...)
+	dbs := []*DB{f.db, f.second(t, Options{})}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var a Assignment
+			err := dbs[i%2].UpdateShared(ctx, func(tx *Tx) error {
+				var err error
+				a, err = tx.GiveMeJob(ctx, MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if a.Idle == "" {
+				mu.Lock()
+				got[a.Lorry.Path]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != 20 {
+		t.Errorf("%d lorries handed out; want 20", len(got))
+	}
+	for p, n := range got {
+		if n != 1 {
+			t.Errorf("lorry %s handed out %d times; want once", p, n)
+		}
+	}
+	var live int
+	err := f.db.View(ctx, func(tx *Tx) error {
+		return tx.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT path FROM jobs WHERE `+liveStatus+`
+			GROUP BY path HAVING COUNT(*) > 1)`).Scan(&live)
+	})
+	if err != nil || live != 0 {
+		t.Errorf("%d lorries with two live jobs (%v); want none", live, err)
 	}
 }

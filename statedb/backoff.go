@@ -139,7 +139,8 @@ func nextStreak(l Lorry, j Job, status, class string, base int64) streak {
 // recordRun records on j's lorry l the end of j with status, exit, the
 // last error lastErr and the error class class: its streak, and when it
 // is due next. It notifies as the streak says.
-func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, status string, exit *int64, lastErr, class string) (again bool, state string, err error) {
+func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr string) (again bool, state string, err error) {
+	status, exit, class := e.status, e.exit, e.class
 	base := l.Interval
 	var cronNext int64
 	if l.Schedule != "" {
@@ -163,10 +164,16 @@ func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, status string, exit
 	err = tx.queryRow(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?, next_due = ?,
 			last_run_exit = ?, last_run_error = ?, disk_usage = COALESCE(?, disk_usage),
 			consecutive_failures = ?, state = ?, backoff_until = ?, last_success = ?, last_error_class = ?
-		WHERE path = ? AND running_job = ? RETURNING run_again`,
+		WHERE path = ? AND running_job = ? AND consecutive_failures = ? AND state = ? RETURNING run_again`,
 		j.Started, next, exit, lastErr, j.DiskUsage,
-		s.failures, s.state, s.backoffUntil, s.lastSuccess, s.errorClass, j.Path, j.ID).Scan(&again)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		s.failures, s.state, s.backoffUntil, s.lastSuccess, s.errorClass, j.Path, j.ID,
+		l.ConsecutiveFailures, l.State).Scan(&again)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The streak is counted from l as read: a lorry freed, or whose
+		// streak changed, since, is another writer's doing.
+		return false, "", fmt.Errorf("record job %d on lorry %q: the lorry changed meanwhile: %w", j.ID, j.Path, ErrTaken)
+	}
+	if err != nil {
 		return false, "", fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
 	}
 	if s.notifyFailure {

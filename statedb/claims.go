@@ -8,8 +8,12 @@ import (
 // confirmJob makes the claimed job j running: its minion said that the
 // process started.
 func (tx *Tx) confirmJob(ctx context.Context, j *Job) error {
-	if _, err := tx.exec(ctx, `UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'claimed'`, j.ID); err != nil {
+	res, err := tx.exec(ctx, `UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'claimed'`, j.ID)
+	if err != nil {
 		return fmt.Errorf("confirm job %d: %w", j.ID, err)
+	}
+	if err := taken(res, fmt.Sprintf("confirm job %d: it is no longer claimed", j.ID)); err != nil {
+		return err
 	}
 	j.Status = StatusRunning
 	return nil
@@ -42,7 +46,7 @@ func (tx *Tx) OrphanClaimedJobs(ctx context.Context, timeout int64) ([]int64, er
 	ids := []int64{}
 	for _, j := range orphans {
 		msg := fmt.Sprintf("minion %s never confirmed the job within %ds of taking it; the job is orphaned", j.Minion, timeout)
-		if err := tx.endJob(ctx, j, StatusOrphaned, nil, msg, "", false); err != nil {
+		if err := tx.endReadJob(ctx, j, jobEnd{status: StatusOrphaned, why: msg}); err != nil {
 			return nil, err
 		}
 		ids = append(ids, j.ID)

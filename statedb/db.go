@@ -1,6 +1,53 @@
 // Package statedb is the WEBAPP's persistent state: settings, the run queue
 // of lorries, jobs and their output, upstream hosts and minions, in one
 // SQLite database. Every SQL statement of the project lives in this package.
+//
+// # Many writers
+//
+// Any number of WEBAPP processes may share one database. The rules that
+// keep its data right are stated in its SQL, not left to there being one
+// writer:
+//
+//   - A guarded write restates in its WHERE what the transaction read and
+//     decided on, and checks RowsAffected: a lorry is handed out only if
+//     it has no live job (markRunning); a job ends once, and is written
+//     only as it was read (holdJob, recordEnd, saveProgress; each chunk of
+//     its output has a unique place, counted from the job as read); a run
+//     is recorded on the failure streak it was counted from (recordRun); a
+//     run asked for after a job, or at once, needs the lorry running, or
+//     idle. A guard that finds the row changed fails the call with
+//     ErrTaken (which is an ErrConflict too), and the transaction, or in
+//     UpdateShared the call's savepoint, is undone.
+//   - A place in the run queue is worked out in the statement that takes
+//     it (MAX(queue_pos) + 1, MIN(queue_pos) - 1), and the unique index on
+//     queue_pos keeps two entries from sharing one: a clash is an error,
+//     never two lorries in one place.
+//   - A notification is delivered by the deliverer that claimed it
+//     (ClaimDeliveries), and its attempt recorded under that claim.
+//   - Work that one process at a time must do holds a lease row of its
+//     kind, with an owner and an expiry (TakeLease, ReleaseLease). A loop
+//     takes the lease, in a write transaction of its own, before each
+//     round of its work; it does the work only if it got the lease, and
+//     the term is longer than a round, so that the lease is renewed by the
+//     next round before it runs out. A process that stops releases its
+//     leases; one that dies leaves them to expire. The owner names the
+//     process uniquely (host, pid and a random part).
+//
+// On SQLite every write transaction starts with BEGIN IMMEDIATE, so write
+// transactions of all processes run one at a time, and what one reads
+// stays as read until it commits: there a guard fires only on what its
+// caller read in an earlier transaction, and the guards state the rules
+// for a database whose transactions run side by side.
+//
+// One assumption of one writer remains, and the lease is its answer: a
+// configuration is applied in steps, several transactions long
+// (BeginConfigLorries to EndConfigLorries), with the paths it defines
+// kept in a temporary table of the write session, so one process at a
+// time may apply one; the process that does so must hold the lease of
+// that work (as must the listing of an upstream host, whose lorries
+// SetHostLorries replaces from a listing made outside any transaction).
+// The caches each session keeps between transactions (cache.go) are
+// dropped whenever another connection commits.
 package statedb
 
 import (
@@ -29,7 +76,25 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
+	// ErrTaken is a write that a guard in its SQL refused: the row is no
+	// longer as the transaction read it, because another writer changed
+	// it first (another process, or another WEBAPP on the same
+	// database). It is an ErrConflict too.
+	ErrTaken = fmt.Errorf("taken by another writer: %w", ErrConflict)
 )
+
+// taken is ErrTaken for a guarded write whose result is res: nil if it
+// changed a row, else ErrTaken wrapped with what.
+func taken(res sql.Result, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrTaken)
+	}
+	return nil
+}
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -237,46 +302,9 @@ type session struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 	begin string
-	// schedules are the queues' threads-schedules parsed, by their text.
-	schedules map[string][]ThreadsEntry
-	// queues is the queue list as last read, which every hand-out needs,
-	// and queuesVersion the connection's data_version then: a commit by
-	// another connection changes that, and this connection's own changes
-	// to the queues, or any rollback, drop the list.
-	queues        []Queue
-	queuesVersion int64
-	// active is the entry in force of each threads-schedule, by its text.
-	active map[string]activeEntry
-	// heads is each queue's choice for a hand-out (queueHeads) in the
-	// second headsAt, kept with the queue list. The write session's
-	// triggers name in temp.touched_queues the queues whose entries it
-	// changes, whose choices are then found again.
-	heads   map[string]sql.NullInt64
-	headsAt int64
+	// cache is what the session keeps between transactions (cache.go).
+	cache sessionCache
 }
-
-// forget drops what the session keeps of the database's contents: after
-// a rollback, it may tell of changes that never happened.
-func (s *session) forget() {
-	s.queues = nil
-	s.heads = nil
-}
-
-// touchedQueues are the write session's temporary table and triggers that
-// name the queues whose entries it changes in a way that can change the
-// queue's choice for a hand-out: an entry added, removed, moved in the run
-// queue or between queues, handed out, finished, or given a new due time.
-const touchedQueues = `
-CREATE TEMP TABLE touched_queues (queue TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TEMP TRIGGER lorries_touched_insert AFTER INSERT ON main.lorries BEGIN
-	INSERT OR IGNORE INTO touched_queues VALUES (new.queue);
-END;
-CREATE TEMP TRIGGER lorries_touched_delete AFTER DELETE ON main.lorries BEGIN
-	INSERT OR IGNORE INTO touched_queues VALUES (old.queue);
-END;
-CREATE TEMP TRIGGER lorries_touched_update AFTER UPDATE OF queue, queue_pos, running_job, next_due, schedule, cron_next ON main.lorries BEGIN
-	INSERT OR IGNORE INTO touched_queues VALUES (old.queue), (new.queue);
-END;`
 
 func newSession(ctx context.Context, pool *sql.DB, readOnly bool) (*session, error) {
 	conn, err := pool.Conn(ctx)
@@ -354,7 +382,7 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(&Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}); err != nil {
-		s.forget()
+		s.cache.forget()
 		// The rollback must happen even if ctx is what failed.
 		if _, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
@@ -363,7 +391,7 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 	}
 	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err != nil {
 		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-		s.forget()
+		s.cache.forget()
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

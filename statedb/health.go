@@ -135,6 +135,16 @@ func storageFailure(err error) bool {
 	return false
 }
 
+// constraintFailed says whether err is SQLite's refusal of a write that
+// breaks a constraint, such as a unique key already taken.
+func constraintFailed(err error) bool {
+	var se interface{ Code() int }
+	return errors.As(err, &se) && se.Code()&0xff == sqliteConstraint
+}
+
+// sqliteConstraint is SQLite's primary result code of a constraint broken.
+const sqliteConstraint = 19
+
 // SQLite's primary result codes that say the database cannot be written.
 const (
 	sqliteBusy     = 5

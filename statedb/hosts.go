@@ -174,51 +174,9 @@ func (tx *Tx) RecordVanished(ctx context.Context, host, what string) error {
 // configuration or from another host already has is not taken; it is
 // returned in clashes.
 func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) (ch LorryChanges, clashes []string, err error) {
-	type have struct {
-		text, fromHost, fromPath, description, defaultBranch string
-		interval, timeout                                    int64
-		upstreamURL                                          string
-		maxBackoff, hardFail                                 int64
-	}
-	// Only this host's lorries are read whole; of the others (a queue may
-	// hold 100,000) only the paths, to see clashes: this runs with the
-	// write lock held.
-	existing := make(map[string]have)
-	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
-		interval, lorry_timeout, upstream_url, max_backoff, hard_fail_after FROM lorries WHERE generated = 1 AND from_host = ?`, host)
+	existing, others, err := tx.hostLorriesHave(ctx, host)
 	if err != nil {
-		return ch, nil, fmt.Errorf("read lorries: %w", err)
-	}
-	for rows.Next() {
-		var p string
-		var h have
-		if err := rows.Scan(&p, &h.text, &h.fromHost, &h.fromPath, &h.description, &h.defaultBranch,
-			&h.interval, &h.timeout, &h.upstreamURL, &h.maxBackoff, &h.hardFail); err != nil {
-			rows.Close()
-			return ch, nil, fmt.Errorf("read lorries: %w", err)
-		}
-		existing[p] = h
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return ch, nil, fmt.Errorf("read lorries: %w", err)
-	}
-	others := make(map[string]bool)
-	rows, err = tx.query(ctx, `SELECT path FROM lorries WHERE NOT (generated = 1 AND from_host = ?)`, host)
-	if err != nil {
-		return ch, nil, fmt.Errorf("read lorries: %w", err)
-	}
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			rows.Close()
-			return ch, nil, fmt.Errorf("read lorries: %w", err)
-		}
-		others[p] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return ch, nil, fmt.Errorf("read lorries: %w", err)
+		return ch, nil, err
 	}
 	var bottom int64
 	if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(queue_pos), -1) FROM lorries`).Scan(&bottom); err != nil {
@@ -288,4 +246,58 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		return ch, nil, err
 	}
 	return ch, clashes, nil
+}
+
+// hostHave is what SetHostLorries compares of a stored lorry.
+type hostHave struct {
+	text, fromHost, fromPath, description, defaultBranch string
+	interval, timeout                                    int64
+	upstreamURL                                          string
+	maxBackoff, hardFail                                 int64
+}
+
+// hostLorriesHave reads the lorries generated from host, and the paths of
+// all the others.
+func (tx *Tx) hostLorriesHave(ctx context.Context, host string) (map[string]hostHave, map[string]bool, error) {
+	// Only this host's lorries are read whole; of the others (a queue may
+	// hold 100,000) only the paths, to see clashes: this runs with the
+	// write lock held.
+	existing := make(map[string]hostHave)
+	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
+		interval, lorry_timeout, upstream_url, max_backoff, hard_fail_after FROM lorries WHERE generated = 1 AND from_host = ?`, host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		var h hostHave
+		if err := rows.Scan(&p, &h.text, &h.fromHost, &h.fromPath, &h.description, &h.defaultBranch,
+			&h.interval, &h.timeout, &h.upstreamURL, &h.maxBackoff, &h.hardFail); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("read lorries: %w", err)
+		}
+		existing[p] = h
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	others := make(map[string]bool)
+	rows, err = tx.query(ctx, `SELECT path FROM lorries WHERE NOT (generated = 1 AND from_host = ?)`, host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("read lorries: %w", err)
+		}
+		others[p] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read lorries: %w", err)
+	}
+	return existing, others, nil
 }

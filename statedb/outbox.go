@@ -1,11 +1,14 @@
 package statedb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"lorrycontroller/wire"
 )
@@ -152,10 +155,34 @@ func scanDeliveries(rows *sql.Rows, err error) ([]Delivery, error) {
 }
 
 // DueDeliveries lists up to limit pending deliveries whose time has come,
-// oldest first.
+// oldest first, claimed or not.
 func (tx *Tx) DueDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
 	return scanDeliveries(tx.query(ctx, `SELECT `+deliveryColumns+` FROM outbox INDEXED BY outbox_due
 		WHERE status = 'pending' AND next_try <= ? ORDER BY next_try, id LIMIT ?`, tx.Now, limit))
+}
+
+// ClaimDeliveries claims for owner, until term from now, up to limit
+// pending deliveries whose time has come and that no other deliverer
+// holds a claim on (none was made, or it ran out), and returns them
+// oldest first. A deliverer POSTs only what it claimed, and records each
+// attempt under its claim (DeliveryAttempt.Owner), so that two deliverers
+// sharing the database never deliver one notification at once; one that
+// dies leaves its claims to run out. The claim is the one statement's, so
+// any number may claim at once.
+func (tx *Tx) ClaimDeliveries(ctx context.Context, owner string, term time.Duration, limit int) ([]Delivery, error) {
+	secs := leaseSeconds(term)
+	if owner == "" || secs <= 0 {
+		return nil, fmt.Errorf("claim deliveries for %q for %s: %w", owner, term, ErrInvalid)
+	}
+	ds, err := scanDeliveries(tx.query(ctx, `UPDATE outbox SET claimed_by = ?1, claimed_until = ?2
+		WHERE id IN (SELECT id FROM outbox INDEXED BY outbox_due
+			WHERE status = 'pending' AND next_try <= ?3 AND (claimed_until <= ?3 OR claimed_by = ?1)
+			ORDER BY next_try, id LIMIT ?4)
+		RETURNING `+deliveryColumns, owner, tx.Now+secs, tx.Now, limit))
+	slices.SortFunc(ds, func(a, b Delivery) int {
+		return cmp.Or(cmp.Compare(a.NextTry, b.NextTry), cmp.Compare(a.ID, b.ID))
+	})
+	return ds, err
 }
 
 // Deliveries lists the newest limit deliveries, newest first.
@@ -178,6 +205,10 @@ type DeliveryAttempt struct {
 	// Code is the receiver's HTTP status, 0 if it did not answer.
 	Code  int
 	Error string
+	// Owner is the claim the attempt was made under (ClaimDeliveries).
+	// The delivery must be claimed by Owner, or by no one whose claim
+	// is still running; "" is an attempt made under no claim.
+	Owner string
 }
 
 // RecordDelivery records an attempt to deliver notification id, made now.
@@ -189,17 +220,25 @@ func (tx *Tx) RecordDelivery(ctx context.Context, id int64, a DeliveryAttempt) e
 	if a.Code != 0 {
 		code = &a.Code
 	}
-	res, err := tx.exec(ctx, `UPDATE outbox SET status = ?, attempts = attempts + 1, next_try = ?,
-			last_try = ?, last_code = ?, last_error = ?
-		WHERE id = ? AND status = 'pending'`,
-		a.Status, a.NextTry, tx.Now, code, a.Error, id)
+	res, err := tx.exec(ctx, `UPDATE outbox SET status = ?1, attempts = attempts + 1, next_try = ?2,
+			last_try = ?3, last_code = ?4, last_error = ?5, claimed_by = '', claimed_until = 0
+		WHERE id = ?6 AND status = 'pending' AND (claimed_by = ?7 OR claimed_until <= ?3)`,
+		a.Status, a.NextTry, tx.Now, code, a.Error, id, a.Owner)
 	if err != nil {
 		return fmt.Errorf("record delivery %d: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	var by string
+	err = tx.queryRow(ctx, `SELECT claimed_by FROM outbox WHERE id = ? AND status = 'pending'`, id).Scan(&by)
+	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("no pending delivery %d: %w", id, ErrNotFound)
 	}
-	return nil
+	if err != nil {
+		return fmt.Errorf("record delivery %d: %w", id, err)
+	}
+	return fmt.Errorf("record delivery %d for %q: %q claims it: %w", id, a.Owner, by, ErrTaken)
 }
 
 // RemoveOldDeliveries forgets the deliveries that were delivered or given

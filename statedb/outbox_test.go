@@ -190,3 +190,62 @@ func TestRecordDelivery(t *testing.T) {
 		t.Errorf("counts %v, %v; want 1 delivered", counts, err)
 	}
 }
+
+func TestOutboxClaims(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{Notify: allEvents()})
+	other := f.second(t, Options{Notify: allEvents()})
+	f.update(t, func(tx *Tx) error {
+		if err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: "a"}); err != nil {
+			return err
+		}
+		return tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: "b"})
+	})
+	claim := func(db *DB, owner string, limit int) []Delivery {
+		t.Helper()
+		var ds []Delivery
+		err := db.Update(ctx, func(tx *Tx) error {
+			var err error
+			ds, err = tx.ClaimDeliveries(ctx, owner, 60e9, limit)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	record := func(db *DB, id int64, owner string) error {
+		return db.Update(ctx, func(tx *Tx) error {
+			return tx.RecordDelivery(ctx, id, DeliveryAttempt{Status: DeliveryDelivered, Code: 204, Owner: owner})
+		})
+	}
+	mine := claim(f.db, "A", 1)
+	if len(mine) != 1 || mine[0].Payload != `{"lorry":"a","job_id":0,"kind":"","status":"","exit":null,"minion":"","error":"","error_class":""}` {
+		t.Fatalf("A claimed %+v; want the oldest, of a", mine)
+	}
+	theirs := claim(other, "B", 10)
+	if len(theirs) != 1 || theirs[0].ID == mine[0].ID {
+		t.Fatalf("B claimed %+v; want only the one A did not claim", theirs)
+	}
+	if again := claim(other, "C", 10); len(again) != 0 {
+		t.Errorf("C claimed %+v while A and B hold their claims; want none", again)
+	}
+	wantTaken(t, "B recording A's delivery", record(other, mine[0].ID, "B"))
+	wantTaken(t, "recording A's delivery under no claim", record(other, mine[0].ID, ""))
+	// A dies; its claim runs out, and C takes the delivery over.
+	f.clock.Set(1061)
+	again := claim(other, "C", 1)
+	if len(again) != 1 || again[0].ID != mine[0].ID {
+		t.Fatalf("C claimed %+v after A's claim ran out; want A's", again)
+	}
+	wantTaken(t, "A recording after C took over", record(f.db, mine[0].ID, "A"))
+	if err := record(other, again[0].ID, "C"); err != nil {
+		t.Fatal(err)
+	}
+	if err := record(f.db, theirs[0].ID, "B"); err != nil {
+		t.Errorf("B's claim ran out with no one taking it over: recording it = %v; want it recorded", err)
+	}
+	if err := record(f.db, mine[0].ID, "A"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("recording a delivered delivery: %v; want ErrNotFound", err)
+	}
+}

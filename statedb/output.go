@@ -207,6 +207,11 @@ func (tx *Tx) insertChunks(ctx context.Context, j *Job, tail bool, src OutputSou
 func (tx *Tx) insertChunk(ctx context.Context, j *Job, tail bool, data []byte) error {
 	_, err := tx.exec(ctx, `INSERT INTO job_output (job_id, seq, tail, data) VALUES (?, ?, ?, ?)`,
 		j.ID, j.nextChunk, tail, data)
+	if constraintFailed(err) {
+		// The chunk's place is counted from the job as read: it is
+		// taken if another writer appended to the job since.
+		return fmt.Errorf("append output of job %d: chunk %d was written meanwhile: %w", j.ID, j.nextChunk, ErrTaken)
+	}
 	if err != nil {
 		return fmt.Errorf("append output of job %d: %w", j.ID, err)
 	}

@@ -40,8 +40,8 @@ func (tx *Tx) RunLorryNow(ctx context.Context, path string) (RunNow, error) {
 		return RunNow{Path: path, HardFailed: true}, nil
 	}
 	if running {
-		if _, err := tx.exec(ctx, `UPDATE lorries SET run_again = 1 WHERE path = ?`, path); err != nil {
-			return RunNow{}, fmt.Errorf("queue a run of lorry %q: %w", path, err)
+		if err := tx.runAgain(ctx, path); err != nil {
+			return RunNow{}, err
 		}
 		return RunNow{Path: path, QueuedAfterCurrentRun: true}, nil
 	}
@@ -51,29 +51,40 @@ func (tx *Tx) RunLorryNow(ctx context.Context, path string) (RunNow, error) {
 	return RunNow{Path: path, Due: true}, nil
 }
 
-// makeDueNow makes the lorry at path due now and puts it first in the
-// queue. A scheduled lorry's due time is kept at or before the instant its
-// schedule was last dealt with, where the next tick leaves it due rather
-// than moving it on to the schedule's next event.
+// runAgain asks for one more run of the running lorry at path once its
+// job ends; ErrTaken if it is not running.
+func (tx *Tx) runAgain(ctx context.Context, path string) error {
+	res, err := tx.exec(ctx, `UPDATE lorries SET run_again = 1 WHERE path = ? AND running_job IS NOT NULL`, path)
+	if err != nil {
+		return fmt.Errorf("queue a run of lorry %q: %w", path, err)
+	}
+	return taken(res, fmt.Sprintf("queue a run of lorry %q: it is not running", path))
+}
+
+// makeDueNow makes the idle lorry at path due now and puts it first in
+// the queue; ErrTaken if it is running. A scheduled lorry's due time is
+// kept at or before the instant its schedule was last dealt with, where
+// the next tick leaves it due rather than moving it on to the schedule's
+// next event.
 func (tx *Tx) makeDueNow(ctx context.Context, path string) error {
 	// A lorry that its last run left hard-failed stays so: a run asked
 	// for while that run went on is dropped.
-	_, err := tx.exec(ctx, `UPDATE lorries SET run_again = 0,
+	res, err := tx.exec(ctx, `UPDATE lorries SET run_again = 0,
 			next_due = CASE WHEN state = ?3 THEN next_due
 				WHEN schedule != '' THEN MIN(next_due, ?1, cron_handled) ELSE MIN(next_due, ?1) END,
 			queue_pos = CASE WHEN state = ?3 THEN queue_pos ELSE (SELECT MIN(queue_pos) - 1 FROM lorries) END
-		WHERE path = ?2`, tx.Now, path, StateHardFailed)
+		WHERE path = ?2 AND running_job IS NULL`, tx.Now, path, StateHardFailed)
 	if err != nil {
 		return fmt.Errorf("make lorry %q due: %w", path, err)
 	}
-	return nil
+	return taken(res, fmt.Sprintf("make lorry %q due: it is running or gone", path))
 }
 
 // runAgainAfter makes the lorry at path due at once if a run was asked for
 // while its job ran; endJob calls it once the job's end is recorded.
 func (tx *Tx) runAgainAfter(ctx context.Context, path string) error {
 	var again bool
-	err := tx.queryRow(ctx, `SELECT run_again FROM lorries WHERE path = ?`, path).Scan(&again)
+	err := tx.queryRow(ctx, `SELECT run_again FROM lorries WHERE path = ? AND running_job IS NULL`, path).Scan(&again)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !again) {
 		return nil
 	}

@@ -157,7 +157,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		}
 		if _, err := tx.exec(ctx, `SAVEPOINT shared`); err != nil {
 			s.conn.ExecContext(ctx, `ROLLBACK`)
-			s.forget()
+			s.cache.forget()
 			fail(fmt.Errorf("savepoint: %w", err))
 			return
 		}
@@ -167,7 +167,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		}
 		var err error
 		if w.err != nil {
-			s.forget()
+			s.cache.forget()
 			_, err = tx.exec(ctx, `ROLLBACK TO shared`)
 		}
 		if err == nil {
@@ -179,7 +179,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		// reported done.
 		if err != nil {
 			s.conn.ExecContext(ctx, `ROLLBACK`)
-			s.forget()
+			s.cache.forget()
 			for _, v := range batch {
 				v.err = nil
 			}
@@ -189,7 +189,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 	}
 	if _, err := s.conn.ExecContext(ctx, `COMMIT`); err != nil {
 		s.conn.ExecContext(ctx, `ROLLBACK`)
-		s.forget()
+		s.cache.forget()
 		for _, v := range batch {
 			v.err = nil
 		}

@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,6 +81,10 @@ type Deliverer struct {
 	// PublicURL is where the WEBAPP's pages are reached (--public-url);
 	// when set, each notification links to the pages of what it is about.
 	PublicURL string
+	// Owner names this deliverer in the claims it makes on the outbox, so
+	// that deliverers of several WEBAPPs sharing the database never send
+	// one notification at once; "" is a name made up at the first run.
+	Owner string
 }
 
 // Run delivers whatever is due every d.Poll until ctx ends.
@@ -102,14 +107,19 @@ func (d *Deliverer) Run(ctx context.Context) {
 	}
 }
 
-// runOnce sends the deliveries that are due, records each answer, and
-// forgets deliveries done long ago. No database session is held while a
-// POST is under way: the minions' routes never wait for a receiver.
+// runOnce claims the deliveries that are due, sends them, records each
+// answer, and forgets deliveries done long ago. The claim lasts as long
+// as the POSTs of the whole batch may take, and a little more. No
+// database session is held while a POST is under way: the minions'
+// routes never wait for a receiver.
 func (d *Deliverer) runOnce(ctx context.Context) error {
+	if d.Owner == "" {
+		d.Owner = newOwner()
+	}
 	var due []statedb.Delivery
-	err := d.DB.View(ctx, func(tx *statedb.Tx) error {
+	err := d.DB.Update(ctx, func(tx *statedb.Tx) error {
 		var err error
-		due, err = tx.DueDeliveries(ctx, batch)
+		due, err = tx.ClaimDeliveries(ctx, d.Owner, (batch+1)*d.timeout(), batch)
 		return err
 	})
 	if err != nil {
@@ -139,7 +149,7 @@ func (d *Deliverer) runOnce(ctx context.Context) error {
 // after a backoff, or given up once GiveUpAfter has passed since the
 // event.
 func (d *Deliverer) record(ctx context.Context, dl statedb.Delivery, code int, perr error) error {
-	a := statedb.DeliveryAttempt{Code: code}
+	a := statedb.DeliveryAttempt{Code: code, Owner: d.Owner}
 	err := d.DB.Update(ctx, func(tx *statedb.Tx) error {
 		switch {
 		case perr == nil:
@@ -152,6 +162,12 @@ func (d *Deliverer) record(ctx context.Context, dl statedb.Delivery, code int, p
 		}
 		return tx.RecordDelivery(ctx, dl.ID, a)
 	})
+	if errors.Is(err, statedb.ErrTaken) {
+		// The claim ran out during the POST and another deliverer took
+		// the delivery: its attempt is the one recorded.
+		d.Log.Warn("notification claimed by another deliverer meanwhile", "delivery_id", dl.ID, "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -188,11 +204,7 @@ func (d *Deliverer) backoff(attempts int64) int64 {
 // post sends dl once. It returns the receiver's status code (0 if there
 // was none) and why the delivery failed, nil if it succeeded.
 func (d *Deliverer) post(ctx context.Context, dl statedb.Delivery) (int, error) {
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, d.timeout())
 	defer cancel()
 	body := Body(dl, d.PublicURL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
@@ -231,6 +243,21 @@ func (d *Deliverer) hide(err error) error {
 		ue.URL = redact.Origin(d.URL)
 	}
 	return errors.New(redact.URL(err.Error(), d.URL))
+}
+
+// timeout bounds each POST.
+func (d *Deliverer) timeout() time.Duration {
+	if d.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return d.Timeout
+}
+
+// newOwner is a name for a deliverer that is no other's: its host, its
+// process and a random part.
+func newOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), rand.Uint64())
 }
 
 func (d *Deliverer) client() *http.Client {

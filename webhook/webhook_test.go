@@ -451,3 +451,56 @@ func TestParseEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoDeliverersNeverSendOneNotificationAtOnce runs the deliverers of
+// two WEBAPPs sharing the database: while one is POSTing a notification,
+// the other finds nothing to send, and the receiver gets it once.
+func TestTwoDeliverersNeverSendOneNotificationAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.notify(t, statedb.EventJobFailed, statedb.JobFailed{Lorry: "a/b", JobID: 1})
+	posting, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	posts := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		posts++
+		first := posts == 1
+		mu.Unlock()
+		if first {
+			close(posting)
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	one := f.deliverer(srv.URL)
+	second := *f // the other WEBAPP's handle on the same file
+	second.open(t)
+	two := second.deliverer(srv.URL)
+
+	done := make(chan error, 1)
+	go func() { done <- one.runOnce(context.Background()) }()
+	select {
+	case <-posting:
+	case err := <-done:
+		t.Fatalf("the first deliverer ended (%v) without POSTing", err)
+	}
+	if err := two.runOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := two.runOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if posts != 1 {
+		t.Errorf("the receiver got %d POSTs; want 1", posts)
+	}
+	if d := f.only(t); d.Status != statedb.DeliveryDelivered || d.Attempts != 1 {
+		t.Errorf("delivery %s after %d attempts; want delivered after 1", d.Status, d.Attempts)
+	}
+}

@@ -1,0 +1,236 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// second opens the fixture's database file again, as another WEBAPP
+// sharing it would, with the same clock.
+func (f *fixture) second(t *testing.T, opts Options) *DB {
+	t.Helper()
+	opts.Clock = f.clock
+	db, err := Open(context.Background(), f.path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// wantTaken fails the test unless err is ErrTaken, which is an
+// ErrConflict too.
+func wantTaken(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrTaken) || !errors.Is(err, ErrConflict) {
+		t.Errorf("%s: got %v; want ErrTaken (an ErrConflict)", what, err)
+	}
+}
+
+// Each guard below is met by a writer that read the row before another
+// writer, here the second handle on the same file, changed it: what the
+// one writer in a process never sees, and any number of processes would.
+
+func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	a := f.mustGive(t, MinionID{Name: "m", Host: "h", PID: 1})
+	other := f.second(t, Options{})
+	var l Lorry
+	err := other.Update(ctx, func(tx *Tx) error {
+		var err error
+		if l, err = tx.Lorry(ctx, "a"); err != nil {
+			return err
+		}
+		return tx.markRunning(ctx, "a", a.Job.ID+1)
+	})
+	wantTaken(t, "a second hand-out of a running lorry", err)
+	if l.RunningJob == nil || *l.RunningJob != a.Job.ID {
+		t.Errorf("running job %v; want %d kept", l.RunningJob, a.Job.ID)
+	}
+	if got := f.lorry(t, "a"); got.RunningJob == nil || *got.RunningJob != a.Job.ID {
+		t.Errorf("after the refused hand-out: running job %v; want %d", got.RunningJob, a.Job.ID)
+	}
+}
+
+func TestGuardJobEndsOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	m := MinionID{Name: "m", Host: "h", PID: 1}
+	a := f.mustGive(t, m)
+	stale := f.job(t, a.Job.ID)
+	// Another WEBAPP ends the job as a ghost while this one holds the
+	// job as it read it.
+	other := f.second(t, Options{})
+	f.clock.Set(2000)
+	if err := other.Update(ctx, func(tx *Tx) error { _, err := tx.RemoveGhostJobs(ctx, 10); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err := f.db.Update(ctx, func(tx *Tx) error {
+		return tx.endReadJob(ctx, stale, jobEnd{status: StatusFailed, exit: exit(1), heard: true})
+	})
+	wantTaken(t, "ending a job ended meanwhile", err)
+	if got := f.job(t, a.Job.ID); got.Status != StatusLost {
+		t.Errorf("status %q; want the first end, %q, kept", got.Status, StatusLost)
+	}
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.saveProgress(ctx, stale) })
+	wantTaken(t, "saving the progress of a job ended meanwhile", err)
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.confirmJob(ctx, &stale) })
+	wantTaken(t, "confirming a job ended meanwhile", err)
+}
+
+func TestGuardJobEndSeesAReportMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	m := MinionID{Name: "m", Host: "h", PID: 1}
+	a := f.mustGive(t, m)
+	stale := f.job(t, a.Job.ID)
+	f.clock.Set(1005)
+	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m, Stdout: []byte("working\n")}); err != nil {
+		t.Fatal(err)
+	}
+	err := f.db.Update(ctx, func(tx *Tx) error {
+		return tx.endReadJob(ctx, stale, jobEnd{status: StatusLost, why: "presumed dead"})
+	})
+	wantTaken(t, "ending a job as read before a report", err)
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.saveProgress(ctx, stale) })
+	wantTaken(t, "saving progress counted from before a report", err)
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.appendOutput(ctx, &stale, []byte("more\n")) })
+	wantTaken(t, "appending output counted from before a report", err)
+	if got := f.job(t, a.Job.ID); got.Status != StatusRunning || got.OutputBytes != int64(len("working\n")) {
+		t.Errorf("job %s with %d bytes; want running with the report's 8", got.Status, got.OutputBytes)
+	}
+}
+
+func TestGuardRunRecordedOnTheStreakRead(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	m := MinionID{Name: "m", Host: "h", PID: 1}
+	a := f.mustGive(t, m)
+	l := f.lorry(t, "a")
+	j := f.job(t, a.Job.ID)
+	// Another writer counts a failure of the lorry meanwhile.
+	other := f.second(t, Options{})
+	err := other.Update(ctx, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `UPDATE lorries SET consecutive_failures = 3, state = 'backing-off' WHERE path = 'a'`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.db.Update(ctx, func(tx *Tx) error {
+		_, _, err := tx.recordRun(ctx, l, j, jobEnd{status: StatusFailed, exit: exit(1)}, "failed")
+		return err
+	})
+	wantTaken(t, "recording a run on a streak changed meanwhile", err)
+	if got := f.lorry(t, "a"); got.ConsecutiveFailures != 3 || got.RunningJob == nil {
+		t.Errorf("lorry %d failures, running %v; want the other writer's 3, still running", got.ConsecutiveFailures, got.RunningJob)
+	}
+}
+
+func TestGuardRunAgainAndDueNow(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.lorries(t, "a", "b")
+	f.mustGive(t, MinionID{Name: "m", Host: "h", PID: 1}) // a runs; b is idle
+	other := f.second(t, Options{})
+	err := other.Update(ctx, func(tx *Tx) error { return tx.runAgain(ctx, "b") })
+	wantTaken(t, "asking a run after the job of an idle lorry", err)
+	err = other.Update(ctx, func(tx *Tx) error { return tx.makeDueNow(ctx, "a") })
+	wantTaken(t, "making a running lorry due now", err)
+	if got := f.queue(t); len(got) != 2 || got[0] != "b" || got[1] != "a" {
+		t.Errorf("queue %v; want [b a] as the hand-out left it", got)
+	}
+}
+
+func TestGuardStopAndRemoveJob(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	m := MinionID{Name: "m", Host: "h", PID: 1}
+	a := f.mustGive(t, m)
+	other := f.second(t, Options{})
+	err := other.Update(ctx, func(tx *Tx) error { return tx.RemoveJob(ctx, a.Job.ID) })
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("removing a live job: %v; want ErrConflict", err)
+	}
+	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m, Exit: exit(0)}); err != nil {
+		t.Fatal(err)
+	}
+	err = other.Update(ctx, func(tx *Tx) error { return tx.StopJob(ctx, a.Job.ID) })
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("stopping a job that ended: %v; want ErrConflict", err)
+	}
+	if got := f.job(t, a.Job.ID); got.Kill {
+		t.Errorf("a job that ended was marked killed")
+	}
+	if err := other.Update(ctx, func(tx *Tx) error { return tx.RemoveJob(ctx, a.Job.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.RemoveJob(ctx, a.Job.ID) })
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("removing a job removed meanwhile: %v; want ErrNotFound", err)
+	}
+}
+
+// TestTwoHandlesHandOutEachLorryOnce has two WEBAPPs' handles on one file
+// hand out at once, through the shared writes as the routes do: each of
+// the 20 lorries goes to one minion, and none has two live jobs.
+func TestTwoHandlesHandOutEachLorryOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	var paths []string
+	for i := range 20 {
+		paths = append(paths, fmt.Sprintf("p/%02d", i))
+	}
+	f.lorries(t, paths...)
+	dbs := []*DB{f.db, f.second(t, Options{})}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var a Assignment
+			err := dbs[i%2].UpdateShared(ctx, func(tx *Tx) error {
+				var err error
+				a, err = tx.GiveMeJob(ctx, MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if a.Idle == "" {
+				mu.Lock()
+				got[a.Lorry.Path]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != 20 {
+		t.Errorf("%d lorries handed out; want 20", len(got))
+	}
+	for p, n := range got {
+		if n != 1 {
+			t.Errorf("lorry %s handed out %d times; want once", p, n)
+		}
+	}
+	var live int
+	err := f.db.View(ctx, func(tx *Tx) error {
+		return tx.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT path FROM jobs WHERE `+liveStatus+`
+			GROUP BY path HAVING COUNT(*) > 1)`).Scan(&live)
+	})
+	if err != nil || live != 0 {
+		t.Errorf("%d lorries with two live jobs (%v); want none", live, err)
+	}
+}

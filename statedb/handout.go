@@ -1,0 +1,218 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Assignment is the answer to a minion asking for a job.
+type Assignment struct {
+	Job   Job
+	Lorry Lorry
+	// Again is true when the minion already owned this job and asked again,
+	// most likely because it never saw the first answer.
+	Again bool
+	// Idle, when set, says why there is no job: then Job and Lorry are
+	// empty.
+	Idle string
+}
+
+// MinionID names the minion process asking for or reporting on a job.
+type MinionID struct {
+	Name string
+	Host string
+	PID  int64
+	// Queues, if any, are the only queues the minion takes work from;
+	// else it takes any but IgnoreQueues.
+	Queues       []string
+	IgnoreQueues []string
+	// Kinds, if any, are the kinds of entry the minion takes ("lorry",
+	// "scraper"); none means every kind.
+	Kinds []string
+}
+
+// onlyKind is the one kind of entry m takes, or "" when it takes any.
+func (m MinionID) onlyKind() string {
+	if len(m.Kinds) == 0 || slices.Contains(m.Kinds, "lorry") && slices.Contains(m.Kinds, "scraper") {
+		return ""
+	}
+	return m.Kinds[0]
+}
+
+// GiveMeJob hands the first due lorry of the queue to the minion m, within
+// max_jobs, the limits of the queues and of m's host and the queues m
+// takes (see pickLorry), or
+// says in Idle why there is nothing to do. Either way the minion is
+// recorded as seen. A minion that asks again
+// while it owns a running job gets that job again; a minion that comes back
+// with a new pid has its old job ended as lost, since the minion killed what
+// was left of the job before asking.
+func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
+	a, err := tx.giveMeJob(ctx, m)
+	if err != nil {
+		return a, err
+	}
+	// The minion's row is written once, with the job it has now.
+	var job *int64
+	if a.Idle == "" {
+		job = &a.Job.ID
+	}
+	return a, tx.touchMinion(ctx, m, job)
+}
+
+func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
+	var a Assignment
+	if again, ok, err := tx.endOwnedJobs(ctx, m); err != nil || ok {
+		return again, err
+	}
+
+	running, max, err := tx.handOutSettings(ctx)
+	if err != nil {
+		return a, err
+	}
+	if !running {
+		return Assignment{Idle: "the queue is stopped"}, nil
+	}
+	// The live jobs are counted once, before the due probe when max_jobs
+	// needs them, after it otherwise, so that an idle poll never counts.
+	var live *liveCounts
+	count := func() error {
+		c, err := tx.runningByQueueAndHost(ctx, m.Host)
+		live = &c
+		return err
+	}
+	if max != nil {
+		if err := count(); err != nil {
+			return a, err
+		}
+		if live.all >= *max {
+			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", live.all, *max)}, nil
+		}
+	}
+
+	// The partial index answers "is anything due?" at once, so an idle poll
+	// never walks the queue; only when something is due is the queue walked
+	// in order to find the first one.
+	var any int
+	err = tx.queryRow(ctx, `SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ? LIMIT 1`, tx.Now).Scan(&any)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Assignment{Idle: "no lorry is due"}, nil
+	}
+	if err != nil {
+		return a, fmt.Errorf("find due lorry: %w", err)
+	}
+	if live == nil {
+		if err := count(); err != nil {
+			return a, err
+		}
+	}
+	l, idle, err := tx.pickLorry(ctx, m, *live)
+	if err != nil {
+		return a, err
+	}
+	if idle != "" {
+		return Assignment{Idle: idle}, nil
+	}
+
+	return tx.claimLorry(ctx, m, l)
+}
+
+// endOwnedJobs deals with the live jobs that minion m owns as it asks for
+// work: the job it asks for again (returned, with ok), and those of an earlier
+// process of m, which are lost.
+func (tx *Tx) endOwnedJobs(ctx context.Context, m MinionID) (again Assignment, ok bool, err error) {
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND `+liveStatus, m.Name)
+	if err != nil {
+		return Assignment{}, false, fmt.Errorf("find jobs of minion %s: %w", m.Name, err)
+	}
+	var owned []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			rows.Close()
+			return Assignment{}, false, err
+		}
+		owned = append(owned, j)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Assignment{}, false, err
+	}
+	for _, j := range owned {
+		// A minion kills what is left of its job of an earlier run
+		// before it asks for work. On another host, the old host's
+		// minion does that when it starts again.
+		msg := fmt.Sprintf("minion %s restarted (pid %d on %s, was pid %d on %s); it killed what was left of the job",
+			m.Name, m.PID, m.Host, j.PID, j.Host)
+		if j.Host != m.Host {
+			msg = fmt.Sprintf("minion %s restarted on another host (pid %d on %s, was pid %d on %s); the job is lost with the old one",
+				m.Name, m.PID, m.Host, j.PID, j.Host)
+		}
+		if j.Host == m.Host && j.PID == m.PID {
+			l, err := tx.Lorry(ctx, j.Path)
+			if err == nil {
+				return Assignment{Job: j, Lorry: l, Again: true}, true, nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return Assignment{}, false, err
+			}
+			// The minion never saw the job, and its spec is gone with the
+			// lorry: the job never ran and never will.
+			msg = fmt.Sprintf("the lorry was removed before minion %s started the job", m.Name)
+		}
+		if err := tx.endReadJob(ctx, j, jobEnd{status: StatusLost, why: msg}); err != nil {
+			return Assignment{}, false, err
+		}
+	}
+	return Assignment{}, false, nil
+}
+
+// claimLorry hands l out to minion m: it creates the job and marks l
+// running.
+func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, error) {
+	// A scraper's job keeps its spec, commit and runtime, so that it is
+	// handed them again if the minion asks again after CONFGIT moved on.
+	var text string
+	if l.CommitID != "" {
+		text = l.Text
+	}
+	res, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
+			text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?, ?, ?)`,
+		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
+		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue)
+	if err != nil {
+		return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return Assignment{}, err
+	}
+	if err := tx.markRunning(ctx, l.Path, id); err != nil {
+		return Assignment{}, err
+	}
+	l.RunningJob = &id
+	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,
+		Started: tx.Now, Updated: tx.Now, Status: StatusClaimed, Timeout: l.Timeout,
+		Text: text, CommitID: l.CommitID, Runtime: l.Runtime}
+	return Assignment{Job: j, Lorry: l}, nil
+}
+
+// markRunning gives the lorry at path the live job id, if it has none:
+// a lorry has one live job at most, whatever else writes. ErrTaken if it
+// has one. Handing a lorry out sends it to the back of the queue, so
+// every due lorry gets its turn before any comes round again; its place
+// is worked out in the statement that takes it, and the unique index on
+// queue_pos keeps two entries from ever sharing one.
+func (tx *Tx) markRunning(ctx context.Context, path string, id int64) error {
+	res, err := tx.exec(ctx, `UPDATE lorries SET running_job = ?,
+			queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
+		WHERE path = ? AND running_job IS NULL`, id, path)
+	if err != nil {
+		return fmt.Errorf("mark %q running: %w", path, err)
+	}
+	return taken(res, fmt.Sprintf("mark %q running with job %d: it has a live job", path, id))
+}

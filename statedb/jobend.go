@@ -1,0 +1,273 @@
+package statedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// StopJob asks the minion running job id to kill it. ErrConflict if the job
+// is already over. The job's being live is the write's own guard.
+func (tx *Tx) StopJob(ctx context.Context, id int64) error {
+	res, err := tx.exec(ctx, `UPDATE jobs SET kill = 1, kill_reason = ? WHERE id = ? AND kill = 0 AND `+liveStatus,
+		StatusKilled, id)
+	if err != nil {
+		return fmt.Errorf("stop job %d: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !j.Live() {
+		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
+	}
+	return nil // already asked to
+}
+
+// FailJob ends the running job id as failed for a reason of the WEBAPP's,
+// such as a downstream repository that could not be made, before any
+// minion ran it: its error class is downstream.
+func (tx *Tx) FailJob(ctx context.Context, id int64, why string) error {
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !j.Live() {
+		return fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
+	}
+	return tx.endReadJob(ctx, j, jobEnd{status: StatusFailed, why: why, class: ClassDownstream})
+}
+
+// RemoveJob forgets a finished job and its output. ErrConflict if it still
+// runs. The job's being over is the delete's own guard.
+func (tx *Tx) RemoveJob(ctx context.Context, id int64) error {
+	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE id = ? AND NOT `+liveStatus, id)
+	if err != nil {
+		return fmt.Errorf("remove job %d: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
+	j, err := tx.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("job %d is still %s: %w", id, j.Status, ErrConflict)
+}
+
+// RemoveGhostJobs ends as lost the live jobs that no minion has reported
+// on for longer than timeout seconds, freeing their lorries. A claimed job
+// gets that long too, however short the claim timeout.
+func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, error) {
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+liveStatus+` AND updated < ? ORDER BY id`, tx.Now-timeout)
+	if err != nil {
+		return nil, fmt.Errorf("find ghost jobs: %w", err)
+	}
+	var ghosts []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ghosts = append(ghosts, j)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	ids := []int64{}
+	for _, j := range ghosts {
+		msg := fmt.Sprintf("no update from minion %s for %ds; job presumed dead", j.Minion, tx.Now-j.Updated)
+		if err := tx.endReadJob(ctx, j, jobEnd{status: StatusLost, why: msg}); err != nil {
+			return nil, err
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids, nil
+}
+
+// RemoveOldJobs forgets finished jobs that ended more than maxAge seconds
+// ago, always keeping the newest job of each lorry.
+func (tx *Tx) RemoveOldJobs(ctx context.Context, maxAge int64) (int64, error) {
+	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE NOT `+liveStatus+` AND ended < ?
+		AND id NOT IN (SELECT MAX(id) FROM jobs GROUP BY path)`, tx.Now-maxAge)
+	if err != nil {
+		return 0, fmt.Errorf("remove old jobs: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// jobEnd is how a job ends, as endJob records it.
+type jobEnd struct {
+	status string
+	// exit is the job's exit code; nil when it never reported one.
+	exit *int64
+	// why, if set, is appended to the job's output and explains an end
+	// that the job itself did not report.
+	why string
+	// class is the job's error class; "" when it did not fail or the
+	// kind of failure is unknown.
+	class string
+	// heard says whether the minion itself reported the end, which
+	// counts as seeing it.
+	heard bool
+}
+
+// holdJob is the first write to the live job j as it was read: it
+// refreshes its updated time, if the row is still live and as read (its
+// updated time and its output's next chunk), else ErrTaken. What the
+// transaction writes of j after it (its output, its end) is counted from
+// j, so nothing else may have changed the row since it was read; and a
+// writer that read the same row waits here for this one to end, then
+// finds it changed.
+func (tx *Tx) holdJob(ctx context.Context, j *Job) error {
+	res, err := tx.exec(ctx, `UPDATE jobs SET updated = ?
+		WHERE id = ? AND `+liveStatus+` AND updated = ? AND next_chunk = ?`, tx.Now, j.ID, j.Updated, j.nextChunk)
+	if err != nil {
+		return fmt.Errorf("hold job %d: %w", j.ID, err)
+	}
+	if err := taken(res, fmt.Sprintf("job %d: it ended or changed since it was read", j.ID)); err != nil {
+		return err
+	}
+	j.Updated = tx.Now
+	return nil
+}
+
+// endReadJob is endJob for a job as the transaction read it: it holds the
+// job first (holdJob).
+func (tx *Tx) endReadJob(ctx context.Context, j Job, e jobEnd) error {
+	if err := tx.holdJob(ctx, &j); err != nil {
+		return err
+	}
+	return tx.endJob(ctx, j, e)
+}
+
+// endJob finishes j as e says and records the result on its lorry and
+// minion.
+func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
+	if err := tx.appendOutput(ctx, &j, finishCR(j.carry)); err != nil {
+		return err
+	}
+	j.carry = nil
+	if e.why != "" {
+		if err := tx.appendOutput(ctx, &j, []byte("\n"+e.why+"\n")); err != nil {
+			return err
+		}
+	}
+	lastErr, err := tx.lastError(ctx, j, e)
+	if err != nil {
+		return err
+	}
+	if e.status == StatusOrphaned {
+		// The job never ran: it is no run of its lorry, which is due
+		// again at once, its last run as it was.
+		// A scheduled lorry's due time is kept at or before the instant
+		// its schedule was last dealt with, where a tick leaves it due.
+		_, err := tx.exec(ctx, `UPDATE lorries SET running_job = NULL,
+				next_due = CASE WHEN schedule != '' THEN MIN(?1, cron_handled) ELSE ?1 END
+			WHERE path = ?2 AND running_job = ?3`,
+			tx.Now, j.Path, j.ID)
+		if err != nil {
+			return fmt.Errorf("free lorry %q of job %d: %w", j.Path, j.ID, err)
+		}
+		if err := tx.runAgainAfter(ctx, j.Path); err != nil {
+			return err
+		}
+		if err := tx.recordEnd(ctx, j, e, ""); err != nil {
+			return err
+		}
+		return tx.freeMinion(ctx, j, e.heard)
+	}
+	// lorryState is the state the job left its lorry in, kept with the
+	// job; "" when the job was not its lorry's run.
+	lorryState := ""
+	l, err := tx.Lorry(ctx, j.Path)
+	switch {
+	case err == nil && l.RunningJob != nil && *l.RunningJob == j.ID:
+		again, state, err := tx.recordRun(ctx, l, j, e, lastErr)
+		if err != nil {
+			return err
+		}
+		lorryState = state
+		// Runs asked for while this one ran (pushes, run-now) come to one
+		// more, at once, whatever the next due time recordRun set.
+		if again {
+			if err := tx.makeDueNow(ctx, j.Path); err != nil {
+				return err
+			}
+		}
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return err
+	case e.status != StatusSucceeded:
+		// The lorry was removed, or is another's now: the failure is
+		// the job's alone.
+		err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: j.Path, JobID: j.ID, Kind: j.Kind,
+			Status: e.status, Exit: e.exit, Minion: j.Minion, Error: lastErr, ErrorClass: e.class})
+		if err != nil {
+			return err
+		}
+	}
+	if err := tx.recordEnd(ctx, j, e, lorryState); err != nil {
+		return err
+	}
+	return tx.freeMinion(ctx, j, e.heard)
+}
+
+// lastError is what j's end e leaves as its lorry's last_run_error: ""
+// for a success, else the status, the exit, a lorry-timeout and the tail
+// of the output.
+func (tx *Tx) lastError(ctx context.Context, j Job, e jobEnd) (string, error) {
+	if e.status == StatusSucceeded {
+		return "", nil
+	}
+	tail, err := tx.outputTail(ctx, j.ID, lastErrorBytes)
+	if err != nil {
+		return "", err
+	}
+	lastErr := fmt.Sprintf("job %d %s", j.ID, e.status)
+	if e.exit != nil {
+		lastErr += fmt.Sprintf(" with exit %d", *e.exit)
+	}
+	if j.KillReason == StatusTimedOut {
+		lastErr += fmt.Sprintf(" (lorry-timeout %ds)", j.Timeout)
+	}
+	if len(tail) > 0 {
+		lastErr += ":\n" + string(tail)
+	}
+	return lastErr, nil
+}
+
+// recordEnd writes the end e of job j and the state it left its lorry
+// in. A job ends once: the row must still be live and as j was read
+// (its updated time unchanged), else ErrTaken, and the transaction,
+// whatever it did to the lorry, is undone.
+func (tx *Tx) recordEnd(ctx context.Context, j Job, e jobEnd, lorryState string) error {
+	res, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?,
+			output_carry = x'', lorry_state = ?
+		WHERE id = ? AND `+liveStatus+` AND updated = ?`,
+		e.status, e.exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, e.class,
+		lorryState, j.ID, j.Updated)
+	if err != nil {
+		return fmt.Errorf("end job %d: %w", j.ID, err)
+	}
+	return taken(res, fmt.Sprintf("end job %d as %s: it ended or changed meanwhile", j.ID, e.status))
+}
+
+// freeMinion records that j's minion no longer has it.
+func (tx *Tx) freeMinion(ctx context.Context, j Job, heard bool) error {
+	var err error
+	if heard {
+		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)
+	} else {
+		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL WHERE name = ? AND job_id = ?`, j.Minion, j.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("free minion %s: %w", j.Minion, err)
+	}
+	return nil
+}

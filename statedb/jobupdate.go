@@ -1,0 +1,164 @@
+package statedb
+
+import (
+	"context"
+	"fmt"
+
+	"lorrycontroller/wire"
+)
+
+// JobUpdate is what a minion reports about its job.
+type JobUpdate struct {
+	ID     int64
+	Minion MinionID
+	// Exit is nil while the job runs, else its exit code: the job is over.
+	Exit   *int64
+	Stdout []byte
+	Stderr []byte
+	// CutBytes is how much output the minion cut, just before this
+	// update's output, to keep its own copy bounded.
+	CutBytes int64
+	// Spooled is output too big to hold in memory, appended after Stdout
+	// and Stderr, in order.
+	Spooled   []OutputSource
+	DiskUsage *int64
+	// RuntimeBuilt and RuntimeBuildSeconds, when set, say how a scraper's
+	// runtime was got ready for the job.
+	RuntimeBuilt        *bool
+	RuntimeBuildSeconds *float64
+	// Head is the branch the upstream's HEAD names, reported with a
+	// successful end; "" when not reported. It is kept on the lorry.
+	Head string
+	// Refs are the refs the job changed, reported with a successful end;
+	// nil when not reported. They are kept with the job.
+	Refs *wire.RefChanges
+	// ErrorClass is the kind of failure lorry found, reported with a
+	// failed end; "" when not reported.
+	ErrorClass string
+}
+
+// UpdateJob records a minion's report: it appends output, keeps the job
+// alive, and finishes it when Exit is set. It answers whether the minion
+// should kill the job, which is also how a lorry-timeout is delivered.
+// ErrNotFound: no such job; ErrConflict: the job is over or belongs to
+// another minion.
+func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error) {
+	j, err := tx.Job(ctx, u.ID)
+	if err != nil {
+		return false, err
+	}
+	if !j.Live() {
+		return false, fmt.Errorf("job %d is %s: %w", j.ID, j.Status, ErrConflict)
+	}
+	if u.Minion.Name != "" && u.Minion.Name != j.Minion {
+		return false, fmt.Errorf("job %d belongs to minion %s, not %s: %w", j.ID, j.Minion, u.Minion.Name, ErrConflict)
+	}
+	if u.Minion.PID != 0 && u.Minion.PID != j.PID {
+		return false, fmt.Errorf("job %d belongs to pid %d of minion %s, not %d: %w", j.ID, j.PID, j.Minion, u.Minion.PID, ErrConflict)
+	}
+	if j.Status == StatusClaimed {
+		// The first word from the minion confirms that the process
+		// started: the two-phase hand-out's second phase. A first word
+		// that is also the last is recorded by the job's end.
+		if u.Exit != nil {
+			j.Status = StatusRunning
+		} else if err := tx.confirmJob(ctx, &j); err != nil {
+			return false, err
+		}
+	}
+	if err := tx.skipOutput(ctx, &j, u.CutBytes); err != nil {
+		return false, err
+	}
+	for _, out := range [][]byte{u.Stdout, u.Stderr} {
+		if err := tx.appendFolded(ctx, &j, bytesSource(out)); err != nil {
+			return false, err
+		}
+	}
+	for _, src := range u.Spooled {
+		if err := tx.appendFolded(ctx, &j, src); err != nil {
+			return false, err
+		}
+	}
+	if u.DiskUsage != nil {
+		j.DiskUsage = u.DiskUsage
+	}
+	if u.RuntimeBuilt != nil || u.RuntimeBuildSeconds != nil {
+		_, err := tx.exec(ctx, `UPDATE jobs SET runtime_built = COALESCE(?, runtime_built),
+			runtime_build_seconds = COALESCE(?, runtime_build_seconds) WHERE id = ?`,
+			u.RuntimeBuilt, u.RuntimeBuildSeconds, j.ID)
+		if err != nil {
+			return false, fmt.Errorf("update job %d: %w", j.ID, err)
+		}
+	}
+
+	if u.Exit != nil {
+		return false, tx.finishReported(ctx, j, u)
+	}
+
+	if _, err := tx.exec(ctx, `UPDATE minions SET last_seen = ?, heard = heard + 1 WHERE name = ?`, tx.Now, j.Minion); err != nil {
+		return false, fmt.Errorf("record minion %s: %w", j.Minion, err)
+	}
+	if !j.Kill && j.Timeout > 0 && tx.Now-j.Started > j.Timeout {
+		j.Kill, j.KillReason = true, StatusTimedOut
+	}
+	return j.Kill, tx.saveProgress(ctx, j)
+}
+
+// finishReported ends job j, whose minion reported its end in u: it
+// keeps what a successful end reports (the upstream's HEAD and the refs
+// it changed) and records the end.
+func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate) error {
+	status := StatusFailed
+	switch {
+	case *u.Exit == 0:
+		status = StatusSucceeded
+	case j.KillReason == StatusTimedOut:
+		status = StatusTimedOut
+	case j.KillReason == StatusKilled:
+		status = StatusKilled
+	}
+	if status == StatusSucceeded && u.Head != "" {
+		_, err := tx.exec(ctx, `UPDATE lorries SET upstream_head = ? WHERE path = ? AND running_job = ?`, u.Head, j.Path, j.ID)
+		if err != nil {
+			return fmt.Errorf("record upstream head of job %d on lorry %q: %w", j.ID, j.Path, err)
+		}
+	}
+	if status == StatusSucceeded && u.Refs != nil {
+		if err := tx.setJobRefs(ctx, j.ID, u.Refs); err != nil {
+			return err
+		}
+		if u.Refs.Any() {
+			if err := tx.Notify(ctx, EventRefsChanged, RefsChanged{Lorry: j.Path, JobID: j.ID, Refs: u.Refs}); err != nil {
+				return err
+			}
+		}
+	}
+	// A lorry that failed without naming the kind of its failure
+	// failed in a way it did not foresee.
+	class := u.ErrorClass
+	if status == StatusFailed && class == "" && j.Kind == "lorry" {
+		class = ClassInternal
+	}
+	if status != StatusFailed {
+		class = ""
+	}
+	return tx.endJob(ctx, j, jobEnd{status: status, exit: u.Exit, class: class, heard: true})
+}
+
+// saveProgress writes what a report of the live job j changed: its
+// output's counters, disk usage and kill. The output appended is counted
+// from the row as j was read, so the row must still be live and
+// unchanged since (its updated time), else ErrTaken. (A report does not
+// hold its job first, as endReadJob does, to spare the job protocol a
+// write: output appended meanwhile is found by its chunks' places.)
+func (tx *Tx) saveProgress(ctx context.Context, j Job) error {
+	res, err := tx.exec(ctx, `UPDATE jobs SET updated = ?, kill = ?, kill_reason = ?, disk_usage = ?,
+			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, output_carry = ?
+		WHERE id = ? AND `+liveStatus+` AND updated = ?`,
+		tx.Now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk,
+		carryValue(j.carry), j.ID, j.Updated)
+	if err != nil {
+		return fmt.Errorf("update job %d: %w", j.ID, err)
+	}
+	return taken(res, fmt.Sprintf("update job %d: it ended or changed meanwhile", j.ID))
+}

@@ -1,0 +1,89 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// QueueState is a queue as the status shows it.
+type QueueState struct {
+	Queue
+	// Now is the limit in force now (nil: none), and Active the index of
+	// the schedule entry that set it (-1: Threads applies).
+	Now    *int64
+	Active int
+	// Entries is the parsed schedule.
+	Entries []ThreadsEntry
+	Running int64
+	Due     int64
+	// OldestDue is when the entry that has been due longest fell due; nil
+	// when none is due.
+	OldestDue *int64
+}
+
+// QueueStates lists every queue with its limit now, its running jobs and
+// its due entries.
+func (tx *Tx) QueueStates(ctx context.Context) ([]QueueState, error) {
+	qs, err := tx.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live, err := tx.runningByQueueAndHost(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueState, len(qs))
+	for i, q := range qs {
+		st := QueueState{Queue: q, Running: live.byQueue[q.Name]}
+		if st.Entries, err = tx.threadsSchedule(q.Schedule); err != nil {
+			return nil, fmt.Errorf("queue %q: %w", q.Name, err)
+		}
+		st.Now, st.Active = ThreadsAt(q.Threads, st.Entries, tx.Now)
+		var oldest sql.NullInt64
+		err := tx.queryRow(ctx, `SELECT COUNT(*), MIN(next_due) FROM lorries INDEXED BY lorries_queue_due
+			WHERE queue = ? AND running_job IS NULL AND next_due <= ?`, q.Name, tx.Now).Scan(&st.Due, &oldest)
+		if err != nil {
+			return nil, fmt.Errorf("count due lorries of queue %q: %w", q.Name, err)
+		}
+		st.OldestDue = nullInt(oldest)
+		out[i] = st
+	}
+	return out, nil
+}
+
+// runningByQueueAndHost counts the live (claimed or running) jobs by
+// queue, those on the minion host named, and all of them. The running jobs are few (one per busy minion), so
+// this is cheap however long the run queue is.
+func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (liveCounts, error) {
+	rows, err := tx.query(ctx, liveCountQuery)
+	if err != nil {
+		return liveCounts{}, fmt.Errorf("count running jobs: %w", err)
+	}
+	defer rows.Close()
+	c := liveCounts{byQueue: map[string]int64{}}
+	for rows.Next() {
+		var q, h string
+		var n int64
+		if err := rows.Scan(&q, &h, &n); err != nil {
+			return liveCounts{}, fmt.Errorf("count running jobs: %w", err)
+		}
+		c.byQueue[q] += n
+		c.all += n
+		if h == host {
+			c.onHost += n
+		}
+	}
+	return c, rows.Err()
+}
+
+// liveCountQuery counts the live jobs by queue and host, from their
+// partial index alone.
+const liveCountQuery = `SELECT queue, host, COUNT(*) FROM jobs INDEXED BY jobs_live_queue
+	WHERE ` + liveStatus + ` GROUP BY queue, host`
+
+// liveCounts are the live jobs by queue, on one host, and in all.
+type liveCounts struct {
+	byQueue     map[string]int64
+	onHost, all int64
+}

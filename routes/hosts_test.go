@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/statedb"
@@ -190,7 +191,7 @@ func TestReadConfigurationChecksHostSections(t *testing.T) {
 }
 
 func TestNewHostListerNeedsPrefixmap(t *testing.T) {
-	list := NewHostLister(upstream.ListerOptions{})
+	list := control.NewHostLister(upstream.ListerOptions{})
 	_, _, err := list(context.Background(), confgit.Host{Name: "gl.example", Type: "gitlab", Protocol: "https", Section: `{}`})
 	if err == nil || !strings.Contains(err.Error(), "prefixmap") {
 		t.Errorf("listing a host without a prefixmap = %v; want an error saying so", err)

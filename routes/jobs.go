@@ -90,23 +90,9 @@ func (s *Server) removeJob(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {
-	var ids []int64
-	err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		if _, _, err := s.tickDue(r.Context(), tx, tickBatch); err != nil {
-			return err
-		}
-		if err := s.orphanClaimedJobs(r.Context(), tx); err != nil {
-			return err
-		}
-		var err error
-		ids, err = tx.RemoveGhostJobs(r.Context(), int64(s.GhostTimeout.Seconds()))
-		return err
-	})
+	ids, err := s.RemoveGhostJobs(r.Context())
 	if err != nil {
 		return err
-	}
-	if len(ids) > 0 {
-		s.Log.Warn("ghost jobs ended as lost", "job_ids", ids)
 	}
 	return ok(w, map[string][]int64{"removed": ids})
 }
@@ -120,22 +106,9 @@ func (s *Server) removeOldJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	age := int64(s.JobMaxAge.Seconds())
-	if maxAge != nil {
-		age = *maxAge
-	}
-	if age < 0 {
-		return errorf(http.StatusBadRequest, "max_age %d is negative", age)
-	}
-	var n int64
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		n, err = tx.RemoveOldJobs(r.Context(), age)
-		return err
-	})
+	n, age, err := s.RemoveOldJobs(r.Context(), maxAge)
 	if err != nil {
 		return err
 	}
-	s.Log.Info("old jobs removed", "removed", n, "max_age_s", age)
 	return ok(w, map[string]int64{"removed": n, "max_age": age})
 }

@@ -11,14 +11,6 @@ import (
 // notificationsShown is how many deliveries the notifications routes list.
 const notificationsShown = 100
 
-// Notifications says where notifications go, for the notifications page;
-// the zero value is "nowhere". Whether an event is put into the outbox is
-// the database's to decide (statedb.Options.Notify).
-type Notifications struct {
-	URL    string
-	Events []string
-}
-
 // deliveryJSON is one delivery as the notifications route shows it.
 type deliveryJSON struct {
 	ID       int64  `json:"id"`

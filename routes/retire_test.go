@@ -1,13 +1,18 @@
 package routes
 
 import (
+	"context"
 	"net/url"
 	"testing"
 
+	"lorrycontroller/control"
 	"lorrycontroller/statedb"
 )
 
-func TestClaimTimeoutOrphansInGiveMeJob(t *testing.T) {
+// TestClaimTimeoutOrphansAtTick checks that a job whose minion never
+// confirmed it is ended as orphaned by the Scheduler's next tick past the
+// claim timeout, and its lorry handed out again.
+func TestClaimTimeoutOrphansAtTick(t *testing.T) {
 	ts := newTestServer(t)
 	ts.configure(t, "a/one")
 	m1 := url.Values{"host": {"h"}, "pid": {"7"}, "minion": {"m1"}}
@@ -21,9 +26,19 @@ func TestClaimTimeoutOrphansInGiveMeJob(t *testing.T) {
 	if code, _ := ts.call(t, "POST", "/1.0/give-me-job", m2); code != 204 {
 		t.Fatalf("give-me-job while a/one is claimed = %d; want 204", code)
 	}
-	// m1 never confirms: past the claim timeout, the next minion to ask
-	// gets the lorry, with no timer having run.
-	ts.FakeClock.Set(1000 + int64(DefaultClaimTimeout.Seconds()) + 1)
+	// m1 never confirms: past the claim timeout, the tick ends its job,
+	// and the next minion to ask gets the lorry.
+	ts.FakeClock.Set(1000 + int64(control.DefaultClaimTimeout.Seconds()))
+	if _, err := ts.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, j := ts.call(t, "GET", "/1.0/job/1", nil); j["status"] != statedb.StatusClaimed {
+		t.Fatalf("job 1 is %v at the claim timeout; want still claimed", j["status"])
+	}
+	ts.FakeClock.Set(1000 + int64(control.DefaultClaimTimeout.Seconds()) + 1)
+	if _, err := ts.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if code, offer := ts.call(t, "POST", "/1.0/give-me-job", m2); code != 200 || offer["path"] != "a/one" || offer["job_id"] != 2.0 {
 		t.Fatalf("give-me-job after the claim timeout = %d %v; want job 2 of a/one", code, offer)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/cron"
 	"lorrycontroller/statedb"
 )
@@ -29,9 +30,21 @@ func (ts *testServer) configureScheduled(t *testing.T, schedule string) {
 	}
 }
 
-// runAt asks for a job at now and, if one is given, runs it to success at
-// once; it says whether there was one.
+// runAt ticks at now, as the Scheduler does every second, then asks for
+// a job and, if one is given, runs it to success at once; it says whether
+// there was one.
 func (ts *testServer) runAt(t *testing.T, now int64) bool {
+	t.Helper()
+	ts.FakeClock.Set(now)
+	if _, err := ts.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return ts.handOutAt(t, now)
+}
+
+// handOutAt asks for a job at now, without a tick, and, if one is given,
+// runs it to success at once; it says whether there was one.
+func (ts *testServer) handOutAt(t *testing.T, now int64) bool {
 	t.Helper()
 	ts.FakeClock.Set(now)
 	code, offer := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"7"}, "minion": {"m"}})
@@ -105,11 +118,11 @@ func TestScheduleCatchUpAndClockJumps(t *testing.T) {
 	ts.FakeClock.Set(t0)
 	ts.configureScheduled(t, `{"minute": 0, "hour": 3, "dst_fixes": ["skip", "repeat_use_both"],
 		"timezone": "UTC", "max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`)
-	sched := &Scheduler{Server: ts.Server}
+	sched := ts.App
 	tick := func(now int64) {
 		t.Helper()
 		ts.FakeClock.Set(now)
-		if err := sched.runOnce(context.Background()); err != nil {
+		if _, err := sched.Tick(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,46 +197,47 @@ func TestScheduleTickLooksOnlyAtDue(t *testing.T) {
 	ts := newTestServer(t)
 	ts.FakeClock.Set(t0)
 	ts.configureMany(t, n, func(i int) string { return daily(3, i%60, "UTC") })
-	sched := &Scheduler{Server: ts.Server}
-	tick := func(now int64) tickWork {
+	sched := ts.App
+	tick := func(now int64) control.TickWork {
 		t.Helper()
 		ts.FakeClock.Set(now)
-		if err := sched.runOnce(context.Background()); err != nil {
+		w, err := sched.Tick(context.Background())
+		if err != nil {
 			t.Fatal(err)
 		}
-		return sched.work
+		return w
 	}
 	// Between events nothing is looked at, at the first run too.
 	for _, now := range []int64{t0 + 10, t0 + 3600, t0 + 3*3600 - 1} {
-		if w := tick(now); w != (tickWork{}) {
+		if w := tick(now); w != (control.TickWork{}) {
 			t.Errorf("tick at %d, before any event: did %+v, want nothing", now, w)
 		}
 	}
 	// At 03:00:30, the 20 entries of minute 0 alone.
-	if w := tick(t0 + 3*3600 + 30); w.entries != 20 || w.written != 20 {
-		t.Errorf("tick at 03:00:30: looked at %d entries, wrote %d; want the 20 of 03:00", w.entries, w.written)
+	if w := tick(t0 + 3*3600 + 30); w.Entries != 20 || w.Written != 20 {
+		t.Errorf("tick at 03:00:30: looked at %d entries, wrote %d; want the 20 of 03:00", w.Entries, w.Written)
 	}
-	if w := tick(t0 + 3*3600 + 35); w != (tickWork{}) {
+	if w := tick(t0 + 3*3600 + 35); w != (control.TickWork{}) {
 		t.Errorf("tick at 03:00:35: did %+v, want nothing", w)
 	}
-	// A hand-out in between looks at the due ones too, a few at most: at
-	// 03:01:10, minute 1's 20.
+	// A hand-out in between ticks none but the entry it hands out, one
+	// of minute 0's: at 03:01:10, minute 1's 20 are left to the tick.
 	ts.FakeClock.Set(t0 + 3*3600 + 70)
 	if code, _ := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"7"}, "minion": {"m"}}); code != 200 {
 		t.Fatalf("give-me-job at 03:01:10 = %d, want a job", code)
 	}
-	if w := tick(t0 + 3*3600 + 75); w != (tickWork{}) {
-		t.Errorf("tick at 03:01:15, after a hand-out ticked: did %+v, want nothing", w)
+	if w := tick(t0 + 3*3600 + 75); w.Entries != 20 || w.Written != 20 {
+		t.Errorf("tick at 03:01:15, after a hand-out: looked at %d entries, wrote %d; want minute 1's 20", w.Entries, w.Written)
 	}
 	// At 04:00 the other 1160 have come, and are advanced in batches.
 	w := tick(t0 + 4*3600)
-	if w.entries != n-40 || w.written != n-40 {
-		t.Errorf("tick at 04:00: looked at %d entries, wrote %d; want %d", w.entries, w.written, n-40)
+	if w.Entries != n-40 || w.Written != n-40 {
+		t.Errorf("tick at 04:00: looked at %d entries, wrote %d; want %d", w.Entries, w.Written, n-40)
 	}
-	if w.largest > tickBatch || w.batches < (n-40+tickBatch-1)/tickBatch {
-		t.Errorf("tick at 04:00: %d batches, the largest of %d; want at most %d in each", w.batches, w.largest, tickBatch)
+	if w.Largest > control.TickBatch || w.Batches < (n-40+control.TickBatch-1)/control.TickBatch {
+		t.Errorf("tick at 04:00: %d batches, the largest of %d; want at most %d in each", w.Batches, w.Largest, control.TickBatch)
 	}
-	if w := tick(t0 + 4*3600 + 5); w != (tickWork{}) {
+	if w := tick(t0 + 4*3600 + 5); w != (control.TickWork{}) {
 		t.Errorf("tick at 04:00:05: did %+v, want nothing", w)
 	}
 }
@@ -237,12 +251,12 @@ func TestScheduleFarFutureCostsNoMore(t *testing.T) {
 	const n = 3000
 	far := `{"minute": 0, "hour": 2, "day_of_month": 1, "month": 11, "year": 2073, "timezone": "US/Pacific",
 		"dst_fixes": ["skip", "repeat_use_only_early"], "max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`
-	work := func(schedule string) tickWork {
+	work := func(schedule string) control.TickWork {
 		ts := newTestServer(t)
 		ts.FakeClock.Set(t0)
 		ts.configureMany(t, n, func(int) string { return schedule })
-		sched := &Scheduler{Server: ts.Server}
-		var w tickWork
+		sched := ts.App
+		var w control.TickWork
 		// Before 03:00 US/Pacific (11:00 UTC): the first run, runs hours
 		// apart, and the clock set back to before the configuration was
 		// read, ten minutes (less than the schedule's limit: nothing
@@ -250,34 +264,36 @@ func TestScheduleFarFutureCostsNoMore(t *testing.T) {
 		// each entry's next event is searched for over those two hours).
 		for _, now := range []int64{t0 + 10, t0 + 3600, t0 + 6*3600, t0 - 600, t0 - 7200, t0 + 5*3600} {
 			ts.FakeClock.Set(now)
-			if err := sched.runOnce(context.Background()); err != nil {
+			one, err := sched.Tick(context.Background())
+			if err != nil {
 				t.Fatal(err)
 			}
-			w.add(sched.work)
+			w.Add(one)
 		}
 		return w
 	}
 	tomorrow := work(daily(3, 0, "US/Pacific"))
 	farAway := work(far)
 	t.Logf("due tomorrow: %+v; 50 years away: %+v", tomorrow, farAway)
-	if farAway.entries > tomorrow.entries || farAway.written > tomorrow.written || farAway.steps > tomorrow.steps {
+	if farAway.Entries > tomorrow.Entries || farAway.Written > tomorrow.Written || farAway.Steps > tomorrow.Steps {
 		t.Errorf("50 years away did %+v, more than due tomorrow's %+v", farAway, tomorrow)
 	}
-	if tomorrow.entries > 2*n {
-		t.Errorf("due tomorrow: looked at %d entries in 6 ticks, want each at most once after the clock went back, and once when it came back", tomorrow.entries)
+	if tomorrow.Entries > 2*n {
+		t.Errorf("due tomorrow: looked at %d entries in 6 ticks, want each at most once after the clock went back, and once when it came back", tomorrow.Entries)
 	}
 }
 
 // TestScheduleBurstRunsEachOnce checks that when more schedules fire at
-// once than a hand-out ticks, with no Scheduler running, each entry runs
-// once for its event, in a queue of each sort: a queue-order hand-out
-// waits for a tick to fire an entry, and a fifo one may hand out an entry
+// once than a tick advances in one transaction, each entry runs once for
+// its event, in a queue of each sort: a queue-order hand-out waits for the
+// Scheduler's tick to fire an entry, and a fifo one may hand out an entry
 // before any tick dealt with its event, which is then advanced as it is
 // handed out, so that its job's end makes it due at the next event, not
-// at this one again.
+// at this one again. The Scheduler ticks after the hand-outs of each
+// second.
 func TestScheduleBurstRunsEachOnce(t *testing.T) {
 	const t0 = 1700006400 // a midnight, UTC
-	const n = 3*handOutTickBatch + 10
+	const n = control.TickBatch + 10
 	for _, sort := range []string{statedb.SortQueueOrder, statedb.SortFIFO} {
 		t.Run(sort, func(t *testing.T) {
 			ts := newTestServer(t)
@@ -285,8 +301,11 @@ func TestScheduleBurstRunsEachOnce(t *testing.T) {
 			ts.configureMany(t, n, func(int) string { return daily(3, 0, "UTC") }, sort)
 			jobs := 0
 			for now := int64(t0 + 3*3600); now < t0+3*3600+10 && jobs <= 2*n; now++ {
-				for ts.runAt(t, now) && jobs <= 2*n {
+				for ts.handOutAt(t, now) && jobs <= 2*n {
 					jobs++
+				}
+				if _, err := ts.Tick(context.Background()); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if jobs != n {
@@ -325,13 +344,13 @@ func TestScheduleWithoutEventsNeverRuns(t *testing.T) {
 
 	ts.FakeClock.Set(t0)
 	ts.configureScheduled(t, fmt.Sprintf(`{"epoch": [%d], "max_shift_seconds_for_unskip_and_do_not_repeat": 600}`, t0+600))
-	sched := &Scheduler{Server: ts.Server}
+	sched := ts.App
 	if !ts.runAt(t, t0+600) {
 		t.Fatal("no job at the one event")
 	}
 	for _, now := range []int64{t0 + 601, t0 + 700, t0 + 86400} {
 		ts.FakeClock.Set(now)
-		if err := sched.runOnce(context.Background()); err != nil {
+		if _, err := sched.Tick(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if ts.runAt(t, now) {
@@ -354,11 +373,11 @@ func TestScheduleClockSetBackFarRepeats(t *testing.T) {
 	ts := newTestServer(t)
 	ts.FakeClock.Set(t0)
 	ts.configureScheduled(t, daily(3, 0, "UTC"))
-	sched := &Scheduler{Server: ts.Server}
+	sched := ts.App
 	tick := func(now int64) {
 		t.Helper()
 		ts.FakeClock.Set(now)
-		if err := sched.runOnce(context.Background()); err != nil {
+		if _, err := sched.Tick(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -396,13 +415,13 @@ func TestScheduleTickWritesNothingBetweenEvents(t *testing.T) {
 	ts := newTestServer(t)
 	ts.FakeClock.Set(t0)
 	ts.configureMany(t, n, func(i int) string { return daily(3, i%60, "UTC") })
-	sched := &Scheduler{Server: ts.Server}
+	sched := ts.App
 	for _, now := range []int64{t0 + 10, t0 + 20, t0 + 3600} {
 		ts.FakeClock.Set(now)
 		if code, _ := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"7"}, "minion": {"m"}}); code != 204 {
 			t.Fatalf("give-me-job at %d = %d, want 204: nothing is due", now, code)
 		}
-		if err := sched.runOnce(context.Background()); err != nil {
+		if _, err := sched.Tick(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

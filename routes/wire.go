@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"lorrycontroller/control"
 	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
 
@@ -75,7 +76,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
 		Queue:    l.Queue,
-		Schedule: describeSchedule(l.Schedule),
+		Schedule: control.DescribeSchedule(l.Schedule),
 
 		State: l.State, ConsecutiveFailures: l.ConsecutiveFailures, LastSuccess: l.LastSuccess,
 		BackoffUntil: l.BackoffUntil, LastErrorClass: l.LastErrorClass,

@@ -47,7 +47,7 @@ func TestRunOnce(t *testing.T) {
 	srv := &routes.Server{App: &control.App{DB: db, Config: conf, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		GhostTimeout: time.Minute, JobMaxAge: time.Hour, FakeClock: fake}, StatusHTML: filepath.Join(dir, "status.html")}
 	h := srv.Handler()
-	p := &Runner{Handler: h, Tasks: Tasks, Log: srv.Log}
+	p := &Runner{Work: srv, Tasks: Tasks, Log: srv.Log}
 
 	if errs := p.runOnce(ctx); len(errs) > 0 {
 		t.Fatalf("runOnce: %v", errs)

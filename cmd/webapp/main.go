@@ -347,7 +347,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The database is migrated and the listeners are bound: requests are
 	// answered from now on.
 	systemd.Notify(log, "READY=1\nSTATUS=serving on "+addr)
-	bg := startBackground(ctx, cfg, handler, deliver, log)
+	bg := startBackground(ctx, cfg, handler, srv, deliver, log)
 	defer bg.stop()
 	// The schedules tick, and unconfirmed claims end, whether or not the
 	// timers' work is done in-process.

@@ -63,7 +63,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 
 // onJob makes a handler that does change to the job named by the job_id
 // parameter and answers {"job_id": id, key: true}.
-func (s *Server) onJob(what, key string, change func(*statedb.Tx, context.Context, int64) error) handlerFunc {
+func (s *Server) onJob(key string, change func(context.Context, int64) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		p, err := s.readParams(r)
 		if err != nil {
@@ -73,20 +73,19 @@ func (s *Server) onJob(what, key string, change func(*statedb.Tx, context.Contex
 		if err != nil {
 			return err
 		}
-		if err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return change(tx, r.Context(), id) }); err != nil {
+		if err := change(r.Context(), id); err != nil {
 			return err
 		}
-		s.Log.Info(what, "job_id", id)
 		return ok(w, map[string]any{"job_id": id, key: true})
 	}
 }
 
 func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) error {
-	return s.onJob("stop job", "kill", (*statedb.Tx).StopJob)(w, r)
+	return s.onJob("kill", s.StopJob)(w, r)
 }
 
 func (s *Server) removeJob(w http.ResponseWriter, r *http.Request) error {
-	return s.onJob("remove job", "removed", (*statedb.Tx).RemoveJob)(w, r)
+	return s.onJob("removed", s.RemoveJob)(w, r)
 }
 
 func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {

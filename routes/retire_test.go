@@ -66,15 +66,15 @@ func TestRetireMinion(t *testing.T) {
 	if code, _ := ts.call(t, "POST", "/1.0/give-me-job", m); code != 200 {
 		t.Fatalf("give-me-job = %d", code)
 	}
-	if h := health(); h != healthNew {
-		t.Errorf("health after one request %s; want %s", h, healthNew)
+	if h := health(); h != control.HealthNew {
+		t.Errorf("health after one request %s; want %s", h, control.HealthNew)
 	}
 	update := url.Values{"job_id": {"1"}, "minion": {"m"}, "pid": {"7"}, "exit": {"no"}}
 	if code, a := ts.call(t, "POST", "/1.0/job-update", update); code != 200 || a["retire"] != nil {
 		t.Fatalf("job-update = %d %v; want 200 without retire", code, a)
 	}
-	if h := health(); h != healthHealthy {
-		t.Errorf("health after an update %s; want %s", h, healthHealthy)
+	if h := health(); h != control.HealthHealthy {
+		t.Errorf("health after an update %s; want %s", h, control.HealthHealthy)
 	}
 	if code, a := ts.call(t, "POST", "/1.0/retire-minion", url.Values{"minion": {"m"}, "kill": {"true"}}); code != 200 || a["retire"] != true || a["kill"] != true {
 		t.Fatalf("retire-minion = %d %v", code, a)
@@ -82,8 +82,8 @@ func TestRetireMinion(t *testing.T) {
 	if code, a := ts.call(t, "POST", "/1.0/job-update", update); code != 200 || a["retire"] != true || a["kill"] != true {
 		t.Errorf("job-update of a retired minion = %d %v; want retire and kill", code, a)
 	}
-	if h := health(); h != healthMustDie {
-		t.Errorf("health when retired %s; want %s", h, healthMustDie)
+	if h := health(); h != control.HealthMustDie {
+		t.Errorf("health when retired %s; want %s", h, control.HealthMustDie)
 	}
 	final := url.Values{"job_id": {"1"}, "minion": {"m"}, "pid": {"7"}, "exit": {"143"}}
 	if code, _ := ts.call(t, "POST", "/1.0/job-update", final); code != 200 {

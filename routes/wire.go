@@ -221,5 +221,5 @@ type minionJSON struct {
 // minionWire shows m at now, given the ghost timeout in seconds.
 func minionWire(m statedb.Minion, now, ghostTimeout int64) minionJSON {
 	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID,
-		Health: minionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
+		Health: control.MinionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
 }

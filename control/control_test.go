@@ -13,6 +13,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/cron"
 	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/statedb"
 )
@@ -157,5 +158,39 @@ func TestNewHostListerNeedsPrefixmap(t *testing.T) {
 	_, _, err := list(context.Background(), confgit.Host{Name: "gl.example", Type: "gitlab", Protocol: "https", Section: `{}`})
 	if err == nil || !strings.Contains(err.Error(), "prefixmap") {
 		t.Errorf("listing a host without a prefixmap = %v; want an error saying so", err)
+	}
+}
+
+// TestPretendTimeTicks checks that moving the debug clock to a schedule's
+// event makes its entry due at once, without waiting for the Scheduler,
+// and that a hand-out alone fires nothing.
+func TestPretendTimeTicks(t *testing.T) {
+	ctx := context.Background()
+	const t0 = 1700006400 // a midnight, UTC
+	a, fake, conf := newApp(t)
+	fake.Set(t0)
+	text := `{"minute": 0, "hour": 3, "timezone": "UTC", "dst_fixes": ["skip", "repeat_use_only_early"],
+		"max_shift_seconds_for_unskip_and_do_not_repeat": 3600}`
+	it, err := cron.Parse([]byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf.cfg = &confgit.Config{Commit: "c2", Lorries: []confgit.Lorry{{Path: "a/s", Text: `{"a/s":{"type":"git","url":"u"}}`,
+		Type: "git", Interval: time.Hour, Timeout: time.Minute, Schedule: text, Cron: it}}}
+	if _, err := a.ApplyConfiguration(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.Set(t0 + 3*3600)
+	if h, err := a.HandOut(ctx, minion("m")); err != nil || h.Offer != nil {
+		t.Fatalf("HandOut at 03:00 before a tick = %+v, %v; want nothing: a hand-out ticks nothing", h, err)
+	}
+	if err := a.PretendTime(ctx, t0+3*3600+1); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := a.HandOut(ctx, minion("m")); err != nil || h.Offer == nil || h.Offer.Job.Path != "a/s" {
+		t.Fatalf("HandOut after pretend-time to 03:00:01 = %+v, %v; want a/s", h, err)
 	}
 }

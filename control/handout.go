@@ -292,7 +292,9 @@ func downstreamRepo(l statedb.Lorry) downstream.Repo {
 	return downstream.Repo{Path: l.Path, Description: l.Description, DefaultBranch: branch}
 }
 
-// PretendTime sets the debug clock, and the database's, to now.
+// PretendTime sets the debug clock, and the database's, to now, and
+// ticks (Tick) at once: what the new time makes due, or ends, is so from
+// the next request on, as the Scheduler would have it within a second.
 func (a *App) PretendTime(ctx context.Context, now int64) error {
 	if a.FakeClock == nil {
 		return fmt.Errorf("this WEBAPP has no debug clock: %w", statedb.ErrInvalid)
@@ -302,5 +304,6 @@ func (a *App) PretendTime(ctx context.Context, now int64) error {
 		return err
 	}
 	a.FakeClock.Set(now)
-	return nil
+	_, err = a.Tick(ctx)
+	return err
 }

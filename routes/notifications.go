@@ -56,23 +56,15 @@ func (s *Server) readNotifications(r *http.Request) (notificationsJSON, int64, e
 	if n.Events == nil {
 		n.Events = []string{}
 	}
-	var now int64
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		now = tx.Now
-		var err error
-		if n.Counts, err = tx.DeliveryCounts(r.Context()); err != nil {
-			return err
-		}
-		ds, err := tx.Deliveries(r.Context(), notificationsShown)
-		for _, d := range ds {
-			// The deliverer records errors without the URL's secrets;
-			// this hides them in rows recorded before it did.
-			d.LastError = redact.URL(d.LastError, s.Notifications.URL)
-			n.Deliveries = append(n.Deliveries, deliveryWire(d))
-		}
-		return err
-	})
-	return n, now, err
+	o, err := s.ReadOutbox(r.Context(), notificationsShown)
+	if err != nil {
+		return n, 0, err
+	}
+	n.Counts = o.Counts
+	for _, d := range o.Deliveries {
+		n.Deliveries = append(n.Deliveries, deliveryWire(d))
+	}
+	return n, o.Now, nil
 }
 
 func (s *Server) notifications(w http.ResponseWriter, r *http.Request) error {

@@ -15,6 +15,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/routes"
 	"lorrycontroller/statedb"
 )
@@ -43,10 +44,10 @@ func TestRunOnce(t *testing.T) {
 	}
 	defer db.Close()
 	conf := &stubConfig{}
-	srv := &routes.Server{DB: db, Config: conf, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		StatusHTML: filepath.Join(dir, "status.html"), GhostTimeout: time.Minute, JobMaxAge: time.Hour, FakeClock: fake}
+	srv := &routes.Server{App: &control.App{DB: db, Config: conf, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		GhostTimeout: time.Minute, JobMaxAge: time.Hour, FakeClock: fake}, StatusHTML: filepath.Join(dir, "status.html")}
 	h := srv.Handler()
-	p := &Runner{Handler: h, Tasks: Tasks, Log: srv.Log}
+	p := &Runner{Work: srv, Tasks: Tasks, Log: srv.Log}
 
 	if errs := p.runOnce(ctx); len(errs) > 0 {
 		t.Fatalf("runOnce: %v", errs)

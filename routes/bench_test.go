@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"lorrycontroller/confgit"
 	"lorrycontroller/confgit/confgittest"
+	"lorrycontroller/control"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -140,7 +141,7 @@ func jobCycles(b *testing.B, db *statedb.DB, what string) {
 
 // benchServer is a WEBAPP over db for the job cycle benchmarks.
 func benchServer(db *statedb.DB) *Server {
-	return &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour, InsecureNoAuth: true}
+	return &Server{App: &control.App{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour}, InsecureNoAuth: true}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -288,25 +289,30 @@ func BenchmarkJobCycleSchedules(b *testing.B) {
 	plainDB, schedDB := benchDB(b), benchDB(b)
 	fillQueue(b, plainDB, lorries)
 	fillSchedules(b, schedDB, lorries, scheduled)
-	cycle := func(db *statedb.DB) (cycleResult, tickWork) {
+	cycle := func(db *statedb.DB) (cycleResult, control.TickWork) {
 		s := benchServer(db)
 		hs := httptest.NewServer(s.Handler())
 		defer hs.Close()
 		ctx, cancel := context.WithCancel(context.Background())
-		sc := &Scheduler{Server: s, Every: time.Second}
+		sc := &control.Scheduler{App: s.App, Every: time.Second}
 		var wg sync.WaitGroup
 		wg.Go(func() { sc.Run(ctx) })
 		r := runJobCycles(b, hs.URL)
 		cancel()
 		wg.Wait()
-		return r, sc.work
+		// One more tick, to show what a tick does at the end.
+		work, err := s.Tick(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r, work
 	}
 	round := 0
 	for b.Loop() {
 		// Which runs first alternates, so that a load the machine has
 		// meanwhile weighs on both alike over the rounds.
 		var plain, sched cycleResult
-		var work tickWork
+		var work control.TickWork
 		if round%2 == 0 {
 			plain, _ = cycle(plainDB)
 			sched, work = cycle(schedDB)
@@ -389,7 +395,7 @@ func idlePolls(b *testing.B, db *statedb.DB, what string) {
 		minions = 8
 		polls   = 20_000
 	)
-	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour, InsecureNoAuth: true}
+	s := &Server{App: &control.App{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Hour}, InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions}}
@@ -449,8 +455,8 @@ func BenchmarkReadConfiguration(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: upstream}, InsecureNoAuth: true}
+		s := &Server{App: &control.App{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: upstream}}, InsecureNoAuth: true}
 		hs := httptest.NewServer(s.Handler())
 		read := func() time.Duration {
 			start := time.Now()
@@ -616,7 +622,7 @@ func BenchmarkListHost20k(b *testing.B) {
 
 	times := &listTimes{}
 	log := slog.New(times)
-	s := &Server{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: NewHostLister(upstream.ListerOptions{Logger: log}), InsecureNoAuth: true}
+	s := &Server{App: &control.App{DB: db, Log: log, GhostTimeout: time.Hour, ListHost: control.NewHostLister(upstream.ListerOptions{Logger: log})}, InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions + 1}}

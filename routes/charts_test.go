@@ -129,8 +129,8 @@ func TestChartsOnThePages(t *testing.T) {
 	if page := b.page("/1.0/lorry-html/a/one", 200); !strings.Contains(page, "No run of this lorry is remembered.") || strings.Contains(page, "<svg") {
 		t.Errorf("the page of a lorry never run draws a chart or does not say it has none")
 	}
-	sc := &Scheduler{Server: ts.Server}
-	if err := sc.runOnce(context.Background()); err != nil {
+	sc := ts.App
+	if _, err := sc.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for i, exit := range []string{"0", "1", "1", "0"} {
@@ -155,7 +155,7 @@ func TestChartsOnThePages(t *testing.T) {
 		t.Errorf("lorry page does not mark where backoff began")
 	}
 
-	if err := sc.runOnce(context.Background()); err != nil {
+	if _, err := sc.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	page = b.page("/1.0/status-html", 200)
@@ -176,7 +176,7 @@ func TestChartsOnThePages(t *testing.T) {
 func TestSchedulerSamplesQueuesOnceAMinute(t *testing.T) {
 	ts := newTestServer(t)
 	ts.configure(t, "a/one")
-	sc := &Scheduler{Server: ts.Server}
+	sc := ts.App
 	samples := func() int {
 		var n int
 		err := ts.DB.View(context.Background(), func(tx *statedb.Tx) error {
@@ -191,7 +191,7 @@ func TestSchedulerSamplesQueuesOnceAMinute(t *testing.T) {
 	}
 	for i, now := range []int64{1000, 1005, 1059, 1060, 1200} {
 		ts.FakeClock.Set(now)
-		if err := sc.runOnce(context.Background()); err != nil {
+		if _, err := sc.Tick(context.Background()); err != nil {
 			t.Fatalf("tick %d: %v", i, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/statedb"
 )
 
@@ -171,7 +172,7 @@ func TestPanicAnsweredAsJSONAndLogged(t *testing.T) {
 // on up, unlogged.
 func TestAbortHandlerPanicGoesOn(t *testing.T) {
 	logs := &logRecords{}
-	s := &Server{Log: slog.New(logs)}
+	s := &Server{App: &control.App{Log: slog.New(logs)}}
 	h := s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
 	w := httptest.NewRecorder()
 	func() {

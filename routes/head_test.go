@@ -184,14 +184,14 @@ func TestFinishDownstreamLogsWhatIsNotGone(t *testing.T) {
 		t.Fatalf("give-me-job = %d %v", code, offer)
 	}
 
-	ts.finishDownstream(context.Background(), 99)
+	ts.FinishDownstream(context.Background(), 99)
 	if logged := logs.find("finish downstream repository"); len(logged) != 0 {
 		t.Errorf("finishing for a job that is gone logged %v; want nothing", logged)
 	}
 
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	ts.finishDownstream(ended, 1)
+	ts.FinishDownstream(ended, 1)
 	logged := logs.find("finish downstream repository")
 	if len(logged) != 1 || logged[0]["level"] != "ERROR" || logged[0]["job_id"] != "1" ||
 		!strings.Contains(logged[0]["err"], context.Canceled.Error()) {

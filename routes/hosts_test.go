@@ -14,7 +14,6 @@ import (
 
 	"lorrycontroller/confgit"
 	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/hosts/upstream"
 	"lorrycontroller/statedb"
 )
 
@@ -186,13 +185,5 @@ func TestReadConfigurationChecksHostSections(t *testing.T) {
 	}
 	if _, q := ts.call(t, "GET", "/1.0/list-queue", nil); strings.Join(toStrings(q["queue"]), " ") != "c/a" {
 		t.Errorf("queue = %v; want it unchanged", q["queue"])
-	}
-}
-
-func TestNewHostListerNeedsPrefixmap(t *testing.T) {
-	list := NewHostLister(upstream.ListerOptions{})
-	_, _, err := list(context.Background(), confgit.Host{Name: "gl.example", Type: "gitlab", Protocol: "https", Section: `{}`})
-	if err == nil || !strings.Contains(err.Error(), "prefixmap") {
-		t.Errorf("listing a host without a prefixmap = %v; want an error saying so", err)
 	}
 }

@@ -12,9 +12,8 @@ const maxAnswer = 2048
 
 // ServeInProcess makes a request to h, the WEBAPP's own routes, without a
 // network round trip, as a caller who may do everything (InProcess), and
-// returns the status code and the start of the body. The periodic work and
-// the watchdog's health check go through it, so that their work and logs
-// are those of the same calls made over HTTP.
+// returns the status code and the start of the body. The watchdog's health
+// check goes through it, so that it checks what a caller over HTTP meets.
 func ServeInProcess(ctx context.Context, h http.Handler, method, path string) (int, string, error) {
 	req, err := http.NewRequestWithContext(InProcess(ctx), method, path, nil)
 	if err != nil {

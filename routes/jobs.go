@@ -64,7 +64,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 
 // onJob makes a handler that does change to the job named by the job_id
 // parameter and answers {"job_id": id, key: true}.
-func (s *Server) onJob(what, key string, change func(*statedb.Tx, context.Context, int64) error) handlerFunc {
+func (s *Server) onJob(key string, change func(context.Context, int64) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		p, err := s.readParams(r)
 		if err != nil {
@@ -74,40 +74,25 @@ func (s *Server) onJob(what, key string, change func(*statedb.Tx, context.Contex
 		if err != nil {
 			return err
 		}
-		if err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return change(tx, r.Context(), id) }); err != nil {
+		if err := change(r.Context(), id); err != nil {
 			return err
 		}
-		s.Log.Info(what, "job_id", id)
 		return ok(w, map[string]any{"job_id": id, key: true})
 	}
 }
 
 func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) error {
-	return s.onJob("stop job", "kill", (*statedb.Tx).StopJob)(w, r)
+	return s.onJob("kill", s.StopJob)(w, r)
 }
 
 func (s *Server) removeJob(w http.ResponseWriter, r *http.Request) error {
-	return s.onJob("remove job", "removed", (*statedb.Tx).RemoveJob)(w, r)
+	return s.onJob("removed", s.RemoveJob)(w, r)
 }
 
 func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {
-	var ids []int64
-	err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		if _, _, err := s.tickDue(r.Context(), tx, tickBatch); err != nil {
-			return err
-		}
-		if err := s.orphanClaimedJobs(r.Context(), tx); err != nil {
-			return err
-		}
-		var err error
-		ids, err = tx.RemoveGhostJobs(r.Context(), int64(s.GhostTimeout.Seconds()))
-		return err
-	})
+	ids, err := s.RemoveGhostJobs(r.Context())
 	if err != nil {
 		return err
-	}
-	if len(ids) > 0 {
-		s.Log.Warn("ghost jobs ended as lost", "job_ids", ids)
 	}
 	return ok(w, map[string][]int64{"removed": ids})
 }
@@ -121,22 +106,9 @@ func (s *Server) removeOldJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	age := int64(s.JobMaxAge.Seconds())
-	if maxAge != nil {
-		age = *maxAge
-	}
-	if age < 0 {
-		return errorf(http.StatusBadRequest, "max_age %d is negative", age)
-	}
-	var n int64
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		n, err = tx.RemoveOldJobs(r.Context(), age)
-		return err
-	})
+	n, age, err := s.RemoveOldJobs(r.Context(), maxAge)
 	if err != nil {
 		return err
 	}
-	s.Log.Info("old jobs removed", "removed", n, "max_age_s", age)
 	return ok(w, map[string]int64{"removed": n, "max_age": age})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"lorrycontroller/control"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,7 +29,7 @@ func BenchmarkListLorries(b *testing.B) {
 	fillQueue(b, db, 100_000)
 	fillJobs(b, db, 1000, 8)
 	fillQueues(b, db, 100_000, false)
-	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: 15 * time.Minute,
+	s := &Server{App: &control.App{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: 15 * time.Minute},
 		InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()

@@ -11,14 +11,6 @@ import (
 // notificationsShown is how many deliveries the notifications routes list.
 const notificationsShown = 100
 
-// Notifications says where notifications go, for the notifications page;
-// the zero value is "nowhere". Whether an event is put into the outbox is
-// the database's to decide (statedb.Options.Notify).
-type Notifications struct {
-	URL    string
-	Events []string
-}
-
 // deliveryJSON is one delivery as the notifications route shows it.
 type deliveryJSON struct {
 	ID       int64  `json:"id"`
@@ -64,23 +56,15 @@ func (s *Server) readNotifications(r *http.Request) (notificationsJSON, int64, e
 	if n.Events == nil {
 		n.Events = []string{}
 	}
-	var now int64
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		now = tx.Now
-		var err error
-		if n.Counts, err = tx.DeliveryCounts(r.Context()); err != nil {
-			return err
-		}
-		ds, err := tx.Deliveries(r.Context(), notificationsShown)
-		for _, d := range ds {
-			// The deliverer records errors without the URL's secrets;
-			// this hides them in rows recorded before it did.
-			d.LastError = redact.URL(d.LastError, s.Notifications.URL)
-			n.Deliveries = append(n.Deliveries, deliveryWire(d))
-		}
-		return err
-	})
-	return n, now, err
+	o, err := s.ReadOutbox(r.Context(), notificationsShown)
+	if err != nil {
+		return n, 0, err
+	}
+	n.Counts = o.Counts
+	for _, d := range o.Deliveries {
+		n.Deliveries = append(n.Deliveries, deliveryWire(d))
+	}
+	return n, o.Now, nil
 }
 
 func (s *Server) notifications(w http.ResponseWriter, r *http.Request) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"lorrycontroller/control"
 	"lorrycontroller/statedb"
 )
 
@@ -20,7 +21,7 @@ func everyEvent() map[string]bool {
 
 func TestNotificationsRoute(t *testing.T) {
 	ts := newTestServer(t, func(s *Server) {
-		s.Notifications = Notifications{URL: "https://hook:pw@hooks.example/services/T0/SEKRIT?token=SEKRIT",
+		s.Notifications = control.Notifications{URL: "https://hook:pw@hooks.example/services/T0/SEKRIT?token=SEKRIT",
 			Events: []string{statedb.EventJobFailed}}
 	})
 	ts.configure(t, "a/b")
@@ -103,7 +104,7 @@ func TestHostListingFailedNotified(t *testing.T) {
 func TestNotificationErrorHidesTheURL(t *testing.T) {
 	const hook = "https://hooks.example:8443/services/T0/B1/PathSecret42?token=QuerySecret42"
 	ts := newTestServer(t, func(s *Server) {
-		s.Notifications = Notifications{URL: hook, Events: []string{statedb.EventJobFailed}}
+		s.Notifications = control.Notifications{URL: hook, Events: []string{statedb.EventJobFailed}}
 	})
 	ts.configure(t, "a/b")
 	runJob(t, ts, "m", "fatal: no such repository\n", "3")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller/control"
 	"lorrycontroller/statedb"
 )
 
@@ -68,7 +69,7 @@ func BenchmarkStatusPages(b *testing.B) {
 	defer db.Close()
 	fillQueue(b, db, 100_000)
 	fillJobs(b, db, 1000, 8)
-	s := &Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: 15 * time.Minute,
+	s := &Server{App: &control.App{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: 15 * time.Minute},
 		StatusHTML: filepath.Join(dir, "status.html"), InsecureNoAuth: true}
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()

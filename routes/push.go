@@ -40,18 +40,13 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var res statedb.RunNow
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		res, err = tx.RunLorryNow(r.Context(), path)
-		return err
-	})
+	res, err := s.RunNow(r.Context(), path)
 	if err != nil {
 		return err
 	}
 	if res.HardFailed {
 		return errorf(http.StatusConflict, "lorry %s is hard-failed: POST /1.0/retry-lorry with path to run it again", path)
 	}
-	s.Log.Info("run now", "path", path, "due", res.Due, "queued_after_current_run", res.QueuedAfterCurrentRun)
 	return ok(w, answerRunNow(res))
 }
 
@@ -103,32 +98,13 @@ func (s *Server) hook(forge string) handlerFunc {
 		}
 		ctx := r.Context()
 		keys := forgehook.DeliveryKeys(forge, r.Header, body)
-		err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
-			fresh, err := tx.RememberHookDelivery(ctx, forge, keys)
-			if err != nil {
-				return err
-			}
-			if ans.Repeat = !fresh; ans.Repeat {
-				return nil
-			}
-			paths, err := tx.LorriesByUpstream(ctx, ev.URLs)
-			if err != nil {
-				return err
-			}
-			// Pushed first, the last one in queue order ends first in the
-			// queue; walking backwards keeps their order.
-			ans.Lorries = ans.Lorries[:0]
-			for i := len(paths) - 1; i >= 0; i-- {
-				res, err := tx.RunLorryNow(ctx, paths[i])
-				if err != nil {
-					return err
-				}
-				ans.Lorries = append([]runNowAnswer{answerRunNow(res)}, ans.Lorries...)
-			}
-			return nil
-		})
+		runs, repeat, err := s.Pushed(ctx, forge, keys, ev.URLs)
 		if err != nil {
 			return err
+		}
+		ans.Repeat = repeat
+		for _, res := range runs {
+			ans.Lorries = append(ans.Lorries, answerRunNow(res))
 		}
 		if ans.Repeat {
 			s.Log.Warn("push hook repeated: not acted on again", "forge", forge, "event", ev.Name, "ref", ev.Ref,

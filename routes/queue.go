@@ -12,13 +12,9 @@ import (
 
 func (s *Server) setQueue(running bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		err := s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-			return tx.SetRunningQueue(r.Context(), running)
-		})
-		if err != nil {
+		if err := s.SetRunning(r.Context(), running); err != nil {
 			return err
 		}
-		s.Log.Info("queue", "running", running)
 		return ok(w, map[string]bool{"running_queue": running})
 	}
 }
@@ -46,18 +42,7 @@ func (s *Server) move(top bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		var q []string
-		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-			move := tx.MoveToBottom
-			if top {
-				move = tx.MoveToTop
-			}
-			if err := move(r.Context(), path); err != nil {
-				return err
-			}
-			q, err = tx.QueuePaths(r.Context())
-			return err
-		})
+		q, err := s.Move(r.Context(), path, top)
 		if err != nil {
 			return err
 		}
@@ -76,18 +61,10 @@ func (s *Server) retryLorry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var l statedb.Lorry
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-		if err := tx.RetryLorry(r.Context(), path); err != nil {
-			return err
-		}
-		l, err = tx.Lorry(r.Context(), path)
-		return err
-	})
+	l, err := s.RetryLorry(r.Context(), path)
 	if err != nil {
 		return err
 	}
-	s.Log.Info("lorry retried", "path", path)
 	return ok(w, lorryWire(l))
 }
 
@@ -135,18 +112,8 @@ func (s *Server) setMaxJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.SetMaxJobs(r.Context(), n) })
-	if err != nil {
+	if err := s.SetMaxJobs(r.Context(), n); err != nil {
 		return err
 	}
-	s.Log.Info("max jobs", "max_jobs", optional(n))
 	return ok(w, map[string]*int64{"max_jobs": n})
-}
-
-// optional shows a nullable number in logs.
-func optional(n *int64) any {
-	if n == nil {
-		return "unlimited"
-	}
-	return *n
 }

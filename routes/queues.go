@@ -80,11 +80,9 @@ func (s *Server) setHostMaxJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error { return tx.SetHostMaxJobs(r.Context(), host, n) })
-	if err != nil {
+	if err := s.SetHostMaxJobs(r.Context(), host, n); err != nil {
 		return err
 	}
-	s.Log.Info("host max jobs", "host", host, "max_jobs", optional(n))
 	return ok(w, hostMaxJobsJSON{Host: host, MaxJobs: n})
 }
 

@@ -7,36 +7,7 @@ import (
 	"strconv"
 
 	"lorrycontroller/minionname"
-	"lorrycontroller/statedb"
 )
-
-// Minion health, as Bistro names its workers' states.
-const (
-	// healthNew is a minion whose current process has been heard from
-	// once: it has yet to show that it keeps polling.
-	healthNew = "NEW"
-	// healthHealthy is a minion heard from again within the ghost timeout.
-	healthHealthy = "HEALTHY"
-	// healthUnhealthy is a minion not heard from for longer than the
-	// ghost timeout.
-	healthUnhealthy = "UNHEALTHY"
-	// healthMustDie is a retired minion: told to exit whenever it asks.
-	healthMustDie = "MUST_DIE"
-)
-
-// minionHealth tells the health of m at now, given the ghost timeout in
-// seconds.
-func minionHealth(m statedb.Minion, now, ghostTimeout int64) string {
-	switch {
-	case m.Retire:
-		return healthMustDie
-	case now-m.LastSeen > ghostTimeout:
-		return healthUnhealthy
-	case m.Heard <= 1:
-		return healthNew
-	}
-	return healthHealthy
-}
 
 // retireMinion retires the minion named by "minion", with "kill=true" to
 // have its job killed, or un-retires it with "retire=false".
@@ -60,13 +31,9 @@ func (s *Server) retireMinion(retire bool) handlerFunc {
 		if retire, err = boolParam(p, "retire", retire); err != nil {
 			return err
 		}
-		err = s.DB.Update(r.Context(), func(tx *statedb.Tx) error {
-			return tx.RetireMinion(r.Context(), name, retire, kill && retire)
-		})
-		if err != nil {
+		if err := s.RetireMinion(r.Context(), name, retire, kill); err != nil {
 			return err
 		}
-		s.Log.Info("minion retired", "minion", name, "retire", retire, "kill", kill && retire)
 		return ok(w, map[string]any{"minion": name, "retire": retire, "kill": kill && retire})
 	}
 }

@@ -1,13 +1,18 @@
 package routes
 
 import (
+	"context"
 	"net/url"
 	"testing"
 
+	"lorrycontroller/control"
 	"lorrycontroller/statedb"
 )
 
-func TestClaimTimeoutOrphansInGiveMeJob(t *testing.T) {
+// TestClaimTimeoutOrphansAtTick checks that a job whose minion never
+// confirmed it is ended as orphaned by the Scheduler's next tick past the
+// claim timeout, and its lorry handed out again.
+func TestClaimTimeoutOrphansAtTick(t *testing.T) {
 	ts := newTestServer(t)
 	ts.configure(t, "a/one")
 	m1 := url.Values{"host": {"h"}, "pid": {"7"}, "minion": {"m1"}}
@@ -21,9 +26,19 @@ func TestClaimTimeoutOrphansInGiveMeJob(t *testing.T) {
 	if code, _ := ts.call(t, "POST", "/1.0/give-me-job", m2); code != 204 {
 		t.Fatalf("give-me-job while a/one is claimed = %d; want 204", code)
 	}
-	// m1 never confirms: past the claim timeout, the next minion to ask
-	// gets the lorry, with no timer having run.
-	ts.FakeClock.Set(1000 + int64(DefaultClaimTimeout.Seconds()) + 1)
+	// m1 never confirms: past the claim timeout, the tick ends its job,
+	// and the next minion to ask gets the lorry.
+	ts.FakeClock.Set(1000 + int64(control.DefaultClaimTimeout.Seconds()))
+	if _, err := ts.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, j := ts.call(t, "GET", "/1.0/job/1", nil); j["status"] != statedb.StatusClaimed {
+		t.Fatalf("job 1 is %v at the claim timeout; want still claimed", j["status"])
+	}
+	ts.FakeClock.Set(1000 + int64(control.DefaultClaimTimeout.Seconds()) + 1)
+	if _, err := ts.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if code, offer := ts.call(t, "POST", "/1.0/give-me-job", m2); code != 200 || offer["path"] != "a/one" || offer["job_id"] != 2.0 {
 		t.Fatalf("give-me-job after the claim timeout = %d %v; want job 2 of a/one", code, offer)
 	}
@@ -51,15 +66,15 @@ func TestRetireMinion(t *testing.T) {
 	if code, _ := ts.call(t, "POST", "/1.0/give-me-job", m); code != 200 {
 		t.Fatalf("give-me-job = %d", code)
 	}
-	if h := health(); h != healthNew {
-		t.Errorf("health after one request %s; want %s", h, healthNew)
+	if h := health(); h != control.HealthNew {
+		t.Errorf("health after one request %s; want %s", h, control.HealthNew)
 	}
 	update := url.Values{"job_id": {"1"}, "minion": {"m"}, "pid": {"7"}, "exit": {"no"}}
 	if code, a := ts.call(t, "POST", "/1.0/job-update", update); code != 200 || a["retire"] != nil {
 		t.Fatalf("job-update = %d %v; want 200 without retire", code, a)
 	}
-	if h := health(); h != healthHealthy {
-		t.Errorf("health after an update %s; want %s", h, healthHealthy)
+	if h := health(); h != control.HealthHealthy {
+		t.Errorf("health after an update %s; want %s", h, control.HealthHealthy)
 	}
 	if code, a := ts.call(t, "POST", "/1.0/retire-minion", url.Values{"minion": {"m"}, "kill": {"true"}}); code != 200 || a["retire"] != true || a["kill"] != true {
 		t.Fatalf("retire-minion = %d %v", code, a)
@@ -67,8 +82,8 @@ func TestRetireMinion(t *testing.T) {
 	if code, a := ts.call(t, "POST", "/1.0/job-update", update); code != 200 || a["retire"] != true || a["kill"] != true {
 		t.Errorf("job-update of a retired minion = %d %v; want retire and kill", code, a)
 	}
-	if h := health(); h != healthMustDie {
-		t.Errorf("health when retired %s; want %s", h, healthMustDie)
+	if h := health(); h != control.HealthMustDie {
+		t.Errorf("health when retired %s; want %s", h, control.HealthMustDie)
 	}
 	final := url.Values{"job_id": {"1"}, "minion": {"m"}, "pid": {"7"}, "exit": {"143"}}
 	if code, _ := ts.call(t, "POST", "/1.0/job-update", final); code != 200 {

@@ -3,88 +3,29 @@
 package routes
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/forgehook"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/statedb"
 )
-
-// ConfigReader reads the configuration from CONFGIT. One that is also a
-// ConfigHistory, as *confgit.Source is, can hand out scrapers and serve
-// their runtimes.
-type ConfigReader interface {
-	Read(ctx context.Context) (*confgit.Config, error)
-}
-
-// ConfigStreamer is a ConfigReader that can hand out the lorries of a
-// configuration in batches, without holding them all, as
-// *confgit.Source does.
-type ConfigStreamer interface {
-	ReadEach(ctx context.Context, n int, sections func(*confgit.Config) error, each func([]confgit.Lorry) error) (*confgit.Config, error)
-}
 
 // Server holds what the handlers need. Build it in main and call Handler.
 type Server struct {
-	DB     *statedb.DB
-	Config ConfigReader
-	Log    *slog.Logger
-	// Downstream prepares the repository each job pushes to; nil is
-	// downstream.None.
-	Downstream downstream.Host
+	// App performs the operations; its DB, Config and Log serve the
+	// reads of the pages and the API too.
+	*control.App
 
 	// StatusHTML is where status-html writes its on-disk copy; "" for none.
 	StatusHTML string
-	// GhostTimeout is how long a running job may go without an update
-	// before remove-ghost-jobs ends it.
-	GhostTimeout time.Duration
-	// Lease is how long a minion may go without delivering a job-update
-	// before it kills its job; zero means half of GhostTimeout. It must
-	// be shorter than GhostTimeout by more than KillGrace, so that a
-	// minion cut off from the WEBAPP has killed its job before the job is
-	// ended as a ghost and its lorry handed out again.
-	Lease time.Duration
-	// KillGrace is the longest a minion waits between SIGTERM and
-	// SIGKILL when it kills a job.
-	KillGrace time.Duration
-	// OutputLimit is the output kept per job, which a minion need not
-	// hold more of; zero means statedb.DefaultOutputLimit.
-	OutputLimit int64
-	// ClaimTimeout is how long a job handed out may stay claimed, its
-	// minion not having confirmed that it started it, before it ends
-	// orphaned; 0 is DefaultClaimTimeout.
-	ClaimTimeout time.Duration
-	// JobMaxAge is how long remove-old-jobs keeps finished jobs by default.
-	JobMaxAge time.Duration
-	// FakeClock, if set, is the debug clock that pretend-time moves.
-	FakeClock *clock.Fake
-	// AllowLocalSources has the minions let lorry mirror paths and file:
-	// URLs of their machines.
-	AllowLocalSources bool
-
-	// ListHost lists an Upstream Host; nil means hosts cannot be listed.
-	ListHost HostLister
-	// Notifications says where notifications go, for the notifications
-	// page.
-	Notifications Notifications
 
 	// HookSecret is the secret that the forges' push hooks carry or sign
 	// with; with none, the hook routes answer 403.
 	HookSecret []byte
-
-	// CheckHost, if set, checks a host section at read-configuration
-	// beyond what confgit knows: the keys of its type.
-	CheckHost func(confgit.Host) error
 
 	// InsecureNoAuth asks no one for a token: whoever reaches the WEBAPP
 	// may do everything, minions' work included. For tests and demos.
@@ -103,18 +44,6 @@ type Server struct {
 	usedMu sync.Mutex
 	used   map[string]int64
 
-	// lsMu makes listing the hosts one at a time.
-	lsMu sync.Mutex
-	// configMu makes reading and applying CONFGIT one step, so that two
-	// reads racing (a push hook and a timer) never apply an older commit
-	// over a newer one.
-	configMu sync.Mutex
-	// configApplied is the commit whose configuration this process last
-	// applied whole; configMu guards it.
-	configApplied string
-	// ConfigBatch is how many lorries of the configuration are applied
-	// in one transaction; 0 is configBatch.
-	ConfigBatch int
 	// copyMu guards copyErr, why the last write of the on-disk status
 	// page failed ("" if it did not).
 	copyMu  sync.Mutex
@@ -122,9 +51,6 @@ type Server struct {
 	// bodyBudget bounds the memory of the request bodies being read.
 	bodiesOnce sync.Once
 	bodyBudget *budget
-	// houseKept is the second of the last give-me-job that ticked the
-	// schedules and ended unconfirmed claims (keepHouse); 0 if none.
-	houseKept atomic.Int64
 }
 
 // Handler returns the WEBAPP's routes. All of them are registered here.
@@ -200,7 +126,7 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/stop-job", s.handle(s.stopJob))
 		r.Post("/remove-job", s.handle(s.removeJob))
 		r.Post("/remove-ghost-jobs", s.handle(s.removeGhostJobs))
-		r.Post("/remove-old-jobs", s.handle(s.reclaimAfter(s.removeOldJobs)))
+		r.Post("/remove-old-jobs", s.handle(s.removeOldJobs))
 		r.Get("/list-jobs-html", s.page(s.listJobsHTML))
 		r.Get("/job-html/{id}", s.page(s.jobHTML))
 		// A running job's page follows its output with this.

@@ -18,6 +18,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/statedb"
 )
@@ -52,9 +53,9 @@ func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 	t.Cleanup(func() { db.Close() })
 	conf := &stubConfig{cfg: &confgit.Config{Commit: "c0"}}
 	s := &Server{
-		DB: db, Config: conf, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		StatusHTML: filepath.Join(dir, "status.html"), GhostTimeout: time.Minute,
-		JobMaxAge: time.Hour, FakeClock: fake, InsecureNoAuth: true,
+		App: &control.App{DB: db, Config: conf, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			GhostTimeout: time.Minute, JobMaxAge: time.Hour, FakeClock: fake},
+		StatusHTML: filepath.Join(dir, "status.html"), InsecureNoAuth: true,
 	}
 	for _, o := range opts {
 		o(s)

@@ -1,72 +1,22 @@
 package routes
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"path"
 
 	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/statedb"
-	"lorrycontroller/wire"
 )
 
-// KindScraper is the kind of job that runs a scraper in its runtime.
-const KindScraper = confgit.KindScraper
-
-// ConfigHistory reads what earlier commits of CONFGIT held, for scrapers:
-// the files handed out with a job and the runtime directories minions
-// build from. *confgit.Source is one; a ConfigReader that is not one cannot
-// hand out scrapers or serve runtimes.
-type ConfigHistory interface {
-	ReadFiles(ctx context.Context, commit string, paths []string) ([][]byte, error)
-	RuntimeArchive(id string) (*confgit.Archive, error)
-}
-
-func (s *Server) history() (ConfigHistory, bool) {
-	h, ok := s.Config.(ConfigHistory)
-	return h, ok
-}
-
-// scraperFor builds the offer of scraper job j. Its spec, runtime and
-// files all come from the commit recorded on the job, so that they agree
-// with each other whatever CONFGIT holds now. No database session is held:
-// this reads from git.
-func (s *Server) scraperFor(ctx context.Context, j statedb.Job, text string) (*wire.Scraper, error) {
-	if j.Text != "" {
-		text = j.Text
-	}
-	if j.CommitID == "" || j.Runtime.ID == "" {
-		return nil, errors.New("the job has no CONFGIT commit or runtime recorded; read the configuration again")
-	}
-	spec, err := confgit.DecodeScraper(text)
-	if err != nil {
-		return nil, fmt.Errorf("scraper spec: %w", err)
-	}
-	hist, ok := s.history()
-	if !ok {
-		return nil, errors.New("the WEBAPP cannot read the history of CONFGIT")
-	}
-	contents, err := hist.ReadFiles(ctx, j.CommitID, spec.Config)
-	if err != nil {
-		return nil, err
-	}
-	o := &wire.Scraper{
-		Runtime: wire.Runtime{Name: j.Runtime.Name, Version: j.Runtime.Version, ID: j.Runtime.ID, Python: j.Runtime.Python},
-		Argv:    spec.Argv(), Env: spec.Env, Config: []wire.ConfigFile{}, FDArgs: spec.FDArgs,
-	}
-	if o.Env == nil {
-		o.Env = map[string]string{}
-	}
-	for i, p := range spec.Config {
-		o.Config = append(o.Config, wire.ConfigFile{Name: path.Base(p), Path: p, Content: contents[i]})
-	}
-	return o, nil
-}
+// The kinds of entry and job, as the API names them.
+const (
+	KindLorry   = control.KindLorry
+	KindScraper = control.KindScraper
+)
 
 // runtimeJSON is a runtime section of the configuration in use.
 type runtimeJSON struct {
@@ -108,7 +58,7 @@ func (s *Server) runtimeTar(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || confgit.ValidateName(name) != nil {
 		return notFound
 	}
-	hist, ok := s.history()
+	hist, ok := s.History()
 	if !ok {
 		return notFound
 	}

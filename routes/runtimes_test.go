@@ -20,6 +20,7 @@ import (
 
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/gittest"
 	"lorrycontroller/statedb"
 )
@@ -84,9 +85,10 @@ func newScraperServer(t *testing.T, repo *confRepo) *testServer {
 	}
 	t.Cleanup(func() { db.Close() })
 	s := &Server{
-		DB: db, Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: repo.dir},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Minute, JobMaxAge: time.Hour,
-		FakeClock: fake, InsecureNoAuth: true,
+		App: &control.App{DB: db, Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: repo.dir},
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Minute, JobMaxAge: time.Hour,
+			FakeClock: fake},
+		InsecureNoAuth: true,
 	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)

@@ -246,3 +246,13 @@ func (s *Server) healthCheck(w http.ResponseWriter, r *http.Request) error {
 	}
 	return ok(w, map[string]bool{"ok": true})
 }
+
+// WriteStatusPage writes the on-disk copy of the status page, as
+// status-html does, for the periodic work.
+func (s *Server) WriteStatusPage(ctx context.Context) error {
+	_, disk, err := s.readStatusViews(ctx, statedb.LorryFilter{}, 1)
+	if err != nil {
+		return err
+	}
+	return s.writeStatusCopy(disk)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"lorrycontroller/control"
 	"lorrycontroller/lorryspec"
 	"lorrycontroller/redact"
 
@@ -76,7 +77,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
 		Queue:    l.Queue,
-		Schedule: describeSchedule(l.Schedule),
+		Schedule: control.DescribeSchedule(l.Schedule),
 
 		State: l.State, ConsecutiveFailures: l.ConsecutiveFailures, LastSuccess: l.LastSuccess,
 		BackoffUntil: l.BackoffUntil, LastErrorClass: l.LastErrorClass,
@@ -221,5 +222,5 @@ type minionJSON struct {
 // minionWire shows m at now, given the ghost timeout in seconds.
 func minionWire(m statedb.Minion, now, ghostTimeout int64) minionJSON {
 	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID,
-		Health: minionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
+		Health: control.MinionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
 }

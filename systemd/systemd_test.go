@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller/control"
 	"lorrycontroller/routes"
 	"lorrycontroller/statedb"
 )
@@ -21,7 +22,7 @@ func healthyServer(t *testing.T) (*routes.Server, *statedb.DB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &routes.Server{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Minute}, db
+	return &routes.Server{App: &control.App{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Minute}}, db
 }
 
 func TestWatchdogPingsOnlyWhileHealthy(t *testing.T) {

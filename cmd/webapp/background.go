@@ -19,9 +19,10 @@ type background struct {
 }
 
 // startBackground starts the watchdog if systemd asks for one
-// (WatchdogSec=), and the periodic work if cfg asks for it. Both go through
-// h, the WEBAPP's own routes. deliver, if not nil, delivers notifications.
-func startBackground(ctx context.Context, cfg Config, h http.Handler, deliver func(context.Context), log *slog.Logger) *background {
+// (WatchdogSec=), and the periodic work if cfg asks for it. The watchdog
+// checks the WEBAPP through h, its own routes; the periodic work calls
+// work, its operations. deliver, if not nil, delivers notifications.
+func startBackground(ctx context.Context, cfg Config, h http.Handler, work periodic.Work, deliver func(context.Context), log *slog.Logger) *background {
 	ctx, cancel := context.WithCancel(ctx)
 	b := &background{cancel: cancel, done: make(chan struct{})}
 	var runs []func(context.Context)
@@ -30,7 +31,7 @@ func startBackground(ctx context.Context, cfg Config, h http.Handler, deliver fu
 		runs = append(runs, wd.Run)
 	}
 	if cfg.PeriodicWork {
-		p := &periodic.Runner{Handler: h, Tasks: periodic.Tasks, Log: log}
+		p := &periodic.Runner{Work: work, Tasks: periodic.Tasks, Log: log}
 		log.Info("doing the periodic work in-process")
 		runs = append(runs, p.Run)
 	}

@@ -23,6 +23,7 @@ import (
 	"lorrycontroller/atomicfile"
 	"lorrycontroller/clock"
 	"lorrycontroller/confgit"
+	"lorrycontroller/control"
 	"lorrycontroller/flagconf"
 	"lorrycontroller/hosts/downstream"
 	"lorrycontroller/hosts/upstream"
@@ -113,8 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.StatusHTML, "status-html", "", "`path` of the on-disk status page that status-html rewrites")
 	fs.DurationVar(&c.GhostTimeout, "ghost-timeout", 15*time.Minute, "end running jobs with no update for this `duration` (remove-ghost-jobs)")
 	fs.DurationVar(&c.Lease, "lease", 0, "a minion kills its job after this `duration` without delivering an update; 0: half of --ghost-timeout")
-	fs.DurationVar(&c.KillGrace, "kill-grace", routes.DefaultKillGrace, "longest `duration` a minion waits between SIGTERM and SIGKILL when killing a job")
-	fs.DurationVar(&c.ClaimTimeout, "claim-timeout", routes.DefaultClaimTimeout, "end as orphaned a job handed out whose minion has not confirmed starting it within this `duration`")
+	fs.DurationVar(&c.KillGrace, "kill-grace", control.DefaultKillGrace, "longest `duration` a minion waits between SIGTERM and SIGKILL when killing a job")
+	fs.DurationVar(&c.ClaimTimeout, "claim-timeout", control.DefaultClaimTimeout, "end as orphaned a job handed out whose minion has not confirmed starting it within this `duration`")
 	fs.DurationVar(&c.JobMaxAge, "job-max-age", 30*24*time.Hour, "default age beyond which remove-old-jobs forgets finished jobs")
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
@@ -178,7 +179,7 @@ func checkLease(c Config) error {
 	if c.Lease < 0 || c.KillGrace < 0 {
 		return errors.New("--lease and --kill-grace must not be negative")
 	}
-	lease := routes.EffectiveLease(c.Lease, c.GhostTimeout)
+	lease := control.EffectiveLease(c.Lease, c.GhostTimeout)
 	if lease < time.Second {
 		return fmt.Errorf("--lease %v: want at least 1s (it is counted in whole seconds)", lease)
 	}
@@ -282,32 +283,35 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &routes.Server{
-		DB:           db,
-		Downstream:   down,
-		ListHost:     routes.NewHostLister(upstream.ListerOptions{Logger: log}),
-		CheckHost:    routes.CheckHostSection,
-		Config:       &confgit.Source{Dir: cfg.ConfigDir, URL: cfg.ConfgitURL, Branch: cfg.ConfgitBranch, Now: clk.Now},
-		Log:          log,
-		StatusHTML:   cfg.StatusHTML,
-		GhostTimeout: cfg.GhostTimeout,
-		Lease:        cfg.Lease,
-		KillGrace:    cfg.KillGrace,
-		OutputLimit:  cfg.OutputLimit,
-		ClaimTimeout: cfg.ClaimTimeout,
-		JobMaxAge:    cfg.JobMaxAge,
-		FakeClock:    fake,
-
-		InsecureNoAuth:    cfg.InsecureNoAuth,
-		ReadNeedsToken:    cfg.ReadAccess == accessToken,
-		MetricsNeedToken:  cfg.MetricsAccess == accessToken,
+	app := &control.App{
+		DB:                db,
+		Downstream:        down,
+		ListHost:          control.NewHostLister(upstream.ListerOptions{Logger: log}),
+		CheckHost:         control.CheckHostSection,
+		Config:            &confgit.Source{Dir: cfg.ConfigDir, URL: cfg.ConfgitURL, Branch: cfg.ConfgitBranch, Now: clk.Now},
+		Log:               log,
+		GhostTimeout:      cfg.GhostTimeout,
+		Lease:             cfg.Lease,
+		KillGrace:         cfg.KillGrace,
+		OutputLimit:       cfg.OutputLimit,
+		ClaimTimeout:      cfg.ClaimTimeout,
+		JobMaxAge:         cfg.JobMaxAge,
+		FakeClock:         fake,
 		AllowLocalSources: cfg.AllowLocalSources,
-		HookSecret:        []byte(hookSecret),
-		PublicURL:         cfg.PublicURL,
+	}
+	srv := &routes.Server{
+		App:        app,
+		StatusHTML: cfg.StatusHTML,
+
+		InsecureNoAuth:   cfg.InsecureNoAuth,
+		ReadNeedsToken:   cfg.ReadAccess == accessToken,
+		MetricsNeedToken: cfg.MetricsAccess == accessToken,
+		HookSecret:       []byte(hookSecret),
+		PublicURL:        cfg.PublicURL,
 	}
 	var deliver func(context.Context)
 	if cfg.NotifyURL != "" {
-		srv.Notifications = routes.Notifications{URL: cfg.NotifyURL, Events: eventNames(cfg.NotifyEvents)}
+		app.Notifications = control.Notifications{URL: cfg.NotifyURL, Events: eventNames(cfg.NotifyEvents)}
 		d := &webhook.Deliverer{DB: db, URL: cfg.NotifyURL, Secret: []byte(secret), Log: log, PublicURL: cfg.PublicURL}
 		deliver = d.Run
 	}
@@ -343,7 +347,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The database is migrated and the listeners are bound: requests are
 	// answered from now on.
 	systemd.Notify(log, "READY=1\nSTATUS=serving on "+addr)
-	bg := startBackground(ctx, cfg, handler, deliver, log)
+	bg := startBackground(ctx, cfg, handler, srv, deliver, log)
 	defer bg.stop()
 	// The schedules tick, and unconfirmed claims end, whether or not the
 	// timers' work is done in-process.
@@ -351,7 +355,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	schedDone := make(chan struct{})
 	go func() {
 		defer close(schedDone)
-		(&routes.Scheduler{Server: srv}).Run(schedCtx)
+		(&control.Scheduler{App: app}).Run(schedCtx)
 	}()
 	defer func() {
 		stopSched()

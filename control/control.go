@@ -1,0 +1,144 @@
+// Package control is the WEBAPP's application: the operations it performs
+// on the run queue, each a method of App taking and returning plain Go
+// values. It hands out jobs and takes their reports, applies the
+// configuration read from CONFGIT, lists the Upstream Hosts, ticks the
+// schedules and sweeps away ghost, orphaned and old jobs.
+//
+// The transport is elsewhere: the routes package decodes a request, calls
+// one of these methods and encodes the answer, and the periodic work calls
+// the same methods. Nothing here knows HTTP; the data itself is statedb's.
+//
+// The work that one process must do at a time is coordinated in this
+// process's memory, one lock per kind of work: configMu for applying the
+// configuration, lsMu for listing the hosts and tickMu for the ticks and
+// sweeps (App.Tick).
+package control
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"lorrycontroller/clock"
+	"lorrycontroller/confgit"
+	"lorrycontroller/hosts/downstream"
+	"lorrycontroller/statedb"
+)
+
+// KindLorry is the kind of job that runs lorry on a spec.
+const KindLorry = confgit.KindLorry
+
+// KindScraper is the kind of job that runs a scraper in its runtime.
+const KindScraper = confgit.KindScraper
+
+// ConfigReader reads the configuration from CONFGIT. One that is also a
+// ConfigHistory, as *confgit.Source is, can hand out scrapers and serve
+// their runtimes.
+type ConfigReader interface {
+	Read(ctx context.Context) (*confgit.Config, error)
+}
+
+// ConfigStreamer is a ConfigReader that can hand out the lorries of a
+// configuration in batches, without holding them all, as
+// *confgit.Source does.
+type ConfigStreamer interface {
+	ReadEach(ctx context.Context, n int, sections func(*confgit.Config) error, each func([]confgit.Lorry) error) (*confgit.Config, error)
+}
+
+// ConfigHistory reads what earlier commits of CONFGIT held, for scrapers:
+// the files handed out with a job and the runtime directories minions
+// build from. *confgit.Source is one; a ConfigReader that is not one cannot
+// hand out scrapers or serve runtimes.
+type ConfigHistory interface {
+	ReadFiles(ctx context.Context, commit string, paths []string) ([][]byte, error)
+	RuntimeArchive(id string) (*confgit.Archive, error)
+}
+
+// App holds what the operations need. Build it in main; its zero locks
+// are ready.
+type App struct {
+	DB     *statedb.DB
+	Config ConfigReader
+	Log    *slog.Logger
+	// Downstream prepares the repository each job pushes to; nil is
+	// downstream.None.
+	Downstream downstream.Host
+
+	// GhostTimeout is how long a running job may go without an update
+	// before remove-ghost-jobs ends it.
+	GhostTimeout time.Duration
+	// Lease is how long a minion may go without delivering a job-update
+	// before it kills its job; zero means half of GhostTimeout. It must
+	// be shorter than GhostTimeout by more than KillGrace, so that a
+	// minion cut off from the WEBAPP has killed its job before the job is
+	// ended as a ghost and its lorry handed out again.
+	Lease time.Duration
+	// KillGrace is the longest a minion waits between SIGTERM and
+	// SIGKILL when it kills a job.
+	KillGrace time.Duration
+	// OutputLimit is the output kept per job, which a minion need not
+	// hold more of; zero means statedb.DefaultOutputLimit.
+	OutputLimit int64
+	// ClaimTimeout is how long a job handed out may stay claimed, its
+	// minion not having confirmed that it started it, before it ends
+	// orphaned; 0 is DefaultClaimTimeout.
+	ClaimTimeout time.Duration
+	// JobMaxAge is how long remove-old-jobs keeps finished jobs by default.
+	JobMaxAge time.Duration
+	// FakeClock, if set, is the debug clock that pretend-time moves.
+	FakeClock *clock.Fake
+	// AllowLocalSources has the minions let lorry mirror paths and file:
+	// URLs of their machines.
+	AllowLocalSources bool
+
+	// ListHost lists an Upstream Host; nil means hosts cannot be listed.
+	ListHost HostLister
+	// CheckHost, if set, checks a host section at read-configuration
+	// beyond what confgit knows: the keys of its type.
+	CheckHost func(confgit.Host) error
+	// Notifications says where notifications go, for the notifications
+	// page.
+	Notifications Notifications
+	// ConfigBatch is how many lorries of the configuration are applied
+	// in one transaction; 0 is configBatch.
+	ConfigBatch int
+
+	// lsMu makes listing the hosts one at a time.
+	lsMu sync.Mutex
+	// configMu makes reading and applying CONFGIT one step, so that two
+	// reads racing (a push hook and a timer) never apply an older commit
+	// over a newer one.
+	configMu sync.Mutex
+	// configApplied is the commit whose configuration this process last
+	// applied whole; configMu guards it.
+	configApplied string
+	// tickMu makes the ticks and sweeps of Tick one at a time, and
+	// guards lastWall.
+	tickMu sync.Mutex
+	// lastWall is tx.Now at the last Tick; 0 before the first. A tick
+	// that finds the wall clock behind it (set back, or set back while the
+	// WEBAPP was stopped) looks at the entries ahead of the clock too.
+	lastWall int64
+}
+
+// Notifications says where notifications go, for the notifications page;
+// the zero value is "nowhere". Whether an event is put into the outbox is
+// the database's to decide (statedb.Options.Notify).
+type Notifications struct {
+	URL    string
+	Events []string
+}
+
+// History is a.Config as a ConfigHistory, if it is one.
+func (a *App) History() (ConfigHistory, bool) {
+	h, ok := a.Config.(ConfigHistory)
+	return h, ok
+}
+
+func (a *App) downstream() downstream.Host {
+	if a.Downstream == nil {
+		return downstream.None{}
+	}
+	return a.Downstream
+}

@@ -149,6 +149,19 @@ func (cs *Conns) ConnState(nc net.Conn, state http.ConnState) {
 	}
 }
 
+// idle is how many connections are idle between requests.
+func (cs *Conns) idle() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := 0
+	for _, s := range cs.conns {
+		if s.state == http.StateIdle {
+			n++
+		}
+	}
+	return n
+}
+
 // Open is how many connections are open.
 func (cs *Conns) Open() int {
 	cs.mu.Lock()

@@ -64,6 +64,20 @@ func ask(c net.Conn, br *bufio.Reader) error {
 	return resp.Body.Close()
 }
 
+// waitIdle waits until n connections are idle. A client reads its
+// answer before the server marks the connection idle, so without this
+// the order in which connections went idle is the scheduler's choice.
+func waitIdle(t *testing.T, cs *Conns, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for cs.idle() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections idle; want %d", cs.idle(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, waitLimit)
@@ -84,12 +98,14 @@ func TestConnsCloseTheIdleLongest(t *testing.T) {
 		if err := ask(c, br); err != nil {
 			t.Fatalf("request on connection %d: %v", i+1, err)
 		}
+		waitIdle(t, cs, i+1)
 		conns, readers = append(conns, c), append(readers, br)
 	}
 	// The second is used again: the first is now the idle longest.
 	if err := ask(conns[1], readers[1]); err != nil {
 		t.Fatal(err)
 	}
+	waitIdle(t, cs, 3)
 	c, br := dial(t, addr)
 	if err := ask(c, br); err != nil {
 		t.Fatalf("request on a connection over the cap: %v", err)

@@ -72,13 +72,15 @@ fuzz:
 screenshots:
 	$(GO) test -count=1 -run 'TestRunningJobOutputGrowsAndStops' ./routes/browsertest -args -screenshots $(CURDIR)/docs/screenshots
 
-# gofmt, go vet, a tidy go.mod, staticcheck and govulncheck; the last two
-# are pinned in go.mod as tools. govulncheck reads its database from
+# gofmt, goimports, go vet, a tidy go.mod, staticcheck and govulncheck;
+# the last three are pinned in go.mod as tools. govulncheck reads its database from
 # GOVULNDB; where that cannot be reached, check says so and skips it.
 GOVULNDB ?= https://vuln.go.dev
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$($(GO) tool goimports -local lorrycontroller.dev/lc -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "goimports would change (our packages go in a group after the others):"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
 	$(GO) tool staticcheck $(PKGS)

@@ -1,4 +1,4 @@
-module lorrycontroller
+module lorrycontroller.dev/lc
 
 go 1.26.8
 
@@ -62,6 +62,7 @@ require (
 )
 
 tool (
+	golang.org/x/tools/cmd/goimports
 	golang.org/x/vuln/cmd/govulncheck
 	honnef.co/go/tools/cmd/staticcheck
 )

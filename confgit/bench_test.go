@@ -2,10 +2,11 @@ package confgit
 
 import (
 	"context"
-	"lorrycontroller/confgit/confgittest"
 	"os"
 	"testing"
 	"time"
+
+	"lorrycontroller.dev/lc/confgit/confgittest"
 )
 
 const (

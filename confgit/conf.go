@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"lorrycontroller/lorryspec"
 	"strings"
 	"time"
 	"unicode"
+
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // ConfFile is the name of the configuration file at the root of CONFGIT.

@@ -13,14 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"lorrycontroller/cron"
-	"lorrycontroller/lorryspec"
 	"maps"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // Config is the configuration found in one commit of CONFGIT.

@@ -1,10 +1,11 @@
 package confgit
 
 import (
-	"lorrycontroller/gittest"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"lorrycontroller.dev/lc/gittest"
 )
 
 func runGit(tb testing.TB, dir string, stdin []byte, args ...string) string {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"lorrycontroller/lorryspec"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // HostAuth is a trove section's "auth": the HTTP basic credentials of

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"lorrycontroller/lorryspec"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // maxSeconds keeps every interval representable as a time.Duration.

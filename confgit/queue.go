@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 
-	"lorrycontroller/cron"
-	"lorrycontroller/lorryspec"
+	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // DefaultQueue is the queue of an entry whose section names none. It

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode"
 
-	"lorrycontroller/requirements"
+	"lorrycontroller.dev/lc/requirements"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"

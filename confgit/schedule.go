@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"lorrycontroller/cron"
+	"lorrycontroller.dev/lc/cron"
 )
 
 // schedule is a "schedule" key: its item, and its text as compact JSON

@@ -3,10 +3,11 @@ package confgit
 import (
 	"errors"
 	"fmt"
-	"lorrycontroller/lorryspec"
 	"path"
 	"slices"
 	"strings"
+
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // Scraper is one spec of a .scraper file: a program run in the Python

@@ -3,7 +3,7 @@ package control
 import (
 	"context"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // The admins' operations on the run queue, its jobs and its minions, and

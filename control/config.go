@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/forgehook"
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/forgehook"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // ConfigResult is what applying the configuration did.

@@ -20,10 +20,10 @@ import (
 	"sync"
 	"time"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/confgit"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // KindLorry is the kind of job that runs lorry on a spec.

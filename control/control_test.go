@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/confgit"
-	"lorrycontroller/cron"
-	"lorrycontroller/hosts/upstream"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/hosts/upstream"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 type stubConfig struct {

@@ -7,11 +7,11 @@ import (
 	"path"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // DefaultKillGrace is the kill grace the WEBAPP grants when it is not told.

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/forgehook"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/hosts/upstream"
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/forgehook"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/hosts/upstream"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // HostLister lists an Upstream Host and returns the lorries its

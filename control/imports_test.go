@@ -26,7 +26,7 @@ func TestKnowsNoHTTP(t *testing.T) {
 		}
 		for _, imp := range parsed.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			if path == "net/http" || path == "lorrycontroller/routes" {
+			if path == "net/http" || path == "lorrycontroller.dev/lc/routes" {
 				t.Errorf("%s imports %s", f, path)
 			}
 		}

@@ -1,6 +1,6 @@
 package control
 
-import "lorrycontroller/statedb"
+import "lorrycontroller.dev/lc/statedb"
 
 // Minion health, as Bistro names its workers' states.
 const (

@@ -3,8 +3,8 @@ package control
 import (
 	"context"
 
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // Outbox is what the notifications page shows of the outbox.

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/cron"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // schedules keeps the items of the schedules in use, parsed once per

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/cron"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // testApp is an App over a new state database, with a configuration

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // DefaultClaimTimeout is how long a minion has to confirm a job it was

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lorrycontroller/clock"
+	"lorrycontroller.dev/lc/clock"
 )
 
 // Reading is the clocks at one moment.

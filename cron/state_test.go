@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/clock"
+	"lorrycontroller.dev/lc/clock"
 )
 
 // day0 is 2024-05-01 00:00 UTC, a day without DST anywhere near.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"lorrycontroller/gittest"
+	"lorrycontroller.dev/lc/gittest"
 )
 
 // webapp stands in for the WEBAPP, counting read-configuration calls.

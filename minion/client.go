@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // job is a job the WEBAPP handed out, and what the minion learns of it

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
-	"lorrycontroller/proc"
+	"lorrycontroller.dev/lc/proc"
 )
 
 // ErrRetired is what RunOnce and Run return once the WEBAPP has retired

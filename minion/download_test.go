@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/venv"
+	"lorrycontroller.dev/lc/venv"
 )
 
 // TestRuntimeDownloadBoundedByStallNotLength checks that the client's

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/atomicfile"
-	"lorrycontroller/flock"
-	"lorrycontroller/proc"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/proc"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // jobsDir is the directory of the working area that holds the files of the

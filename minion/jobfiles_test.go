@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lorrycontroller/proc"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/proc"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // TestCleanUp plays a minion killed outright: its job's leader is gone, but

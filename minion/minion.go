@@ -24,10 +24,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"lorrycontroller/proc"
-	"lorrycontroller/venv"
-	"lorrycontroller/wire"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/proc"
+	"lorrycontroller.dev/lc/venv"
+	"lorrycontroller.dev/lc/wire"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // Config is what a Minion needs to know.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 func joined(reqs []request, field string) string {

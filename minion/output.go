@@ -3,7 +3,7 @@ package minion
 import (
 	"unicode/utf8"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // output is what the job wrote and the WEBAPP has not yet acknowledged.

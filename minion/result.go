@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // lorryResult is the file in which lorry says what a job's run found

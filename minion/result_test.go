@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // The final update carries the head and the ref changes that lorry wrote

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/proc"
-	"lorrycontroller/venv"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/proc"
+	"lorrycontroller.dev/lc/venv"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // KindScraper is a job that runs a scraper in its runtime.

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/flock"
-	"lorrycontroller/venv"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/venv"
 )
 
 const testRuntimeID = "1111111111111111111111111111111111111111"

@@ -34,8 +34,8 @@ import (
 	"syscall"
 	"time"
 
-	"lorrycontroller/atomicfile"
-	"lorrycontroller/lorryspec"
+	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 func init() {

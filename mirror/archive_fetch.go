@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // Download timeouts. A whole download has no limit, since a large archive

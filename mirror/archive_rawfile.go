@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // rawFileState is the last import of a raw-file spec.

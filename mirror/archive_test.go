@@ -24,9 +24,9 @@ import (
 
 	"github.com/ulikunitz/xz"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // entryTime is the modification time of test archive entries unless they

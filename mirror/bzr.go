@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 func init() { importers["bzr"] = importBzr }

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // convRun runs name with args in dir, with env added to the test's

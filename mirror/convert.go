@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/atomicfile"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // What the converters of other version control systems share.

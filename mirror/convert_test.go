@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/mirror"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/mirror"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // What the converter tests share: real upstream repositories made with

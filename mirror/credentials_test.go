@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"lorrycontroller/githttp"
-	"lorrycontroller/gittest"
+	"lorrycontroller.dev/lc/githttp"
+	"lorrycontroller.dev/lc/gittest"
 )
 
 // authServer serves h to requests that give user and token by Basic

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"lorrycontroller/atomicfile"
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
 )
 
 func init() { importers["cvs"] = importCvs }

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
 )
 
 func init() { importers["git"] = importGit }

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/flock"
-	"lorrycontroller/githttp"
-	"lorrycontroller/gittest"
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/githttp"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // upstream is a git repository served over smart HTTP on loopback.

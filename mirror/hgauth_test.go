@@ -10,9 +10,9 @@ import (
 	"regexp"
 	"testing"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // An hg upstream over HTTP that requires a user and password is

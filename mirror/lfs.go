@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // ClassLFS is the error class of a run that could not fetch or push an

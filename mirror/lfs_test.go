@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/githttp"
-	"lorrycontroller/gittest"
+	"lorrycontroller.dev/lc/githttp"
+	"lorrycontroller.dev/lc/gittest"
 )
 
 // lfsUpstream is an upstream served over smart HTTP with an LFS server

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/lorryspec"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // outsideAddr is the loopback address that the tests' guard takes for a

@@ -26,11 +26,11 @@ import (
 	"sync"
 	"time"
 
-	"lorrycontroller/flock"
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
-	"lorrycontroller/wire"
-	"lorrycontroller/workarea"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/wire"
+	"lorrycontroller.dev/lc/workarea"
 )
 
 // Options say where to work and where to push.

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"lorrycontroller/redact"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // refChanges compares the refs before and after, by name, keeping those

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // A run's ref changes are the downstream's: what it had before the push

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // Specs come from CONFGIT and from the Upstream Hosts' listings, which

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/lorryspec"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // runLocal runs spec, allowing local sources or not, and returns the

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
 )
 
 func init() { importers["svn"] = importSvn }

@@ -9,10 +9,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"lorrycontroller/control"
 	"net/http"
 	"sync"
 	"time"
+
+	"lorrycontroller.dev/lc/control"
 )
 
 // Task is one piece of the periodic work of the original design: on a

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/confgit"
-	"lorrycontroller/control"
-	"lorrycontroller/routes"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/routes"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // stubConfig is a CONFGIT that reads as one lorry, or fails with err.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"lorrycontroller/templates"
+	"lorrycontroller.dev/lc/templates"
 )
 
 // The buttons of the pages. Each posts a form to a route of its own, which

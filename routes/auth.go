@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // Authentication. A client names itself with "Authorization: Bearer

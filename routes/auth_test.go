@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // authServer is a testServer that asks for tokens, with an admin token

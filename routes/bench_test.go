@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"lorrycontroller/confgit"
-	"lorrycontroller/confgit/confgittest"
-	"lorrycontroller/control"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -22,10 +19,14 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/cron"
-	"lorrycontroller/hosts/hoststest"
-	"lorrycontroller/hosts/upstream"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/confgit/confgittest"
+	"lorrycontroller.dev/lc/control"
+
+	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/upstream"
+	"lorrycontroller.dev/lc/statedb"
 
 	"golang.org/x/sys/unix"
 )
@@ -489,7 +490,7 @@ func BenchmarkReadConfiguration(b *testing.B) {
 func BenchmarkWebappMemory(b *testing.B) {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "lorry-controller-webapp")
-	if out, err := exec.Command("go", "build", "-o", bin, "lorrycontroller/cmd/webapp").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "lorrycontroller.dev/lc/cmd/webapp").CombinedOutput(); err != nil {
 		b.Fatalf("build webapp: %v\n%s", err, out)
 	}
 	dbPath := filepath.Join(dir, "state.db")

@@ -19,9 +19,9 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"lorrycontroller/redact"
-	"lorrycontroller/spool"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/spool"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // Request bodies. Every route but job-update takes a few parameters, and

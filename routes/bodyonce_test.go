@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // signIn signs b in with token and returns its session's CSRF token.

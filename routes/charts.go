@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/statedb"
-	"lorrycontroller/svgchart"
-	"lorrycontroller/templates"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/svgchart"
+	"lorrycontroller.dev/lc/templates"
 )
 
 // The charts of the pages: a lorry's last runs, the jobs of the last day

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // runsOf makes runs, oldest first, of the statuses given by letter: s

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"net/http"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/control"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // readConfigResult is the answer to read-configuration.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
+	"lorrycontroller.dev/lc/confgit"
 )
 
 // batchConfig hands out its configuration's lorries in batches, as

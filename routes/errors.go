@@ -9,8 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // httpError is an error with the status code to answer it with. Its text

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"testing"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/control"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // logRecords keeps every record logged through it.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // The head a minion reports with a successful end becomes the default

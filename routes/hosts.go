@@ -3,7 +3,7 @@ package routes
 import (
 	"net/http"
 
-	"lorrycontroller/control"
+	"lorrycontroller.dev/lc/control"
 )
 
 // lsResult is what listing one host did.

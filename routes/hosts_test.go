@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // fakeHost stands in for listing an upstream host.

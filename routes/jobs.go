@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"lorrycontroller/statedb"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 func (s *Server) listRunningJobs(w http.ResponseWriter, r *http.Request) error {

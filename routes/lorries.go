@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // The paged listing of lorries for tools: where status answers the whole

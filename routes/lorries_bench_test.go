@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"lorrycontroller/control"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +12,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"lorrycontroller.dev/lc/control"
 )
 
 // BenchmarkListLorries answers lorries and status over loopback HTTP with

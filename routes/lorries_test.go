@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // listed is the paths of a lorries answer.

@@ -3,10 +3,10 @@ package routes
 import (
 	"net/http"
 
-	"lorrycontroller/control"
-	"lorrycontroller/minionname"
-	"lorrycontroller/statedb"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/minionname"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // offerWire is the answer to give-me-job that hands out o.

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // notificationsShown is how many deliveries the notifications routes list.

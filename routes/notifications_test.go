@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/control"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 func everyEvent() map[string]bool {

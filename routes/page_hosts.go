@@ -3,7 +3,7 @@ package routes
 import (
 	"net/http"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 type hostsView struct {

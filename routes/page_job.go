@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"lorrycontroller/statedb"
-	"lorrycontroller/templates"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/templates"
+	"lorrycontroller.dev/lc/wire"
 )
 
 type jobPageView struct {

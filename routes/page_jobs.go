@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // jobsPage is how many jobs a page of the job list shows.

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // recentJobs is how many of its jobs a lorry's page lists.

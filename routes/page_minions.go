@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strconv"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 type minionView struct {

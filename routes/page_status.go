@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"lorrycontroller/atomicfile"
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 const (

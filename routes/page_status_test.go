@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/static"
+	"lorrycontroller.dev/lc/static"
 )
 
 func TestStatusPageSummaryAndSections(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/sys/unix"
 
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
-	"lorrycontroller/static"
-	"lorrycontroller/templates"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/static"
+	"lorrycontroller.dev/lc/templates"
 )
 
 // The web pages. Each reads what it shows in one read transaction, renders

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/control"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // statusPageLimit is the most the status page may weigh, whatever the size

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/statedb"
-	"lorrycontroller/static"
-	"lorrycontroller/templates"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/static"
+	"lorrycontroller.dev/lc/templates"
 )
 
 // browser is a client that keeps cookies and does not follow redirects, so

@@ -1,13 +1,14 @@
 package routes
 
 import (
-	"lorrycontroller/confgit"
 	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"lorrycontroller.dev/lc/confgit"
 )
 
 // params are a request's parameters: query parameters and the form-encoded

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"testing"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // TestSessionCookieSecureBehindTLSProxy signs in over plain HTTP, as a TLS

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"lorrycontroller/forgehook"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/forgehook"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // Push-triggered runs: a forge's push hook, or an admin's run-now, makes a

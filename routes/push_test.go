@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/forgehook"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/forgehook"
 )
 
 const testHookSecret = "hook-s3cret"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 func (s *Server) setQueue(running bool) handlerFunc {

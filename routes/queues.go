@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // queueJSON is a queue as status shows it.

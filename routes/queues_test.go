@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
+	"lorrycontroller.dev/lc/confgit"
 )
 
 func ptr(n int64) *int64 { return &n }

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/statedb"
-	"lorrycontroller/templates"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/templates"
 )
 
 // secretSpecs are specs of every source type whose addresses carry a

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"lorrycontroller/statedb"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // jobRefs reads the ref changes of job id: nil when none were recorded.

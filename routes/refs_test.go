@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // A successful job's ref changes, reported with its final update, are

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"lorrycontroller/minionname"
+	"lorrycontroller.dev/lc/minionname"
 )
 
 // retireMinion retires the minion named by "minion", with "kill=true" to

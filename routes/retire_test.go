@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"testing"
 
-	"lorrycontroller/control"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // TestClaimTimeoutOrphansAtTick checks that a job whose minion never

@@ -10,8 +10,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"lorrycontroller/control"
-	"lorrycontroller/forgehook"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/forgehook"
 )
 
 // Server holds what the handlers need. Build it in main and call Handler.

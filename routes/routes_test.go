@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/confgit"
-	"lorrycontroller/control"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // stubConfig hands out a fixed configuration, or a fixed error.

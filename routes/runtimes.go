@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/control"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // The kinds of entry and job, as the API names them.

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/confgit"
-	"lorrycontroller/control"
-	"lorrycontroller/gittest"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // confRepo is a CONFGIT repository made with the git command line.

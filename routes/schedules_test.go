@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/cron"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/cron"
 )
 
 // configureScheduled reads a configuration of one lorry, a/s, with the

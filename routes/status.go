@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // lowDiskBytes is the free space under which status warns.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // configureVanishHost configures one GitLab upstream host with the

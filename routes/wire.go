@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"strings"
 
-	"lorrycontroller/control"
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/redact"
 
-	"lorrycontroller/statedb"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // lorryJSON is a run-queue entry as the API shows it.

@@ -65,7 +65,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"lorrycontroller/clock"
+	"lorrycontroller.dev/lc/clock"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )

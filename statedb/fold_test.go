@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/gittest"
+	"lorrycontroller.dev/lc/gittest"
 )
 
 // foldPieces folds data given in pieces, as updates bring it, and ends it

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lorrycontroller/clock"
+	"lorrycontroller.dev/lc/clock"
 )
 
 // smallDisk mounts a tmpfs of size bytes in a new directory and returns

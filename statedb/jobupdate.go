@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // JobUpdate is what a minion reports about its job.

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // The events a notification can be about. Their payloads are the types

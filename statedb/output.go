@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // DefaultOutputLimit is how much output a job keeps unless Options say

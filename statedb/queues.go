@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sort"
 
-	"lorrycontroller/cron"
+	"lorrycontroller.dev/lc/cron"
 )
 
 // DefaultQueue is the queue of every entry whose section names none. It

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // JobRefs returns the ref changes of job id. ErrNotFound: none were

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // A successful job's ref changes are kept with the job and go with it; a

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"lorrycontroller/clock"
+	"lorrycontroller.dev/lc/clock"
 )
 
 type fixture struct {

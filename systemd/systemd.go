@@ -16,7 +16,7 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/coreos/go-systemd/v22/daemon"
 
-	"lorrycontroller/routes"
+	"lorrycontroller.dev/lc/routes"
 )
 
 // Listen returns the listeners to serve on: the sockets systemd passed

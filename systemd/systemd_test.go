@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/control"
-	"lorrycontroller/routes"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/routes"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 func healthyServer(t *testing.T) (*routes.Server, *statedb.DB) {

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lorrycontroller/atomicfile"
-	"lorrycontroller/proc"
-	"lorrycontroller/requirements"
+	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/proc"
+	"lorrycontroller.dev/lc/requirements"
 )
 
 // readyName is the marker of a complete environment.

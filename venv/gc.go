@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/flock"
+	"lorrycontroller.dev/lc/flock"
 )
 
 // Removal is one thing that GC or a builder's cleanup removed, or would

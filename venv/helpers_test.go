@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lorrycontroller/flock"
+	"lorrycontroller.dev/lc/flock"
 )
 
 // tarOf is a tar stream of files, name to contents, with the parent

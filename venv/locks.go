@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"lorrycontroller/flock"
+	"lorrycontroller.dev/lc/flock"
 )
 
 // waitForever bounds a wait for another process's lock only by the

@@ -73,7 +73,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"lorrycontroller/proc"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,7 +80,9 @@ import (
 	"sync"
 	"time"
 
-	"lorrycontroller/clock"
+	"lorrycontroller.dev/lc/proc"
+
+	"lorrycontroller.dev/lc/clock"
 )
 
 // Runtime names one environment.

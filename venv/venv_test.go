@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/requirements"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/requirements"
 )
 
 const (

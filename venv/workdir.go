@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"lorrycontroller/flock"
-	"lorrycontroller/proc"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/proc"
 )
 
 // ScrapersDir is the directory, in a minion's working area, of the

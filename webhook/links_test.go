@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // TestLinksToPublicURL has each notification link to the pages of what it

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // TestFailedDeliveryHidesTheURL has deliveries to a URL whose user, path

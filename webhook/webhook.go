@@ -25,9 +25,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"lorrycontroller/redact"
-	"lorrycontroller/statedb"
-	"lorrycontroller/templates"
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/templates"
 )
 
 // The headers of every delivery.

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/clock"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 var secret = []byte("s3cret shared with the receiver")

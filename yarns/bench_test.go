@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/gittest"
+	"lorrycontroller.dev/lc/gittest"
 )
 
 // bigRepo makes a repository of about 30,000 objects (10,000 commits, each

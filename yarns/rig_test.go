@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/gittest"
+	"lorrycontroller.dev/lc/gittest"
 )
 
 // rig is a WEBAPP with minions started from Go, for the tests and

@@ -104,7 +104,7 @@
 //		Stop watching; print each process whose command line held the
 //		secret, one a line.
 //
-// Fake Upstream and Downstream Hosts, from lorrycontroller/hosts/hoststest,
+// Fake Upstream and Downstream Hosts, from lorrycontroller.dev/lc/hosts/hoststest,
 // run in the test process until the script ends:
 //
 //	fake-gitlab NAME [-token T] [-servegit]
@@ -179,9 +179,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"lorrycontroller/githttp"
-	"lorrycontroller/hosts/hoststest"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/githttp"
+	"lorrycontroller.dev/lc/hosts/hoststest"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // waitLimit bounds every wait of a scenario.
@@ -215,9 +215,9 @@ func runMain(m *testing.M) int {
 	binDir = dir
 
 	pkgs := map[string]string{
-		webappBin: "lorrycontroller/cmd/webapp",
-		minionBin: "lorrycontroller/cmd/minion",
-		lorryBin:  "lorrycontroller/cmd/lorry",
+		webappBin: "lorrycontroller.dev/lc/cmd/webapp",
+		minionBin: "lorrycontroller.dev/lc/cmd/minion",
+		lorryBin:  "lorrycontroller.dev/lc/cmd/lorry",
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex

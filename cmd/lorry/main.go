@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"lorrycontroller/lorryspec"
-	"lorrycontroller/mirror"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/mirror"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // Config is what lorry is told on its command line.

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/mirror"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/mirror"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // upstreamOnTrunk makes a repository whose HEAD is trunk, with a branch

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"lorrycontroller/atomicfile"
-	"lorrycontroller/mirror"
-	"lorrycontroller/wire"
+	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/mirror"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // resultFile is what --result-file holds after a run.

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"lorrycontroller/venv"
+	"lorrycontroller.dev/lc/venv"
 )
 
 // gcMain is lorry-controller-minion gc: it reads the same flags and

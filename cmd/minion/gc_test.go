@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/flock"
-	"lorrycontroller/venv"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/venv"
 )
 
 // environment makes what a build leaves in the cache: the environment with

@@ -238,7 +238,7 @@ true`, r.token, lockFile, nameLock)
 func TestJobUserLorryMirrors(t *testing.T) {
 	r := newJobUserRig(t)
 	lorry := filepath.Join(r.base, "lorry")
-	if out, err := exec.Command("go", "build", "-o", lorry, "lorrycontroller/cmd/lorry").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", lorry, "lorrycontroller.dev/lc/cmd/lorry").CombinedOutput(); err != nil {
 		t.Fatalf("build lorry: %v\n%s", err, out)
 	}
 	repos := r.dir(t, "repos")

@@ -25,14 +25,14 @@ import (
 	"syscall"
 	"time"
 
-	"lorrycontroller/flagconf"
-	"lorrycontroller/flock"
-	"lorrycontroller/journallog"
-	"lorrycontroller/minion"
-	"lorrycontroller/minionname"
-	"lorrycontroller/proc"
-	"lorrycontroller/secretfile"
-	"lorrycontroller/venv"
+	"lorrycontroller.dev/lc/flagconf"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/journallog"
+	"lorrycontroller.dev/lc/minion"
+	"lorrycontroller.dev/lc/minionname"
+	"lorrycontroller.dev/lc/proc"
+	"lorrycontroller.dev/lc/secretfile"
+	"lorrycontroller.dev/lc/venv"
 )
 
 // Config is the minion's configuration, from flags and the --config file.

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"lorrycontroller/flock"
-	"lorrycontroller/minion"
+	"lorrycontroller.dev/lc/flock"
+	"lorrycontroller.dev/lc/minion"
 )
 
 // fileState is what tells that a file was replaced or rewritten.

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"lorrycontroller/periodic"
-	"lorrycontroller/systemd"
+	"lorrycontroller.dev/lc/periodic"
+	"lorrycontroller.dev/lc/systemd"
 )
 
 // background is the work the WEBAPP does besides serving requests: the

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit/confgittest"
+	"lorrycontroller.dev/lc/confgit/confgittest"
 )
 
 // plainBin is the WEBAPP built without the race detector, whose memory

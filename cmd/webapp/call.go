@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/secretfile"
+	"lorrycontroller.dev/lc/secretfile"
 )
 
 // callMain is "lorry-controller-webapp call": one request to a running

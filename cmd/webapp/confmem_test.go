@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit/confgittest"
+	"lorrycontroller.dev/lc/confgit/confgittest"
 )
 
 // growth is what reading a configuration that grew measured of the

@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"lorrycontroller/minionname"
-	"lorrycontroller/secretfile"
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/minionname"
+	"lorrycontroller.dev/lc/secretfile"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // Values of --read-access and --metrics-access.

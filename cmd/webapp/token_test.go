@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/statedb"
+	"lorrycontroller.dev/lc/statedb"
 )
 
 // TestTokenSubcommand makes, lists and revokes tokens in a state database

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lorrycontroller/gittest"
+	"lorrycontroller.dev/lc/gittest"
 )
 
 // BigConf is the lorry-controller.conf of BigRepo: one lorries section

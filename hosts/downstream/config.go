@@ -19,7 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // The Downstream Host types that --downstream-host-type names.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/flagconf"
+	"lorrycontroller.dev/lc/flagconf"
 )
 
 func TestDownstreamFlagDefaults(t *testing.T) {

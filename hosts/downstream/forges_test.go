@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // newGiteaDS starts a fake Gitea for the gitea downstream, whose ssh URLs

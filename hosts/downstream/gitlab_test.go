@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // newGitLabDS starts a fake GitLab for the gitlab downstream, whose ssh

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"lorrycontroller/proc"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/proc"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // downstreamSSH runs the commands of a git server's ssh interface, such as

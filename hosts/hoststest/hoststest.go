@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/githttp"
+	"lorrycontroller.dev/lc/githttp"
 )
 
 // Request is what a fake remembers of a call to its API.

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/gittest"
-	"lorrycontroller/hosts/downstream"
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // sourceRepo makes a repository with branches main and trunk, trunk one

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/hosts/hoststest"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/hosts/hoststest"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // A forge's listing that fails says what the host answered, names the

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"lorrycontroller/confgit"
+	"lorrycontroller.dev/lc/confgit"
 )
 
 // GeneratedLorry is the lorry made for one repository of an Upstream

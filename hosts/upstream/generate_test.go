@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/confgit"
+	"lorrycontroller.dev/lc/confgit"
 )
 
 func TestGenerate(t *testing.T) {

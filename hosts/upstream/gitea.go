@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"lorrycontroller/confgit"
+	"lorrycontroller.dev/lc/confgit"
 )
 
 // The Gitea lister (Forgejo speaks the same API) follows the Gitea API v1

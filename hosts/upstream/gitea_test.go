@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // newGitea starts a fake Gitea with the user "user1" that

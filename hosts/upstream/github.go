@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"lorrycontroller/confgit"
+	"lorrycontroller.dev/lc/confgit"
 )
 
 // The GitHub lister follows the GitHub REST API documentation (API version

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // newGitHub starts a fake GitHub that takes tok, with one organisation

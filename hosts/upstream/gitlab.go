@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"lorrycontroller/confgit"
+	"lorrycontroller.dev/lc/confgit"
 )
 
 // The GitLab lister follows the GitLab REST API v4 documentation:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // newGitLab starts a fake GitLab that takes tok and holds projects.

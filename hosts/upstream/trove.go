@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // The Trove lister asks Gitano, the git service of a Trove, for the

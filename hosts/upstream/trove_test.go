@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 const gitanoLs = `RW baserock/baserock/definitions

@@ -22,8 +22,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/redact"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/redact"
 )
 
 // Repo is a repository that an Upstream Host lists.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // BenchmarkListAndGenerate20k lists 20,000 projects from a fake GitLab, a

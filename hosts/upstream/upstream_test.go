@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller/confgit"
-	"lorrycontroller/hosts/hoststest"
+	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/hosts/hoststest"
 )
 
 // upstreamHost parses a host section the way the configuration reader

@@ -56,8 +56,8 @@ func runMain(m *testing.M) int {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for bin, pkg := range map[string]string{
-		"lorry-controller-webapp": "lorrycontroller/cmd/webapp",
-		"lorry-controller-minion": "lorrycontroller/cmd/minion",
+		"lorry-controller-webapp": "lorrycontroller.dev/lc/cmd/webapp",
+		"lorry-controller-minion": "lorrycontroller.dev/lc/cmd/minion",
 	} {
 		wg.Go(func() {
 			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, bin), pkg).CombinedOutput()

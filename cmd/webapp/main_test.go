@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,6 +96,12 @@ func startWebapp(t testing.TB, dir string, o startOpts) *webapp {
 	args := append([]string{"--statedb", filepath.Join(dir, "state.db"),
 		"--configuration-directory", filepath.Join(dir, "confgit"),
 		"--addr-file", filepath.Join(dir, "addr")}, o.args...)
+	// A port of the system's choosing unless the test says otherwise or
+	// passes a socket: on the default one, two WEBAPPs of tests run at
+	// once would keep each other out.
+	if !slices.Contains(o.args, "--listen") && !o.listenPID && len(o.files) == 0 {
+		args = append(args, "--listen", "127.0.0.1:0")
+	}
 	switch {
 	case o.listenPID:
 		w.cmd = exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, bin}, args...)...)

@@ -268,29 +268,11 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	}
 	h := Host{Type: typ, Prefixmap: map[string]string{}, Ignore: []string{}}
 
-	// "trovehost" is what the key was called before hosts other than
-	// Troves were supported; old configurations still use it.
-	hv, hasHost := sec["host"]
-	tv, hasTrove := sec["trovehost"]
-	switch {
-	case hasHost:
-		name, ok := hv.(string)
-		if !ok {
-			return fail("host", fmt.Errorf("must be a string, not %s", lorryspec.KindOf(hv)))
-		}
-		if ts, same := tv.(string); hasTrove && (!same || ts != name) {
-			return fail("trovehost", fmt.Errorf("differs from \"host\" %q; give only one", name))
-		}
-		h.Name = name
-	case hasTrove:
-		name, ok := tv.(string)
-		if !ok {
-			return fail("trovehost", fmt.Errorf("must be a string, not %s", lorryspec.KindOf(tv)))
-		}
-		h.Name = name
-	default:
-		return fail("host", errors.New("missing"))
+	name, key, err := hostName(sec)
+	if err != nil {
+		return fail(key, err)
 	}
+	h.Name = name
 	if err := validateHostName(h.Name); err != nil {
 		return fail(hostKey(sec), err)
 	}
@@ -303,7 +285,6 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 		}
 		h.Protocol = p
 	}
-	var err error
 	if h.LsInterval, err = intervalKey(sec, "ls-interval", DefaultLsInterval); err != nil {
 		return fail("ls-interval", err)
 	}
@@ -330,33 +311,14 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	}
 	h.MaxBackoff, h.HardFailAfter = b.maxBackoff, b.hardFailAfter
 	if pv, ok := sec["prefixmap"]; ok {
-		m, ok := pv.(map[string]any)
-		if !ok {
-			return fail("prefixmap", fmt.Errorf("must be an object, not %s", lorryspec.KindOf(pv)))
-		}
-		for k, v := range m {
-			s, ok := v.(string)
-			if !ok {
-				return fail("prefixmap", fmt.Errorf("value of %q must be a string, not %s", k, lorryspec.KindOf(v)))
-			}
-			// The values become prefixes of lorry paths.
-			if err := ValidatePath(s); err != nil {
-				return fail("prefixmap", fmt.Errorf("value of %q: %w", k, err))
-			}
-			h.Prefixmap[k] = s
+		if err := parsePrefixmap(pv, h.Prefixmap); err != nil {
+			return fail("prefixmap", err)
 		}
 	}
 	if iv, ok := sec["ignore"]; ok {
-		ig, err := stringList(iv)
-		if err != nil {
+		if h.Ignore, err = parseIgnore(iv); err != nil {
 			return fail("ignore", err)
 		}
-		for _, g := range ig {
-			if err := ValidateGlob(g); err != nil {
-				return fail("ignore", err)
-			}
-		}
-		h.Ignore = ig
 	}
 	keys := hostKeys{sec: sec, fail: func(key string, err error) error {
 		return &ConfError{Section: i, Type: typ, Key: key, Err: err}
@@ -370,6 +332,68 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	}
 	h.Section = string(text)
 	return h, nil
+}
+
+// hostName is a host section's host name, or the error and the key it is
+// in. "trovehost" is what the key was called before hosts other than
+// Troves were supported; old configurations still use it.
+func hostName(sec map[string]any) (string, string, error) {
+	hv, hasHost := sec["host"]
+	tv, hasTrove := sec["trovehost"]
+	switch {
+	case hasHost:
+		name, ok := hv.(string)
+		if !ok {
+			return "", "host", fmt.Errorf("must be a string, not %s", lorryspec.KindOf(hv))
+		}
+		if ts, same := tv.(string); hasTrove && (!same || ts != name) {
+			return "", "trovehost", fmt.Errorf("differs from \"host\" %q; give only one", name)
+		}
+		return name, "host", nil
+	case hasTrove:
+		name, ok := tv.(string)
+		if !ok {
+			return "", "trovehost", fmt.Errorf("must be a string, not %s", lorryspec.KindOf(tv))
+		}
+		return name, "trovehost", nil
+	default:
+		return "", "host", errors.New("missing")
+	}
+}
+
+// parsePrefixmap adds the entries of a host section's "prefixmap", pv,
+// to m.
+func parsePrefixmap(pv any, m map[string]string) error {
+	pm, ok := pv.(map[string]any)
+	if !ok {
+		return fmt.Errorf("must be an object, not %s", lorryspec.KindOf(pv))
+	}
+	for k, v := range pm {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("value of %q must be a string, not %s", k, lorryspec.KindOf(v))
+		}
+		// The values become prefixes of lorry paths.
+		if err := ValidatePath(s); err != nil {
+			return fmt.Errorf("value of %q: %w", k, err)
+		}
+		m[k] = s
+	}
+	return nil
+}
+
+// parseIgnore is a host section's "ignore", iv: a list of globs.
+func parseIgnore(iv any) ([]string, error) {
+	ig, err := stringList(iv)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range ig {
+		if err := ValidateGlob(g); err != nil {
+			return nil, err
+		}
+	}
+	return ig, nil
 }
 
 // validateHostName keeps the host name usable as the host part of the URLs

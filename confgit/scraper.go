@@ -54,89 +54,29 @@ func ParseScraper(v any) (Scraper, error) {
 			return s, fmt.Errorf("unknown key %q (want %s)", k, strings.Join(scraperKeys, ", "))
 		}
 	}
-	str := func(key string) (string, error) {
-		x, ok := m[key].(string)
-		if !ok {
-			return "", fmt.Errorf("%q must be a string, not %s", key, lorryspec.KindOf(m[key]))
-		}
-		return x, nil
-	}
-	list := func(key string) ([]string, error) {
-		l, err := stringList(m[key])
-		if err != nil {
-			return nil, fmt.Errorf("%q %w", key, err)
-		}
-		return l, nil
-	}
 	var err error
 	if _, ok := m["runtime"]; !ok {
 		return s, errors.New(`has no "runtime"`)
 	}
-	if s.Runtime, err = str("runtime"); err != nil {
+	if s.Runtime, err = specString(m, "runtime"); err != nil {
 		return s, err
 	}
-	_, hasModule := m["module"]
-	_, hasCommand := m["command"]
-	switch {
-	case hasModule && hasCommand:
-		return s, errors.New(`has both "module" and "command"; give one`)
-	case hasModule:
-		if s.Module, err = str("module"); err != nil {
-			return s, err
-		}
-		if err := validateModule(s.Module); err != nil {
-			return s, err
-		}
-	case hasCommand:
-		if s.Command, err = list("command"); err != nil {
-			return s, err
-		}
-		if len(s.Command) == 0 || s.Command[0] == "" {
-			return s, errors.New(`"command" must start with the program to run`)
-		}
-	default:
-		return s, errors.New(`has neither "module" nor "command"`)
+	if s.Module, s.Command, err = scraperProgram(m); err != nil {
+		return s, err
 	}
 	if _, ok := m["args"]; ok {
-		if s.Args, err = list("args"); err != nil {
+		if s.Args, err = specList(m, "args"); err != nil {
 			return s, err
 		}
 	}
 	if _, ok := m["config"]; ok {
-		if s.Config, err = list("config"); err != nil {
+		if s.Config, err = scraperConfig(m); err != nil {
 			return s, err
-		}
-		names := map[string]string{}
-		for _, c := range s.Config {
-			if err := ValidatePath(c); err != nil {
-				return s, fmt.Errorf(`"config" %q: %w`, c, err)
-			}
-			// The job finds each file by its base name.
-			base := path.Base(c)
-			if other, dup := names[base]; dup {
-				return s, fmt.Errorf(`"config" %q and %q have the same name %q`, other, c, base)
-			}
-			names[base] = c
 		}
 	}
 	if ev, ok := m["env"]; ok {
-		em, ok := ev.(map[string]any)
-		if !ok {
-			return s, fmt.Errorf(`"env" must be an object, not %s`, lorryspec.KindOf(ev))
-		}
-		s.Env = make(map[string]string, len(em))
-		for k, v := range em {
-			if err := validateEnvName(k); err != nil {
-				return s, err
-			}
-			val, ok := v.(string)
-			if !ok {
-				return s, fmt.Errorf(`"env" %q must be a string, not %s`, k, lorryspec.KindOf(v))
-			}
-			if strings.ContainsRune(val, 0) {
-				return s, fmt.Errorf(`"env" %q has a NUL character`, k)
-			}
-			s.Env[k] = val
+		if s.Env, err = scraperEnv(ev); err != nil {
+			return s, err
 		}
 	}
 	if fv, ok := m["fd-args"]; ok {
@@ -145,6 +85,99 @@ func ParseScraper(v any) (Scraper, error) {
 		}
 	}
 	return s, nil
+}
+
+// specString is the string at key of scraper spec m.
+func specString(m map[string]any, key string) (string, error) {
+	x, ok := m[key].(string)
+	if !ok {
+		return "", fmt.Errorf("%q must be a string, not %s", key, lorryspec.KindOf(m[key]))
+	}
+	return x, nil
+}
+
+// specList is the list of strings at key of scraper spec m.
+func specList(m map[string]any, key string) ([]string, error) {
+	l, err := stringList(m[key])
+	if err != nil {
+		return nil, fmt.Errorf("%q %w", key, err)
+	}
+	return l, nil
+}
+
+// scraperProgram is what scraper spec m runs: a Python module, or a
+// command of the runtime.
+func scraperProgram(m map[string]any) (module string, command []string, err error) {
+	_, hasModule := m["module"]
+	_, hasCommand := m["command"]
+	switch {
+	case hasModule && hasCommand:
+		return "", nil, errors.New(`has both "module" and "command"; give one`)
+	case hasModule:
+		if module, err = specString(m, "module"); err != nil {
+			return "", nil, err
+		}
+		if err := validateModule(module); err != nil {
+			return "", nil, err
+		}
+		return module, nil, nil
+	case hasCommand:
+		if command, err = specList(m, "command"); err != nil {
+			return "", nil, err
+		}
+		if len(command) == 0 || command[0] == "" {
+			return "", nil, errors.New(`"command" must start with the program to run`)
+		}
+		return "", command, nil
+	default:
+		return "", nil, errors.New(`has neither "module" nor "command"`)
+	}
+}
+
+// scraperConfig is the "config" of scraper spec m: paths in the
+// repository, no two with the same base name.
+func scraperConfig(m map[string]any) ([]string, error) {
+	config, err := specList(m, "config")
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	for _, c := range config {
+		if err := ValidatePath(c); err != nil {
+			return nil, fmt.Errorf(`"config" %q: %w`, c, err)
+		}
+		// The job finds each file by its base name.
+		base := path.Base(c)
+		if other, dup := names[base]; dup {
+			return nil, fmt.Errorf(`"config" %q and %q have the same name %q`, other, c, base)
+		}
+		names[base] = c
+	}
+	return config, nil
+}
+
+// scraperEnv is the "env" of a scraper spec, ev: variables to set for
+// the job.
+func scraperEnv(ev any) (map[string]string, error) {
+	em, ok := ev.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf(`"env" must be an object, not %s`, lorryspec.KindOf(ev))
+	}
+	env := make(map[string]string, len(em))
+	for k, v := range em {
+		if err := validateEnvName(k); err != nil {
+			return nil, err
+		}
+		val, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf(`"env" %q must be a string, not %s`, k, lorryspec.KindOf(v))
+		}
+		if strings.ContainsRune(val, 0) {
+			return nil, fmt.Errorf(`"env" %q has a NUL character`, k)
+		}
+		env[k] = val
+	}
+	return env, nil
 }
 
 // DecodeScraper reads the spec of a scraper from the Text of its run-queue

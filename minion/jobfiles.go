@@ -94,6 +94,17 @@ func writeFile(name string, data []byte, mode os.FileMode) error {
 	return atomicfile.WriteFile(name, data, mode)
 }
 
+// recordJob writes job j's record, with a new mark for its processes,
+// before anything of the job runs, so that a minion that starts again
+// after a crash finds them.
+func (m *Minion) recordJob(j *job) (string, error) {
+	mark, err := proc.NewMark()
+	if err == nil {
+		err = m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark})
+	}
+	return mark, err
+}
+
 // removeJobFiles forgets the files of job id once it has ended.
 func (m *Minion) removeJobFiles(id int64) {
 	base := filepath.Join(m.jobDir(), strconv.FormatInt(id, 10))

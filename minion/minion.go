@@ -240,10 +240,7 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 
 	// The job's files are in the working area, not in /tmp, so that a
 	// minion that starts again after a crash finds them (CleanUp).
-	mark, err := proc.NewMark()
-	if err == nil {
-		err = m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark})
-	}
+	mark, err := m.recordJob(j)
 	defer m.removeJobFiles(j.ID)
 	var spec string
 	if err == nil {

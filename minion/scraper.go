@@ -72,12 +72,8 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 		m.finish(ctx, log, j, exit, out)
 	}
 	sc := j.Scraper
-	if sc == nil || len(sc.Argv) == 0 {
-		fail(exitUnsupported, errors.New("the WEBAPP sent a scraper job without its scraper"))
-		return
-	}
-	if m.cfg.Runtimes == nil {
-		fail(exitUnsupported, errors.New("this minion has no runtime cache and cannot run scrapers"))
+	if err := m.cannotRunScraper(sc); err != nil {
+		fail(exitUnsupported, err)
 		return
 	}
 	wd, err := m.LockWorkDir()
@@ -91,10 +87,7 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	// As for lorry, the record is on disk before anything of the job
 	// runs, so that a minion that starts again after a crash finds the
 	// job's processes.
-	mark, err := proc.NewMark()
-	if err == nil {
-		err = m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark})
-	}
+	mark, err := m.recordJob(j)
 	defer m.removeJobFiles(j.ID)
 	if err != nil {
 		fail(exitNotStarted, fmt.Errorf("write job files: %w", err))
@@ -105,17 +98,11 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	if !ok {
 		return
 	}
-	defer func() {
-		if err := env.Release(); err != nil {
-			log.Warn("cannot release runtime", "err", err)
-		}
-	}()
+	defer releaseRuntime(log, env)
 
-	for _, d := range []string{cwd, home} {
-		if err := emptyDir(d, m.cfg.JobUser); err != nil {
-			fail(exitNotStarted, fmt.Errorf("scraper working directory: %w", err))
-			return
-		}
+	if err := emptyDirs(m.cfg.JobUser, cwd, home); err != nil {
+		fail(exitNotStarted, fmt.Errorf("scraper working directory: %w", err))
+		return
 	}
 
 	// ExtraFiles become descriptors 3, 4, ... in the order given: the
@@ -124,44 +111,24 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	// numbers.
 	files := []*os.File{env.LockFile()}
 	lockFD := 3
-	var fdList []string
-	byName := map[string]int{}
-	var writers []*os.File
-	defer func() {
-		for _, w := range writers {
-			w.Close()
-		}
-	}()
-	var readers []*os.File
-	closeReaders := func() {
-		for _, r := range readers {
-			r.Close()
-		}
-		readers = nil
+	pipes, err := openConfigPipes(sc.Config, 3+len(files))
+	if err != nil {
+		fail(exitNotStarted, err)
+		return
 	}
-	defer closeReaders()
-	for _, c := range sc.Config {
-		r, w, err := os.Pipe()
-		if err != nil {
-			fail(exitNotStarted, fmt.Errorf("config %s: %w", c.Name, err))
-			return
-		}
-		readers, writers = append(readers, r), append(writers, w)
-		fd := 3 + len(files)
-		files = append(files, r)
-		byName[c.Name] = fd
-		fdList = append(fdList, strconv.Itoa(fd)+":"+c.Name)
-	}
+	defer pipes.closeWriters()
+	defer pipes.closeReaders()
+	files = append(files, pipes.readers...)
 
 	workDirFD := 3 + len(files)
 	files = append(files, wd.File())
 
-	argv, err := scraperArgv(sc, byName, lockFD, fdList)
+	argv, err := scraperArgv(sc, pipes.byName, lockFD, pipes.fdList)
 	if err != nil {
 		fail(exitUnsupported, err)
 		return
 	}
-	jobEnv := m.scraperEnv(j, env.Dir, home, mark, jobFDs{runtimeLock: lockFD, workDirLock: workDirFD, config: fdList})
+	jobEnv := m.scraperEnv(j, env.Dir, home, mark, jobFDs{runtimeLock: lockFD, workDirLock: workDirFD, config: pipes.fdList})
 	prog, err := lookProgram(argv[0], pathOf(jobEnv))
 	if err != nil {
 		fail(exitNotStarted, err)
@@ -176,9 +143,9 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	// The job has its own copies; the pipes' read ends must be the
 	// job's alone, so that a writer meets a broken pipe once the job
 	// is gone rather than waiting for a reader that never comes.
-	closeReaders()
+	pipes.closeReaders()
 	for i, c := range sc.Config {
-		go feed(writers[i], c.Content)
+		go feed(pipes.writers[i], c.Content)
 	}
 	if err := m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark, Pgid: p.Pid()}); err != nil {
 		log.Warn("cannot record the job's process group", "err", err)
@@ -194,6 +161,69 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	}
 	out.add(p.NewOutput())
 	m.finish(ctx, log, j, exit, out)
+}
+
+// releaseRuntime gives back the runtime a job used.
+func releaseRuntime(log *slog.Logger, env *venv.Env) {
+	if err := env.Release(); err != nil {
+		log.Warn("cannot release runtime", "err", err)
+	}
+}
+
+// cannotRunScraper says why this minion cannot run scraper sc, nil if it
+// can.
+func (m *Minion) cannotRunScraper(sc *wire.Scraper) error {
+	if sc == nil || len(sc.Argv) == 0 {
+		return errors.New("the WEBAPP sent a scraper job without its scraper")
+	}
+	if m.cfg.Runtimes == nil {
+		return errors.New("this minion has no runtime cache and cannot run scrapers")
+	}
+	return nil
+}
+
+// configPipes are the pipes a scraper reads its config files from, one
+// per file: the read ends become the job's descriptors, and the minion
+// feeds the write ends once the job has started.
+type configPipes struct {
+	readers, writers []*os.File
+	// byName is each file's descriptor, and fdList lists them as
+	// "FD:NAME".
+	byName map[string]int
+	fdList []string
+}
+
+// openConfigPipes opens a pipe for each of config, whose read ends will
+// be the job's descriptors firstFD, firstFD+1, ...
+func openConfigPipes(config []wire.ConfigFile, firstFD int) (*configPipes, error) {
+	p := &configPipes{byName: map[string]int{}}
+	for _, c := range config {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.closeReaders()
+			p.closeWriters()
+			return nil, fmt.Errorf("config %s: %w", c.Name, err)
+		}
+		p.readers, p.writers = append(p.readers, r), append(p.writers, w)
+		fd := firstFD + len(p.readers) - 1
+		p.byName[c.Name] = fd
+		p.fdList = append(p.fdList, strconv.Itoa(fd)+":"+c.Name)
+	}
+	return p, nil
+}
+
+// closeReaders closes the read ends, once the job has its own copies.
+func (p *configPipes) closeReaders() {
+	for _, r := range p.readers {
+		r.Close()
+	}
+	p.readers = nil
+}
+
+func (p *configPipes) closeWriters() {
+	for _, w := range p.writers {
+		w.Close()
+	}
 }
 
 // feed writes a config file into the pipe the job reads it from. It ends
@@ -465,6 +495,16 @@ func lookProgram(name, path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("start %s: not found in the runtime's bin or in %s", name, systemPath)
+}
+
+// emptyDirs empties each of dirs with emptyDir.
+func emptyDirs(u *proc.User, dirs ...string) error {
+	for _, d := range dirs {
+		if err := emptyDir(d, u); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // emptyDir makes dir an empty directory of the job's user u (nil for the

@@ -53,7 +53,9 @@ type Server struct {
 	bodyBudget *budget
 }
 
-// Handler returns the WEBAPP's routes. All of them are registered here.
+// Handler returns the WEBAPP's routes. All of them are registered here,
+// the /1.0 ones through one function per area, called in a fixed order
+// under the same middleware.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.recoverPanics)
@@ -86,102 +88,129 @@ func (s *Server) Handler() http.Handler {
 		// The pages (-html) answer HTML. Their buttons post to routes named
 		// like the API's with -html, which do what the API route does and
 		// redirect (303) back to the page.
-
-		// State of the controller.
-		r.Get("/status", s.handle(s.status))
-		r.Get("/status-html", s.page(s.statusHTML))
-		r.Get("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
-		// Load balancers and monitors often ask with HEAD: the same
-		// answer, whose body the server leaves out.
-		r.Head("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
-
-		// The run queue.
-		r.Post("/stop-queue", s.handle(s.setQueue(false)))
-		r.Post("/start-queue", s.handle(s.setQueue(true)))
-		r.Get("/list-queue", s.handle(s.listQueue))
-		r.Post("/move-to-top", s.handle(s.move(true)))
-		r.Post("/move-to-bottom", s.handle(s.move(false)))
-		r.Get("/lorry/*", s.handle(s.lorry))
-		r.Get("/lorries", s.handle(s.listLorries))
-		r.Get("/get-max-jobs", s.handle(s.getMaxJobs))
-		r.Post("/set-max-jobs", s.handle(s.setMaxJobs))
-		r.Get("/lorry-html/*", s.page(s.lorryHTML))
-		r.Post("/stop-queue-html", s.action(s.setQueue(false), saidQueue(false)))
-		r.Post("/start-queue-html", s.action(s.setQueue(true), saidQueue(true)))
-		r.Post("/move-to-top-html", s.action(s.move(true), saidMove(true)))
-		r.Post("/move-to-bottom-html", s.action(s.move(false), saidMove(false)))
-		r.Post("/run-now", s.handle(s.runNow))
-		r.Post("/run-now-html", s.action(s.runNow, saidRunNow))
-		r.Post("/retry-lorry", s.handle(s.retryLorry))
-		r.Post("/retry-lorry-html", s.action(s.retryLorry, saidRetryLorry))
-		r.Post("/set-max-jobs-html", s.action(s.setMaxJobs, saidMaxJobs))
-		r.Get("/get-host-max-jobs", s.handle(s.getHostMaxJobs))
-		r.Post("/set-host-max-jobs", s.handle(s.setHostMaxJobs))
-		r.Post("/set-host-max-jobs-html", s.action(s.setHostMaxJobs, saidHostMaxJobs))
-
-		// Jobs.
-		r.Get("/list-running-jobs", s.handle(s.listRunningJobs))
-		r.Get("/list-jobs", s.handle(s.listJobs))
-		r.Get("/job/{id}", s.handle(s.job))
-		r.Post("/stop-job", s.handle(s.stopJob))
-		r.Post("/remove-job", s.handle(s.removeJob))
-		r.Post("/remove-ghost-jobs", s.handle(s.removeGhostJobs))
-		r.Post("/remove-old-jobs", s.handle(s.removeOldJobs))
-		r.Get("/list-jobs-html", s.page(s.listJobsHTML))
-		r.Get("/job-html/{id}", s.page(s.jobHTML))
-		// A running job's page follows its output with this.
-		r.Get("/job-output/{id}", s.handle(s.jobOutput))
-		r.Post("/stop-job-html", s.action(s.stopJob, saidStopJob))
-		r.Post("/remove-job-html", s.action(s.removeJob, saidRemoveJob))
-		r.Post("/remove-ghost-jobs-html", s.action(s.removeGhostJobs, saidRemoveGhostJobs))
-
-		// Configuration and Upstream Hosts. The hosts were called Troves
-		// once; both names stay.
-		r.Post("/read-configuration", s.handle(s.readConfiguration))
-		r.Post("/ls-troves", s.handle(s.lsHosts(false)))
-		r.Post("/ls-hosts", s.handle(s.lsHosts(false)))
-		r.Post("/force-ls-troves", s.handle(s.lsHosts(true)))
-		r.Post("/force-ls-hosts", s.handle(s.lsHosts(true)))
-		r.Get("/hosts-html", s.page(s.hostsHTML))
-		r.Post("/read-configuration-html", s.action(s.readConfiguration, saidReadConfiguration))
-		r.Post("/force-ls-hosts-html", s.action(s.lsHosts(true), saidListHosts))
-
-		// The forges' push hooks, each checked by its own secret or
-		// signature rather than a token; see auth.go and push.go.
-		r.Post("/hooks/gitlab", s.handle(s.hook(forgehook.GitLab)))
-		r.Post("/hooks/gitea", s.handle(s.hook(forgehook.Gitea)))
-		r.Post("/hooks/github", s.handle(s.hook(forgehook.GitHub)))
-
-		// Scraper runtimes, which minions download to build.
-		r.Get("/runtimes", s.handle(s.runtimes))
-		r.Get("/runtime/{name}/{id}.tar", s.handle(s.runtimeTar))
-
-		// Minions. Asking for a job changes state: POST only.
-		r.Post("/give-me-job", s.handle(s.giveMeJob))
-		r.Post("/job-update", s.handle(s.jobUpdate))
-		r.Get("/minions-html", s.page(s.minionsHTML))
-		r.Post("/retire-minion", s.handle(s.retireMinion(true)))
-		r.Post("/unretire-minion", s.handle(s.retireMinion(false)))
-		r.Post("/retire-minion-html", s.action(s.retireMinion(true), saidRetireMinion))
-		r.Post("/unretire-minion-html", s.action(s.retireMinion(false), saidRetireMinion))
-
-		// Notifications: what was posted to the notification URL, and how
-		// the receiver answered.
-		r.Get("/notifications", s.handle(s.notifications))
-		r.Get("/notifications-html", s.page(s.notificationsHTML))
-
-		// Signing in with a token, for the pages' buttons.
-		if !s.InsecureNoAuth {
-			r.Get("/sign-in-html", s.page(s.signInForm))
-			r.Post("/sign-in-html", s.page(s.signIn))
-			r.Post("/sign-out-html", s.page(s.signOut))
-		}
+		s.statusRoutes(r)
+		s.queueRoutes(r)
+		s.jobRoutes(r)
+		s.hostRoutes(r)
+		s.hookRoutes(r)
+		s.runtimeRoutes(r)
+		s.minionRoutes(r)
+		s.notificationRoutes(r)
+		s.signInRoutes(r)
 
 		if s.FakeClock != nil {
 			r.Post("/pretend-time", s.handle(s.pretendTime))
 		}
 	})
 	return r
+}
+
+// statusRoutes: the state of the controller.
+func (s *Server) statusRoutes(r chi.Router) {
+	r.Get("/status", s.handle(s.status))
+	r.Get("/status-html", s.page(s.statusHTML))
+	r.Get("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
+	// Load balancers and monitors often ask with HEAD: the same
+	// answer, whose body the server leaves out.
+	r.Head("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
+}
+
+// queueRoutes: the run queue.
+func (s *Server) queueRoutes(r chi.Router) {
+	r.Post("/stop-queue", s.handle(s.setQueue(false)))
+	r.Post("/start-queue", s.handle(s.setQueue(true)))
+	r.Get("/list-queue", s.handle(s.listQueue))
+	r.Post("/move-to-top", s.handle(s.move(true)))
+	r.Post("/move-to-bottom", s.handle(s.move(false)))
+	r.Get("/lorry/*", s.handle(s.lorry))
+	r.Get("/lorries", s.handle(s.listLorries))
+	r.Get("/get-max-jobs", s.handle(s.getMaxJobs))
+	r.Post("/set-max-jobs", s.handle(s.setMaxJobs))
+	r.Get("/lorry-html/*", s.page(s.lorryHTML))
+	r.Post("/stop-queue-html", s.action(s.setQueue(false), saidQueue(false)))
+	r.Post("/start-queue-html", s.action(s.setQueue(true), saidQueue(true)))
+	r.Post("/move-to-top-html", s.action(s.move(true), saidMove(true)))
+	r.Post("/move-to-bottom-html", s.action(s.move(false), saidMove(false)))
+	r.Post("/run-now", s.handle(s.runNow))
+	r.Post("/run-now-html", s.action(s.runNow, saidRunNow))
+	r.Post("/retry-lorry", s.handle(s.retryLorry))
+	r.Post("/retry-lorry-html", s.action(s.retryLorry, saidRetryLorry))
+	r.Post("/set-max-jobs-html", s.action(s.setMaxJobs, saidMaxJobs))
+	r.Get("/get-host-max-jobs", s.handle(s.getHostMaxJobs))
+	r.Post("/set-host-max-jobs", s.handle(s.setHostMaxJobs))
+	r.Post("/set-host-max-jobs-html", s.action(s.setHostMaxJobs, saidHostMaxJobs))
+}
+
+// jobRoutes: jobs.
+func (s *Server) jobRoutes(r chi.Router) {
+	r.Get("/list-running-jobs", s.handle(s.listRunningJobs))
+	r.Get("/list-jobs", s.handle(s.listJobs))
+	r.Get("/job/{id}", s.handle(s.job))
+	r.Post("/stop-job", s.handle(s.stopJob))
+	r.Post("/remove-job", s.handle(s.removeJob))
+	r.Post("/remove-ghost-jobs", s.handle(s.removeGhostJobs))
+	r.Post("/remove-old-jobs", s.handle(s.removeOldJobs))
+	r.Get("/list-jobs-html", s.page(s.listJobsHTML))
+	r.Get("/job-html/{id}", s.page(s.jobHTML))
+	// A running job's page follows its output with this.
+	r.Get("/job-output/{id}", s.handle(s.jobOutput))
+	r.Post("/stop-job-html", s.action(s.stopJob, saidStopJob))
+	r.Post("/remove-job-html", s.action(s.removeJob, saidRemoveJob))
+	r.Post("/remove-ghost-jobs-html", s.action(s.removeGhostJobs, saidRemoveGhostJobs))
+}
+
+// hostRoutes: configuration and Upstream Hosts. The hosts were called
+// Troves once; both names stay.
+func (s *Server) hostRoutes(r chi.Router) {
+	r.Post("/read-configuration", s.handle(s.readConfiguration))
+	r.Post("/ls-troves", s.handle(s.lsHosts(false)))
+	r.Post("/ls-hosts", s.handle(s.lsHosts(false)))
+	r.Post("/force-ls-troves", s.handle(s.lsHosts(true)))
+	r.Post("/force-ls-hosts", s.handle(s.lsHosts(true)))
+	r.Get("/hosts-html", s.page(s.hostsHTML))
+	r.Post("/read-configuration-html", s.action(s.readConfiguration, saidReadConfiguration))
+	r.Post("/force-ls-hosts-html", s.action(s.lsHosts(true), saidListHosts))
+}
+
+// hookRoutes: the forges' push hooks, each checked by its own secret or
+// signature rather than a token; see auth.go and push.go.
+func (s *Server) hookRoutes(r chi.Router) {
+	r.Post("/hooks/gitlab", s.handle(s.hook(forgehook.GitLab)))
+	r.Post("/hooks/gitea", s.handle(s.hook(forgehook.Gitea)))
+	r.Post("/hooks/github", s.handle(s.hook(forgehook.GitHub)))
+}
+
+// runtimeRoutes: scraper runtimes, which minions download to build.
+func (s *Server) runtimeRoutes(r chi.Router) {
+	r.Get("/runtimes", s.handle(s.runtimes))
+	r.Get("/runtime/{name}/{id}.tar", s.handle(s.runtimeTar))
+}
+
+// minionRoutes: minions. Asking for a job changes state: POST only.
+func (s *Server) minionRoutes(r chi.Router) {
+	r.Post("/give-me-job", s.handle(s.giveMeJob))
+	r.Post("/job-update", s.handle(s.jobUpdate))
+	r.Get("/minions-html", s.page(s.minionsHTML))
+	r.Post("/retire-minion", s.handle(s.retireMinion(true)))
+	r.Post("/unretire-minion", s.handle(s.retireMinion(false)))
+	r.Post("/retire-minion-html", s.action(s.retireMinion(true), saidRetireMinion))
+	r.Post("/unretire-minion-html", s.action(s.retireMinion(false), saidRetireMinion))
+}
+
+// notificationRoutes: what was posted to the notification URL, and how
+// the receiver answered.
+func (s *Server) notificationRoutes(r chi.Router) {
+	r.Get("/notifications", s.handle(s.notifications))
+	r.Get("/notifications-html", s.page(s.notificationsHTML))
+}
+
+// signInRoutes: signing in with a token, for the pages' buttons.
+func (s *Server) signInRoutes(r chi.Router) {
+	if !s.InsecureNoAuth {
+		r.Get("/sign-in-html", s.page(s.signInForm))
+		r.Post("/sign-in-html", s.page(s.signIn))
+		r.Post("/sign-out-html", s.page(s.signOut))
+	}
 }
 
 func (s *Server) logRequests(next http.Handler) http.Handler {

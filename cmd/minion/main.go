@@ -119,15 +119,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("host name: %w", err)
 	}
-	var token string
-	if cfg.TokenFile != "" {
-		var warning string
-		if token, warning, err = secretfile.Read(cfg.TokenFile); err != nil {
-			return fmt.Errorf("--token-file: %w", err)
-		}
-		if warning != "" {
-			log.Warn("secret file open to others", "warning", warning)
-		}
+	token, err := readToken(cfg.TokenFile, log)
+	if err != nil {
+		return err
 	}
 	if _, err := exec.LookPath(cfg.LorryCmd); err != nil {
 		// Not fatal: it may be installed later, and each job reports it.
@@ -143,25 +137,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
-	m := minion.New(minion.Config{
-		WebappURL:      cfg.WebappURL,
-		Name:           cfg.Name,
-		Host:           host,
-		Pid:            os.Getpid(),
-		LorryCmd:       cfg.LorryCmd,
-		WorkingArea:    cfg.WorkingArea,
-		Sleep:          cfg.Sleep,
-		UpdateInterval: cfg.UpdateInterval,
-		KillGrace:      cfg.KillGrace,
-		Token:          token,
-		Queues:         cfg.Queues,
-		IgnoreQueues:   cfg.IgnoreQueues,
-		Kinds:          kindList(cfg.Kinds),
-		Runtimes:       runtimes,
-		JobEnv:         cfg.JobEnv,
-		JobUser:        jobUser,
-		Changed:        self.changed,
-	}, &http.Client{Timeout: httpTimeout}, log)
+	m := minion.New(minionConfig(cfg, host, token, jobUser, runtimes, self.changed), &http.Client{Timeout: httpTimeout}, log)
 
 	// Taken for the minion's lifetime, before anything else: a second
 	// minion of the same name must not clean up the first one's job.
@@ -210,6 +186,46 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}
 	return err
+}
+
+// readToken is the token in file, "" if file is "".
+func readToken(file string, log *slog.Logger) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	token, warning, err := secretfile.Read(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	if warning != "" {
+		log.Warn("secret file open to others", "warning", warning)
+	}
+	return token, nil
+}
+
+// minionConfig is the minion's configuration from the command line's,
+// for this process on host; changed says when its binary or
+// configuration was replaced.
+func minionConfig(cfg Config, host, token string, jobUser *proc.User, runtimes *venv.Cache, changed func() string) minion.Config {
+	return minion.Config{
+		WebappURL:      cfg.WebappURL,
+		Name:           cfg.Name,
+		Host:           host,
+		Pid:            os.Getpid(),
+		LorryCmd:       cfg.LorryCmd,
+		WorkingArea:    cfg.WorkingArea,
+		Sleep:          cfg.Sleep,
+		UpdateInterval: cfg.UpdateInterval,
+		KillGrace:      cfg.KillGrace,
+		Token:          token,
+		Queues:         cfg.Queues,
+		IgnoreQueues:   cfg.IgnoreQueues,
+		Kinds:          kindList(cfg.Kinds),
+		Runtimes:       runtimes,
+		JobEnv:         cfg.JobEnv,
+		JobUser:        jobUser,
+		Changed:        changed,
+	}
 }
 
 // parseArgs reads the command line and the --config file it names, if any;

@@ -54,77 +54,29 @@ Flags:
 		return 2
 	}
 	method, path, rest := strings.ToUpper(fs.Arg(0)), fs.Arg(1), fs.Args()[2:]
-	form := url.Values{}
-	for _, kv := range rest {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			fmt.Fprintf(stderr, "lorry-controller-webapp call: %q: want key=value\n", kv)
-			return 2
-		}
-		form.Add(k, v)
-	}
-	if *configFile != "" && *tokenFile == "" {
-		cfg, err := parseFlags([]string{"--config", *configFile}, io.Discard)
-		if err != nil {
-			fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
-			return 2
-		}
-		*tokenFile = cfg.AdminTokenFile
-	}
-	var token string
-	if *tokenFile != "" {
-		var warning string
-		var err error
-		if token, warning, err = secretfile.Read(*tokenFile); err != nil {
-			fmt.Fprintln(stderr, "lorry-controller-webapp call: --token-file:", err)
-			return 2
-		}
-		if warning != "" {
-			fmt.Fprintln(stderr, "lorry-controller-webapp call: warning:", warning)
-		}
-	}
-	if *base == "" {
-		listen := ""
-		if *configFile != "" {
-			cfg, err := parseFlags([]string{"--config", *configFile}, stderr)
-			if err != nil {
-				fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
-				return 2
-			}
-			listen = cfg.Listen
-		} else {
-			cfg, _ := parseFlags(nil, io.Discard)
-			listen = cfg.Listen
-		}
-		u, err := urlOf(listen)
-		if err != nil {
-			fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
-			return 2
-		}
-		*base = u
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	target := strings.TrimSuffix(*base, "/") + "/" + strings.TrimPrefix(path, "/")
-	var body io.Reader
-	if method == http.MethodGet {
-		if len(form) > 0 {
-			target += "?" + form.Encode()
-		}
-	} else {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	form, err := callForm(rest)
 	if err != nil {
 		fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
 		return 2
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	token, err := callToken(*configFile, *tokenFile, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
+		return 2
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if *base == "" {
+		if *base, err = callBase(*configFile, stderr); err != nil {
+			fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
+			return 2
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	req, err := callRequest(ctx, method, *base, path, form, token)
+	if err != nil {
+		fmt.Fprintln(stderr, "lorry-controller-webapp call:", err)
+		return 2
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -146,6 +98,85 @@ Flags:
 		return 1
 	}
 	return 0
+}
+
+// callForm is the parameters given as key=value arguments.
+func callForm(args []string) (url.Values, error) {
+	form := url.Values{}
+	for _, kv := range args {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want key=value", kv)
+		}
+		form.Add(k, v)
+	}
+	return form, nil
+}
+
+// callToken is the token to send: the one in tokenFile, else in the
+// admin-token-file of configFile, else none. A warning about the file's
+// permissions goes to stderr.
+func callToken(configFile, tokenFile string, stderr io.Writer) (string, error) {
+	if configFile != "" && tokenFile == "" {
+		cfg, err := parseFlags([]string{"--config", configFile}, io.Discard)
+		if err != nil {
+			return "", err
+		}
+		tokenFile = cfg.AdminTokenFile
+	}
+	if tokenFile == "" {
+		return "", nil
+	}
+	token, warning, err := secretfile.Read(tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	if warning != "" {
+		fmt.Fprintln(stderr, "lorry-controller-webapp call: warning:", warning)
+	}
+	return token, nil
+}
+
+// callBase is the base URL of the WEBAPP listening at the --listen
+// address of configFile, or at the default address if there is none.
+func callBase(configFile string, stderr io.Writer) (string, error) {
+	listen := ""
+	if configFile != "" {
+		cfg, err := parseFlags([]string{"--config", configFile}, stderr)
+		if err != nil {
+			return "", err
+		}
+		listen = cfg.Listen
+	} else {
+		cfg, _ := parseFlags(nil, io.Discard)
+		listen = cfg.Listen
+	}
+	return urlOf(listen)
+}
+
+// callRequest is the request for method and path under base: form is
+// its query for a GET, its form-encoded body otherwise.
+func callRequest(ctx context.Context, method, base, path string, form url.Values, token string) (*http.Request, error) {
+	target := strings.TrimSuffix(base, "/") + "/" + strings.TrimPrefix(path, "/")
+	var body io.Reader
+	if method == http.MethodGet {
+		if len(form) > 0 {
+			target += "?" + form.Encode()
+		}
+	} else {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req, nil
 }
 
 // urlOf is the base URL that reaches a WEBAPP listening on addr from the

@@ -223,61 +223,19 @@ func main() {
 }
 
 func run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	var clk clock.Clock = clock.System{}
-	var fake *clock.Fake
-	if cfg.DebugFakeTime {
-		fake = &clock.Fake{}
-		clk = fake
+	clk, fake := newClock(cfg)
+	if err := makeStatusHTMLDir(cfg); err != nil {
+		return err
 	}
-	if cfg.StatusHTML != "" {
-		// Made now, so that a status-html request never fails for want of
-		// it, and a directory that cannot be made stops the start.
-		dir := filepath.Dir(cfg.StatusHTML)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("--status-html: make its directory %s: %w", dir, err)
-		}
+	secret, hookSecret, err := readSecrets(cfg, log)
+	if err != nil {
+		return err
 	}
-	var secret string
-	if cfg.NotifyURL != "" {
-		var warning string
-		var err error
-		if secret, warning, err = secretfile.Read(cfg.NotifySecretFile); err != nil {
-			return fmt.Errorf("--notify-secret-file: %w", err)
-		}
-		if warning != "" {
-			log.Warn("notification secret", "warning", warning)
-		}
-	}
-	var hookSecret string
-	if cfg.HookSecretFile != "" {
-		var warning string
-		var err error
-		if hookSecret, warning, err = secretfile.Read(cfg.HookSecretFile); err != nil {
-			return fmt.Errorf("--hook-secret-file: %w", err)
-		}
-		if warning != "" {
-			log.Warn("push hook secret", "warning", warning)
-		}
-	}
-	db, err := statedb.Open(ctx, cfg.StateDB, statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents})
+	db, err := openStateDB(ctx, cfg, clk, fake, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := checkAuth(ctx, cfg, db, log); err != nil {
-		return err
-	}
-	if fake != nil {
-		err := db.View(ctx, func(tx *statedb.Tx) error {
-			now, err := tx.FakeNow(ctx)
-			fake.Set(now)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		log.Warn("fake clock in use", "now", fake.Now().Unix())
-	}
 
 	down, err := downstream.New(cfg.Downstream, downstream.WithLogger(log))
 	if err != nil {
@@ -316,33 +274,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		deliver = d.Run
 	}
 
-	lns, activated, err := systemd.Listen(cfg.Listen)
+	lns, addr, err := listen(cfg, log)
 	if err != nil {
 		return err
 	}
-	addr := lns[0].Addr().String()
-	if cfg.AddrFile != "" {
-		if err := writeAddrFile(cfg.AddrFile, addr); err != nil {
-			for _, ln := range lns {
-				ln.Close()
-			}
-			return err
-		}
-	}
-	log.Info("listening", "addr", addr, "socket_activated", activated, "statedb", cfg.StateDB)
 
 	handler := srv.Handler()
-	conns := netlimit.NewConns(maxConnections(cfg, log), log)
-	for i, ln := range lns {
-		lns[i] = conns.Listener(ln)
-	}
-	hs := &http.Server{
-		Handler:           netlimit.Bodies(handler, cfg.BodyReadTimeout, cfg.BodyMinRate),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       cfg.IdleTimeout,
-		ConnState:         conns.ConnState,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	hs := newHTTPServer(ctx, cfg, handler, lns, log)
 	errc := systemd.Serve(hs, lns)
 	// The database is migrated and the listeners are bound: requests are
 	// answered from now on.
@@ -372,6 +310,119 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// newClock is the WEBAPP's clock: the system's, or with --debug-fake-time
+// a fake one, which it also returns.
+func newClock(cfg Config) (clock.Clock, *clock.Fake) {
+	if cfg.DebugFakeTime {
+		fake := &clock.Fake{}
+		return fake, fake
+	}
+	return clock.System{}, nil
+}
+
+// makeStatusHTMLDir makes the directory of --status-html at start, so
+// that a status-html request never fails for want of it, and a directory
+// that cannot be made stops the start.
+func makeStatusHTMLDir(cfg Config) error {
+	if cfg.StatusHTML == "" {
+		return nil
+	}
+	dir := filepath.Dir(cfg.StatusHTML)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--status-html: make its directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// readSecrets reads the notifications' secret, if there is a
+// notification URL, and the push hooks' secret, if there is a file of it.
+func readSecrets(cfg Config, log *slog.Logger) (notify, hook string, err error) {
+	if cfg.NotifyURL != "" {
+		var warning string
+		if notify, warning, err = secretfile.Read(cfg.NotifySecretFile); err != nil {
+			return "", "", fmt.Errorf("--notify-secret-file: %w", err)
+		}
+		if warning != "" {
+			log.Warn("notification secret", "warning", warning)
+		}
+	}
+	if cfg.HookSecretFile != "" {
+		var warning string
+		if hook, warning, err = secretfile.Read(cfg.HookSecretFile); err != nil {
+			return "", "", fmt.Errorf("--hook-secret-file: %w", err)
+		}
+		if warning != "" {
+			log.Warn("push hook secret", "warning", warning)
+		}
+	}
+	return notify, hook, nil
+}
+
+// openStateDB opens the state database, says what the operator should
+// know about its tokens, and sets the fake clock, if any, to the time the
+// database pretends it is.
+func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.Fake, log *slog.Logger) (*statedb.DB, error) {
+	db, err := statedb.Open(ctx, cfg.StateDB, statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAuth(ctx, cfg, db, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if fake != nil {
+		err := db.View(ctx, func(tx *statedb.Tx) error {
+			now, err := tx.FakeNow(ctx)
+			fake.Set(now)
+			return err
+		})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		log.Warn("fake clock in use", "now", fake.Now().Unix())
+	}
+	return db, nil
+}
+
+// listen binds the listeners, or takes those systemd passed, and writes
+// the address of the first to --addr-file.
+func listen(cfg Config, log *slog.Logger) ([]net.Listener, string, error) {
+	lns, activated, err := systemd.Listen(cfg.Listen)
+	if err != nil {
+		return nil, "", err
+	}
+	addr := lns[0].Addr().String()
+	if cfg.AddrFile != "" {
+		if err := writeAddrFile(cfg.AddrFile, addr); err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			return nil, "", err
+		}
+	}
+	log.Info("listening", "addr", addr, "socket_activated", activated, "statedb", cfg.StateDB)
+	return lns, addr, nil
+}
+
+// newHTTPServer is the server of handler on lns, whose connections it
+// counts and limits in place, and whose bodies it keeps from stalling.
+// Requests' contexts are not cancelled with ctx: shutting down lets them
+// finish.
+func newHTTPServer(ctx context.Context, cfg Config, handler http.Handler, lns []net.Listener, log *slog.Logger) *http.Server {
+	conns := netlimit.NewConns(maxConnections(cfg, log), log)
+	for i, ln := range lns {
+		lns[i] = conns.Listener(ln)
+	}
+	return &http.Server{
+		Handler:           netlimit.Bodies(handler, cfg.BodyReadTimeout, cfg.BodyMinRate),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnState:         conns.ConnState,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
 }
 
 // maxConnections is --max-connections, or what the limit of open files

@@ -89,17 +89,9 @@ Flags:
 		}
 	}
 
-	path := *stateDB
-	if path == "" {
-		var cfgArgs []string
-		if *configFile != "" {
-			cfgArgs = []string{"--config", *configFile}
-		}
-		cfg, err := parseFlags(cfgArgs, stderr)
-		if err != nil {
-			return fail(2, "%v", err)
-		}
-		path = cfg.StateDB
+	path, err := tokenStateDB(*stateDB, *configFile, stderr)
+	if err != nil {
+		return fail(2, "%v", err)
 	}
 	if verb != "create" {
 		// Only create may make the database: a typo elsewhere should not
@@ -117,45 +109,82 @@ Flags:
 
 	switch verb {
 	case "create":
-		secret, err := statedb.NewToken()
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		err = db.Update(ctx, func(tx *statedb.Tx) error {
-			return tx.CreateToken(ctx, *name, *role, statedb.HashSecret(secret))
-		})
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		fmt.Fprintln(stdout, secret)
+		err = createToken(ctx, db, *name, *role, stdout)
 	case "list":
-		var toks []statedb.Token
-		err := db.View(ctx, func(tx *statedb.Tx) error {
-			var err error
-			toks, err = tx.Tokens(ctx)
-			return err
-		})
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tLAST USED")
-		for _, t := range toks {
-			used := "never"
-			if t.LastUsed != nil {
-				used = unixTime(*t.LastUsed)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Role, unixTime(t.Created), used)
-		}
-		tw.Flush()
+		err = listTokens(ctx, db, stdout)
 	case "revoke":
-		err := db.Update(ctx, func(tx *statedb.Tx) error { return tx.RevokeToken(ctx, operands[0]) })
-		if err != nil {
-			return fail(1, "%v", err)
-		}
-		fmt.Fprintf(stderr, "lorry-controller-webapp token: revoked %s\n", operands[0])
+		err = revokeToken(ctx, db, operands[0], stderr)
+	}
+	if err != nil {
+		return fail(1, "%v", err)
 	}
 	return 0
+}
+
+// tokenStateDB is the path of the state database: stateDB, else the
+// statedb of configFile, else the default.
+func tokenStateDB(stateDB, configFile string, stderr io.Writer) (string, error) {
+	if stateDB != "" {
+		return stateDB, nil
+	}
+	var cfgArgs []string
+	if configFile != "" {
+		cfgArgs = []string{"--config", configFile}
+	}
+	cfg, err := parseFlags(cfgArgs, stderr)
+	if err != nil {
+		return "", err
+	}
+	return cfg.StateDB, nil
+}
+
+// createToken makes a token called name for role, and prints its secret.
+func createToken(ctx context.Context, db *statedb.DB, name, role string, stdout io.Writer) error {
+	secret, err := statedb.NewToken()
+	if err != nil {
+		return err
+	}
+	err = db.Update(ctx, func(tx *statedb.Tx) error {
+		return tx.CreateToken(ctx, name, role, statedb.HashSecret(secret))
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, secret)
+	return nil
+}
+
+// listTokens prints a table of the tokens.
+func listTokens(ctx context.Context, db *statedb.DB, stdout io.Writer) error {
+	var toks []statedb.Token
+	err := db.View(ctx, func(tx *statedb.Tx) error {
+		var err error
+		toks, err = tx.Tokens(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tLAST USED")
+	for _, t := range toks {
+		used := "never"
+		if t.LastUsed != nil {
+			used = unixTime(*t.LastUsed)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Role, unixTime(t.Created), used)
+	}
+	tw.Flush()
+	return nil
+}
+
+// revokeToken revokes the token called name, and says so on stderr.
+func revokeToken(ctx context.Context, db *statedb.DB, name string, stderr io.Writer) error {
+	if err := db.Update(ctx, func(tx *statedb.Tx) error { return tx.RevokeToken(ctx, name) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "lorry-controller-webapp token: revoked %s\n", name)
+	return nil
 }
 
 func unixTime(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05 UTC") }

@@ -94,6 +94,10 @@ func (a *App) takeLease(ctx context.Context, kind string, term, wait time.Durati
 	deadline := time.Now().Add(wait)
 	for {
 		ok, err := a.DB.TakeLease(ctx, kind, a.owner(), term)
+		if ok && err == nil {
+			// From here to "lease released" the lease is this process's.
+			a.Log.Debug("lease taken", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
+		}
 		if err != nil || ok {
 			return ok, err
 		}
@@ -128,6 +132,7 @@ func (a *App) renewLease(ctx context.Context, tx *statedb.Tx, kind string, term 
 // ctx ended; a failure is only logged, as the lease runs out anyway.
 func (a *App) releaseLease(ctx context.Context, kind string) {
 	ctx = context.WithoutCancel(ctx)
+	a.Log.Debug("lease released", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
 	if err := a.DB.ReleaseLease(ctx, kind, a.owner()); err != nil {
 		a.Log.Warn("release lease", "kind", kind, "err", err)
 	}

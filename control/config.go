@@ -37,9 +37,25 @@ const configBatch = 1000
 // as it was or as the configuration has it, and every lorry that either
 // defines. A read that fails halfway removes nothing; the next one
 // completes it.
+//
+// It holds the lease LeaseConfig throughout, renewed in every
+// transaction; if another process holds it, it waits up to LeaseWait for
+// it and then answers an ErrBusy error, changing nothing.
 func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
 	a.configMu.Lock()
 	defer a.configMu.Unlock()
+	ok, err := a.takeLease(ctx, LeaseConfig, configLeaseTerm, a.leaseWait())
+	if err != nil {
+		return ConfigResult{}, err
+	}
+	if !ok {
+		return ConfigResult{}, busy("applying the configuration")
+	}
+	defer a.releaseLease(ctx, LeaseConfig)
+	return a.applyConfiguration(ctx)
+}
+
+func (a *App) applyConfiguration(ctx context.Context) (ConfigResult, error) {
 	ap := &configApply{app: a, ctx: ctx, batch: a.ConfigBatch}
 	if ap.batch <= 0 {
 		ap.batch = configBatch
@@ -58,7 +74,12 @@ func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
 	if ap.begun {
 		// The paths seen so far are let go of, whatever happened.
 		end := context.WithoutCancel(ctx)
-		if endErr := a.DB.Update(end, func(tx *statedb.Tx) error { return tx.EndConfigLorries(end) }); endErr != nil {
+		if endErr := a.DB.Update(end, func(tx *statedb.Tx) error {
+			if err := a.renewLease(end, tx, LeaseConfig, configLeaseTerm); err != nil {
+				return err
+			}
+			return tx.EndConfigLorries(end)
+		}); endErr != nil {
 			err, ap.applyErr = errors.Join(err, endErr), endErr
 		}
 	}
@@ -138,17 +159,25 @@ func (a *configApply) sections(cfg *confgit.Config) error {
 	}
 	a.commit = cfg.Commit
 	if a.mayKeep && cfg.Commit != "" && cfg.Commit == s.configApplied {
-		var st statedb.ConfigState
+		var st struct {
+			statedb.ConfigState
+			partial bool
+		}
 		err := s.DB.View(a.ctx, func(tx *statedb.Tx) error {
 			var err error
-			st, err = tx.ConfigState(a.ctx)
+			if st.ConfigState, err = tx.ConfigState(a.ctx); err != nil {
+				return err
+			}
+			st.partial, err = tx.ConfigPartial(a.ctx)
 			return err
 		})
 		if err != nil {
 			a.applyErr = err
 			return err
 		}
-		if st.Commit == cfg.Commit {
+		// Another process may have begun applying a configuration since,
+		// and not finished.
+		if st.Commit == cfg.Commit && !st.partial {
 			a.unchanged = true
 			return confgit.ErrSkipFiles
 		}
@@ -257,6 +286,9 @@ func (a *configApply) finish(ctx context.Context, cfg *confgit.Config) error {
 			if !done {
 				return nil
 			}
+			if err := tx.CompleteConfigLorries(ctx); err != nil {
+				return err
+			}
 			return tx.SetConfigState(ctx, statedb.ConfigState{
 				Commit: cfg.Commit, ReadAt: tx.Now, Lorries: a.count, Hosts: len(cfg.Hosts),
 				Errors: fileErrors, Changes: a.changes, Runtimes: runtimes,
@@ -293,7 +325,12 @@ func (a *configApply) same(ctx context.Context) (ConfigResult, error) {
 // update runs fn in a write transaction of its own, and remembers its
 // error as one of applying.
 func (a *configApply) update(fn func(*statedb.Tx) error) error {
-	err := a.app.DB.Update(a.ctx, fn)
+	err := a.app.DB.Update(a.ctx, func(tx *statedb.Tx) error {
+		if err := a.app.renewLease(a.ctx, tx, LeaseConfig, configLeaseTerm); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
 	if err != nil {
 		a.applyErr = err
 	}

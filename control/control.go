@@ -8,10 +8,13 @@
 // one of these methods and encodes the answer, and the periodic work calls
 // the same methods. Nothing here knows HTTP; the data itself is statedb's.
 //
-// The work that one process must do at a time is coordinated in this
-// process's memory, one lock per kind of work: configMu for applying the
-// configuration, lsMu for listing the hosts and tickMu for the ticks and
-// sweeps (App.Tick).
+// The work that one process at a time must do takes the lease of its kind
+// in the database (leases.go), so that any number of WEBAPP processes may
+// share one database: LeaseConfig for applying the configuration,
+// LeaseListing for listing the hosts and LeaseTick for the ticks and
+// sweeps of App.Tick. Within a process a mutex of each kind (configMu,
+// lsMu, tickMu) keeps its callers one at a time too, as they share the
+// process's lease owner.
 package control
 
 import (
@@ -104,7 +107,20 @@ type App struct {
 	// in one transaction; 0 is configBatch.
 	ConfigBatch int
 
-	// lsMu makes listing the hosts one at a time.
+	// Owner is the name this process holds leases under; "" makes one
+	// of the host's name, the pid and a random part. Two Apps sharing a
+	// database must never share an Owner.
+	Owner string
+
+	// LeaseWait is how long an operation asked for by an admin or a hook
+	// waits for a lease that another process holds; 0 is
+	// DefaultLeaseWait.
+	LeaseWait time.Duration
+
+	ownerOnce sync.Once
+	ownerName string
+
+	// lsMu makes listing the hosts one at a time within the process.
 	lsMu sync.Mutex
 	// configMu makes reading and applying CONFGIT one step, so that two
 	// reads racing (a push hook and a timer) never apply an older commit
@@ -113,13 +129,14 @@ type App struct {
 	// configApplied is the commit whose configuration this process last
 	// applied whole; configMu guards it.
 	configApplied string
-	// tickMu makes the ticks and sweeps of Tick one at a time, and
-	// guards lastWall.
+	// tickMu makes the ticks and sweeps of Tick one at a time within the
+	// process, and guards ticked.
 	tickMu sync.Mutex
-	// lastWall is tx.Now at the last Tick; 0 before the first. A tick
-	// that finds the wall clock behind it (set back, or set back while the
-	// WEBAPP was stopped) looks at the entries ahead of the clock too.
-	lastWall int64
+	// ticked says this process has ticked whole once. Its first tick,
+	// and one that finds the wall clock behind the last tick of any
+	// process (statedb's LastTick: set back, or set back while the
+	// WEBAPPs were stopped), looks at the entries ahead of the clock too.
+	ticked bool
 }
 
 // Notifications says where notifications go, for the notifications page;

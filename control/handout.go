@@ -279,7 +279,8 @@ func downstreamRepo(l statedb.Lorry) downstream.Repo {
 
 // PretendTime sets the debug clock, and the database's, to now, and
 // ticks (Tick) at once: what the new time makes due, or ends, is so from
-// the next request on, as the Scheduler would have it within a second.
+// the next request on, as the Scheduler would have it within a second. If
+// another process is ticking, it waits for it to finish and ticks after.
 func (a *App) PretendTime(ctx context.Context, now int64) error {
 	if a.FakeClock == nil {
 		return fmt.Errorf("this WEBAPP has no debug clock: %w", statedb.ErrInvalid)
@@ -289,6 +290,6 @@ func (a *App) PretendTime(ctx context.Context, now int64) error {
 		return err
 	}
 	a.FakeClock.Set(now)
-	_, err = a.Tick(ctx)
+	_, err = a.tick(ctx, a.leaseWait())
 	return err
 }

@@ -85,13 +85,33 @@ type Vanished struct {
 // transaction. Listing happens outside any transaction, so a slow upstream
 // never holds up the minions. A failed listing is recorded on its host and
 // leaves the host's lorries as they were.
+//
+// One listing at a time, by any process: two at once would only race to
+// apply the same answers. It holds the lease LeaseListing throughout,
+// renewed before each host and in the transaction that
+// applies its listing. If another process holds the lease, the periodic
+// listing (not force) skips its round and lists nothing; a forced one
+// waits up to LeaseWait and then answers an ErrBusy error.
 func (a *App) ListDueHosts(ctx context.Context, force bool) ([]HostListing, error) {
-	// One listing at a time: two at once would only race to apply the
-	// same answers.
 	a.lsMu.Lock()
 	defer a.lsMu.Unlock()
+	var wait time.Duration
+	if force {
+		wait = a.leaseWait()
+	}
+	ok, err := a.takeLease(ctx, LeaseListing, listingLeaseTerm, wait)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if force {
+			return nil, busy("listing the Upstream Hosts")
+		}
+		return []HostListing{}, nil
+	}
+	defer a.releaseLease(ctx, LeaseListing)
 	var due []statedb.Host
-	err := a.DB.View(ctx, func(tx *statedb.Tx) error {
+	err = a.DB.View(ctx, func(tx *statedb.Tx) error {
 		all, err := tx.Hosts(ctx)
 		for _, h := range all {
 			if force || h.Relist || h.LastLs == nil || tx.Now >= *h.LastLs+h.LsInterval {
@@ -105,6 +125,13 @@ func (a *App) ListDueHosts(ctx context.Context, force bool) ([]HostListing, erro
 	}
 	results := []HostListing{}
 	for _, h := range due {
+		ok, err := a.DB.TakeLease(ctx, LeaseListing, a.owner(), listingLeaseTerm)
+		if err == nil && !ok {
+			err = fmt.Errorf("the lease of %s ran out and another WEBAPP took it: %w", LeaseListing, statedb.ErrTaken)
+		}
+		if err != nil {
+			return results, err
+		}
 		results = append(results, a.listHost(ctx, h))
 	}
 	return results, nil
@@ -131,6 +158,9 @@ func (a *App) listHost(ctx context.Context, stored statedb.Host) HostListing {
 	var ch statedb.LorryChanges
 	var clashes, vanished []string
 	err = a.DB.Update(ctx, func(tx *statedb.Tx) error {
+		if err := a.renewLease(ctx, tx, LeaseListing, listingLeaseTerm); err != nil {
+			return err
+		}
 		before, err := tx.HostLorryPaths(ctx, stored.Name)
 		if err != nil {
 			return err

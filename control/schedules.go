@@ -219,14 +219,41 @@ func (sc *Scheduler) Run(ctx context.Context) {
 // tick (or at the first), every entry ahead of the clock. Then it ends the
 // unconfirmed claims and samples the queues, at most once a minute, for
 // the status page's chart of their waits. It returns what the ticks did.
-// One Tick runs at a time (tickMu).
+//
+// One Tick runs at a time, by any process: it holds the lease LeaseTick,
+// renewed in each of its transactions. A process that finds another
+// holding it skips its round and does nothing: the other is ticking.
 func (a *App) Tick(ctx context.Context) (TickWork, error) {
+	return a.tick(ctx, 0)
+}
+
+// tick is Tick, waiting up to wait for the lease another process holds;
+// when it does not get it, the answer is an ErrBusy error if wait is not
+// zero.
+func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 	a.tickMu.Lock()
 	defer a.tickMu.Unlock()
 	var work TickWork
-	var now int64
-	for more := true; more; {
+	ok, err := a.takeLease(ctx, LeaseTick, tickLeaseTerm, wait)
+	if err != nil || (!ok && wait == 0) {
+		return work, err
+	}
+	if !ok {
+		return work, busy("ticking the schedules")
+	}
+	defer a.releaseLease(ctx, LeaseTick)
+	var now, prev int64
+	for first, more := true, true; more; first = false {
 		err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
+			if err := a.renewLease(ctx, tx, LeaseTick, tickLeaseTerm); err != nil {
+				return err
+			}
+			if first {
+				var err error
+				if prev, err = tx.LastTick(ctx); err != nil {
+					return err
+				}
+			}
 			var w TickWork
 			var err error
 			w, more, err = a.tickDue(ctx, tx, TickBatch)
@@ -241,9 +268,12 @@ func (a *App) Tick(ctx context.Context) (TickWork, error) {
 			return work, err
 		}
 	}
-	if a.lastWall == 0 || now < a.lastWall {
+	if !a.ticked || now < prev {
 		for after, done := "", false; !done; {
 			err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
+				if err := a.renewLease(ctx, tx, LeaseTick, tickLeaseTerm); err != nil {
+					return err
+				}
 				w, last, err := a.tickAhead(ctx, tx, after, TickBatch)
 				work.batch(w)
 				after, done = last, last == "" || w.Entries < TickBatch
@@ -254,8 +284,16 @@ func (a *App) Tick(ctx context.Context) (TickWork, error) {
 			}
 		}
 	}
-	a.lastWall = now
+	a.ticked = true
 	return work, a.DB.Update(ctx, func(tx *statedb.Tx) error {
+		if err := a.renewLease(ctx, tx, LeaseTick, tickLeaseTerm); err != nil {
+			return err
+		}
+		// The next tick, of whichever process, finds the clock set back
+		// behind this one.
+		if err := tx.SetLastTick(ctx); err != nil {
+			return err
+		}
 		if err := a.orphanClaimedJobs(ctx, tx); err != nil {
 			return err
 		}

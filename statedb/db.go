@@ -25,13 +25,14 @@
 //   - A notification is delivered by the deliverer that claimed it
 //     (ClaimDeliveries), and its attempt recorded under that claim.
 //   - Work that one process at a time must do holds a lease row of its
-//     kind, with an owner and an expiry (TakeLease, ReleaseLease). A loop
-//     takes the lease, in a write transaction of its own, before each
-//     round of its work; it does the work only if it got the lease, and
-//     the term is longer than a round, so that the lease is renewed by the
-//     next round before it runs out. A process that stops releases its
-//     leases; one that dies leaves them to expire. The owner names the
-//     process uniquely (host, pid and a random part).
+//     kind, with an owner and an expiry (TakeLease, ReleaseLease). A round
+//     of the work takes the lease, in a write transaction of its own, and
+//     does the work only if it got it; it renews the lease (TakeLease
+//     again) in each of its transactions, or between long steps, well
+//     within the term, and a renewal that finds the lease another's ends
+//     the round; it releases the lease when done. A process that dies
+//     leaves its leases to expire. The owner names the process uniquely
+//     (host, pid and a random part).
 //
 // On SQLite every write transaction starts with BEGIN IMMEDIATE, so write
 // transactions of all processes run one at a time, and what one reads
@@ -46,6 +47,21 @@
 // time may apply one; the process that does so must hold the lease of
 // that work (as must the listing of an upstream host, whose lorries
 // SetHostLorries replaces from a listing made outside any transaction).
+// The WEBAPP's work (package control) holds these leases:
+//
+//   - "read-configuration": reading CONFGIT and applying it, renewed in
+//     each of its transactions. ConfigPartial tells every process that a
+//     configuration was begun and not applied whole, so that none takes
+//     the lorries for a commit's while they are part another's.
+//   - "ls-troves": listing the upstream hosts, renewed before each host
+//     and in the transaction that applies its listing.
+//   - "tick": ticking the schedules and ending unconfirmed claims, renewed
+//     in each of its transactions. The time of the last tick is kept in
+//     the database (LastTick), so that any process's tick finds the clock
+//     set back behind another's.
+//
+// The sweeps of ghost and old jobs, the hand-out and the job reports need
+// no lease: their guards are their rules.
 // The caches each session keeps between transactions (cache.go) are
 // dropped whenever another connection commits.
 package statedb

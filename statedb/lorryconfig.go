@@ -114,8 +114,12 @@ const removeBatch = 1000
 // either as it was or as the configuration has it, and sees every lorry
 // that either defines.
 
-// BeginConfigLorries starts applying a configuration's lorries.
+// BeginConfigLorries starts applying a configuration's lorries. Until
+// CompleteConfigLorries, ConfigPartial says so, to every process.
 func (tx *Tx) BeginConfigLorries(ctx context.Context) error {
+	if err := tx.setSetting(ctx, settingConfigPart, "1"); err != nil {
+		return fmt.Errorf("start applying the configuration: %w", err)
+	}
 	if _, err := tx.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS config_seen (path TEXT PRIMARY KEY) WITHOUT ROWID`); err != nil {
 		return fmt.Errorf("start applying the configuration: %w", err)
 	}
@@ -123,6 +127,24 @@ func (tx *Tx) BeginConfigLorries(ctx context.Context) error {
 		return fmt.Errorf("start applying the configuration: %w", err)
 	}
 	return nil
+}
+
+// CompleteConfigLorries records that the configuration begun with
+// BeginConfigLorries is applied whole: its last RemoveUnseenLorries is
+// done.
+func (tx *Tx) CompleteConfigLorries(ctx context.Context) error {
+	if err := tx.deleteSetting(ctx, settingConfigPart); err != nil {
+		return fmt.Errorf("complete applying the configuration: %w", err)
+	}
+	return nil
+}
+
+// ConfigPartial says that a configuration was begun (BeginConfigLorries)
+// and not applied whole since (CompleteConfigLorries), by any process: the
+// lorries may be part one commit's and part another's.
+func (tx *Tx) ConfigPartial(ctx context.Context) (bool, error) {
+	_, ok, err := tx.setting(ctx, settingConfigPart)
+	return ok, err
 }
 
 // EndConfigLorries forgets the paths that the configuration applied

@@ -14,6 +14,8 @@ const (
 	settingMaxJobs      = "max_jobs"
 	settingFakeNow      = "fake_now"
 	settingConfig       = "config"
+	settingLastTick     = "last_tick"
+	settingConfigPart   = "config_partial"
 )
 
 func (tx *Tx) setting(ctx context.Context, key string) (string, bool, error) {
@@ -117,4 +119,21 @@ func (tx *Tx) FakeNow(ctx context.Context) (int64, error) {
 // restart of the WEBAPP.
 func (tx *Tx) SetFakeNow(ctx context.Context, now int64) error {
 	return tx.setSetting(ctx, settingFakeNow, strconv.FormatInt(now, 10))
+}
+
+// LastTick is tx.Now at the last tick of the schedules, by any process
+// sharing the database; 0 before the first.
+func (tx *Tx) LastTick(ctx context.Context) (int64, error) {
+	v, ok, err := tx.setting(ctx, settingLastTick)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// SetLastTick records tx.Now as the time of the last tick of the
+// schedules, for the next tick, of whichever process, to find the clock
+// set back behind it.
+func (tx *Tx) SetLastTick(ctx context.Context) error {
+	return tx.setSetting(ctx, settingLastTick, strconv.FormatInt(tx.Now, 10))
 }

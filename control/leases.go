@@ -1,0 +1,139 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"lorrycontroller.dev/lc/statedb"
+)
+
+// The kinds of work that one WEBAPP process at a time does, each under
+// the lease of its kind in the database (statedb.Tx.TakeLease), so that
+// any number of processes may share one database.
+const (
+	// LeaseConfig is held while a configuration is read and applied
+	// (ApplyConfiguration), renewed in each of its transactions.
+	LeaseConfig = "read-configuration"
+	// LeaseListing is held while the Upstream Hosts are listed
+	// (ListDueHosts), renewed before each host is listed.
+	LeaseListing = "ls-troves"
+	// LeaseTick is held while the schedules are ticked and unconfirmed
+	// claims ended (Tick), renewed in each of its transactions.
+	LeaseTick = "tick"
+)
+
+// Lease terms: each covers the longest stretch of its work between two
+// renewals, with room to spare, so that a lease runs out only when its
+// holder died or hangs.
+const (
+	// configLeaseTerm covers reading one batch of the configuration's
+	// lorries from CONFGIT (or fetching CONFGIT, before the first).
+	configLeaseTerm = 10 * time.Minute
+	// listingLeaseTerm covers listing one host and applying the listing
+	// to the lorries and the downstream repositories.
+	listingLeaseTerm = 10 * time.Minute
+	// tickLeaseTerm covers a transaction of a tick.
+	tickLeaseTerm = time.Minute
+)
+
+// DefaultLeaseWait is how long an operation that an admin or a hook
+// asked for waits for a lease another process holds before answering
+// ErrBusy (App.LeaseWait); leasePoll is how often it asks meanwhile.
+const (
+	DefaultLeaseWait = 30 * time.Second
+	leasePoll        = 100 * time.Millisecond
+)
+
+func (a *App) leaseWait() time.Duration {
+	if a.LeaseWait > 0 {
+		return a.LeaseWait
+	}
+	return DefaultLeaseWait
+}
+
+// ErrBusy is an operation that could not run because another WEBAPP
+// process sharing the database is doing the same work: try again. The
+// errors the operations return for it are statedb.ErrConflict too, which
+// the routes answer with 409.
+var ErrBusy = errors.New("another WEBAPP is doing this work")
+
+// busyError is ErrBusy saying which work.
+type busyError struct{ what string }
+
+func (e *busyError) Error() string { return "another WEBAPP is " + e.what + "; try again" }
+
+func (e *busyError) Is(target error) bool { return target == ErrBusy || target == statedb.ErrConflict }
+
+func busy(what string) error { return &busyError{what} }
+
+// owner is the name this process holds leases under: a.Owner, or one made
+// once of the host's name, the pid and a random part.
+func (a *App) owner() string {
+	a.ownerOnce.Do(func() {
+		if a.Owner != "" {
+			a.ownerName = a.Owner
+			return
+		}
+		host, _ := os.Hostname()
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		a.ownerName = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b))
+	})
+	return a.ownerName
+}
+
+// takeLease takes the lease of kind for term, in a transaction of its
+// own. If another process holds it, it asks again every leasePoll until
+// wait has passed, and then answers false.
+func (a *App) takeLease(ctx context.Context, kind string, term, wait time.Duration) (bool, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		ok, err := a.DB.TakeLease(ctx, kind, a.owner(), term)
+		if ok && err == nil {
+			// From here to "lease released" the lease is this process's.
+			a.Log.Debug("lease taken", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
+		}
+		if err != nil || ok {
+			return ok, err
+		}
+		if !time.Now().Before(deadline) {
+			return false, nil
+		}
+		t := time.NewTimer(leasePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// renewLease renews the lease of kind in tx, whose work needs it: if the
+// lease ran out and another process took it, the work is not done and the
+// answer is statedb.ErrTaken.
+func (a *App) renewLease(ctx context.Context, tx *statedb.Tx, kind string, term time.Duration) error {
+	ok, err := tx.TakeLease(ctx, kind, a.owner(), term)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the lease of %s ran out and another WEBAPP took it: %w", kind, statedb.ErrTaken)
+	}
+	return nil
+}
+
+// releaseLease gives up the lease of kind once its work is done, even if
+// ctx ended; a failure is only logged, as the lease runs out anyway.
+func (a *App) releaseLease(ctx context.Context, kind string) {
+	ctx = context.WithoutCancel(ctx)
+	a.Log.Debug("lease released", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
+	if err := a.DB.ReleaseLease(ctx, kind, a.owner()); err != nil {
+		a.Log.Warn("release lease", "kind", kind, "err", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,10 +13,14 @@ import (
 )
 
 // cmdlineWatch looks through the command line of every process of the
-// machine, again and again, for a secret, from cmdline-watch until
-// cmdline-watch-stop.
+// scenario, again and again, for a secret, from cmdline-watch until
+// cmdline-watch-stop. A process is the scenario's when it runs in the
+// scenario's directory or names it: the scenarios run side by side, and
+// their own commands (a git ls-remote of the downstream, say) may hold the
+// same secret.
 type cmdlineWatch struct {
 	secret []byte
+	work   string
 	stop   chan struct{}
 	done   chan struct{}
 
@@ -46,11 +51,21 @@ func (w *cmdlineWatch) scan() {
 	w.scans++
 	for _, f := range files {
 		data, err := os.ReadFile(f)
-		if err == nil && bytes.Contains(data, w.secret) {
+		if err == nil && bytes.Contains(data, w.secret) && w.ours(filepath.Dir(f), data) {
 			pid := filepath.Base(filepath.Dir(f))
 			w.seen[pid+": "+string(bytes.ReplaceAll(data, []byte{0}, []byte{' '}))] = true
 		}
 	}
+}
+
+// ours says whether the process of /proc/PID dir, with command line
+// cmdline, is the scenario's.
+func (w *cmdlineWatch) ours(dir string, cmdline []byte) bool {
+	if bytes.Contains(cmdline, []byte(w.work)) {
+		return true
+	}
+	cwd, err := os.Readlink(filepath.Join(dir, "cwd"))
+	return err == nil && (cwd == w.work || strings.HasPrefix(cwd, w.work+"/"))
 }
 
 // cmdCmdlineWatch starts watching for the secret; cmdCmdlineWatchStop
@@ -64,7 +79,7 @@ func cmdCmdlineWatch(ts *testscript.TestScript, neg bool, args []string) {
 	if s.cmdline != nil {
 		ts.Fatalf("cmdline-watch: already watching")
 	}
-	w := &cmdlineWatch{secret: []byte(args[0]), stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+	w := &cmdlineWatch{secret: []byte(args[0]), work: ts.Getenv("WORK"), stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
 	s.cmdline = w
 	go w.run()
 	ts.Defer(func() {
@@ -92,7 +107,7 @@ func cmdCmdlineWatchStop(ts *testscript.TestScript, neg bool, args []string) {
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ts.Logf("cmdline-watch: %d scans of every process", w.scans)
+	ts.Logf("cmdline-watch: %d scans of the scenario's processes", w.scans)
 	for line := range w.seen {
 		fmt.Fprintln(out, line)
 	}

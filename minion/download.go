@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"lorrycontroller.dev/lc/venv"
@@ -21,7 +20,18 @@ const maxRuntimeAnswer = 4 << 10
 // one request to the WEBAPP is given, so the client's timeout bounds how
 // long the download may go without a byte arriving, not the whole of it.
 func (m *Minion) fetchRuntime(ctx context.Context, rt venv.Runtime) (io.ReadCloser, error) {
-	u := strings.TrimRight(m.cfg.WebappURL, "/") + "/1.0/runtime/" + url.PathEscape(rt.Name) + "/" + url.PathEscape(rt.ID) + ".tar"
+	route := "runtime/" + url.PathEscape(rt.Name) + "/" + url.PathEscape(rt.ID) + ".tar"
+	var body io.ReadCloser
+	err := m.ask(ctx, route, false, func(ctx context.Context, base string) error {
+		var err error
+		body, err = m.fetchRuntimeFrom(ctx, base+"/1.0/"+route, rt)
+		return err
+	})
+	return body, err
+}
+
+// fetchRuntimeFrom is fetchRuntime from the URL u.
+func (m *Minion) fetchRuntimeFrom(ctx context.Context, u string, rt venv.Runtime) (io.ReadCloser, error) {
 	client := *m.client
 	stall := client.Timeout
 	client.Timeout = 0

@@ -8,6 +8,10 @@
 // the output it could not deliver. A minion killed outright leaves its job's
 // files in the working area, and kills what is left of the job when it
 // starts again (CleanUp).
+//
+// A minion may be given several WEBAPPs that share one state database. It
+// asks one of them and stays with it, and asks the next when it does not
+// answer, so that a job's reports reach one of them within its lease.
 package minion
 
 import (
@@ -30,7 +34,10 @@ import (
 
 // Config is what a Minion needs to know.
 type Config struct {
-	WebappURL      string        // base URL of the WEBAPP, without /1.0
+	// WebappURLs are the base URLs of the WEBAPPs, without /1.0: one,
+	// or several that share one state database. The minion asks the
+	// first, and the next when the one it asks does not answer.
+	WebappURLs     []string
 	Name           string        // stable name of this minion, e.g. HOST-N
 	Host           string        // host name reported with give-me-job
 	Pid            int           // process id reported to the WEBAPP
@@ -82,9 +89,10 @@ const (
 
 // Minion asks for jobs and runs them, one at a time.
 type Minion struct {
-	cfg    Config
-	client *http.Client
-	log    *slog.Logger
+	cfg     Config
+	client  *http.Client
+	webapps *webapps
+	log     *slog.Logger
 	// retired is set when an answer of the WEBAPP says that the minion
 	// is retired: it finishes its job, if any, and exits.
 	retired atomic.Bool
@@ -120,7 +128,7 @@ func New(cfg Config, client *http.Client, logger *slog.Logger) *Minion {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Minion{cfg: cfg, client: client, log: logger}
+	return &Minion{cfg: cfg, client: client, webapps: newWebapps(cfg.WebappURLs), log: logger}
 }
 
 // Run asks for and runs jobs until ctx is done, or until the WEBAPP

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"lorrycontroller.dev/lc/venv"
 )
 
 // frontMode is how a front answers.
@@ -341,5 +343,29 @@ func TestFailoverWithinLease(t *testing.T) {
 	checkJobEnded(t, f, b)
 	if got := a.hitCount(); got != 1 {
 		t.Errorf("requests the hung WEBAPP got: got %d, want 1", got)
+	}
+}
+
+// TestFailoverRuntimeDownload fetches a scraper's runtime through the
+// second WEBAPP when the first is gone, and stays there.
+func TestFailoverRuntimeDownload(t *testing.T) {
+	f := newFakeWebapp(t)
+	f.runtimeTar = []byte("the runtime's source")
+	a, b := newFront(t, f), newFront(t, f)
+	m, _ := newTestMinionAt(t, "lorry", a.url(), b.url())
+	a.setMode(badGateway)
+	for i := range 2 {
+		body, err := m.fetchRuntime(t.Context(), venv.Runtime{Name: "scraper", ID: "abc"})
+		if err != nil {
+			t.Fatalf("download %d: %v", i+1, err)
+		}
+		got, err := io.ReadAll(body)
+		body.Close()
+		if err != nil || string(got) != string(f.runtimeTar) {
+			t.Errorf("download %d: got %q, %v; want %q", i+1, got, err, f.runtimeTar)
+		}
+	}
+	if got := a.hitCount(); got != 1 {
+		t.Errorf("requests to the first WEBAPP, answering 502: got %d, want 1", got)
 	}
 }

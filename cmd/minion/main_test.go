@@ -524,6 +524,35 @@ func TestOnceWebappDown(t *testing.T) {
 	}
 }
 
+// TestOnceSecondWebapp gives the minion two WEBAPPs, of which the first
+// refuses connections: it gets its job through the second and reports it
+// there.
+func TestOnceSecondWebapp(t *testing.T) {
+	lorry := writeFile(t, "lorry", "#!/bin/sh\necho mirrored\nexit 5\n")
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	w := newWebapp(t, `{"job_id": 31, "path": "delta/second", "kind": "lorry", "text": "{}"}`)
+	cmd, logs := minionCmd(t, w, lorry, "--once")
+	i := slices.Index(cmd.Args, "--webapp-url")
+	cmd.Args[i+1] = down.URL + "," + w.srv.URL
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Errorf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+	}
+	polls, updates := w.snapshot()
+	if polls != 1 {
+		t.Errorf("give-me-job requests: got %d, want 1", polls)
+	}
+	if len(updates) == 0 || updates[len(updates)-1]["exit"] != "5" {
+		t.Errorf("job-updates: got %v, want a final one with exit 5", updates)
+	}
+	if !strings.Contains(logs.String(), "webapp does not answer; asking the next") {
+		t.Errorf("log: got %q, want it to say the minion moved to the next WEBAPP", logs)
+	}
+}
+
 // TestOnceSendsToken checks that the token of --token-file goes with every
 // request, and that a token file others can read is warned about.
 func TestOnceSendsToken(t *testing.T) {

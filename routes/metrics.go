@@ -69,6 +69,7 @@ type metrics struct {
 	db           *statedb.DB
 	ghostTimeout int64
 	log          *slog.Logger
+	path         string // the state database's file
 	durations    *prometheus.HistogramVec
 
 	mu sync.Mutex // one scrape at a time
@@ -82,12 +83,13 @@ type metrics struct {
 }
 
 // metricsHandler serves GET /metrics in the Prometheus text format: the
-// WEBAPP's figures and the Go runtime's.
-func (s *Server) metricsHandler() http.Handler {
+// WEBAPP's figures, the requests' durations and the Go runtime's.
+func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler {
 	m := &metrics{
 		db:           s.DB,
 		ghostTimeout: int64(s.GhostTimeout.Seconds()),
 		log:          s.Log,
+		path:         s.DB.Path(),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lorry_controller_job_duration_seconds",
 			Help:    "How long jobs ran, by kind and by how they ended, observed as they end.",
@@ -102,7 +104,7 @@ func (s *Server) metricsHandler() http.Handler {
 		s.Log.Warn("metrics: read running jobs", "err", err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m,
+	reg.MustRegister(m, requests,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -138,6 +140,9 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		descDBBytes, descDBFree, descDBUp} {
 		ch <- d
 	}
+	for _, d := range extraDescs {
+		ch <- d
+	}
 	m.durations.Describe(ch)
 }
 
@@ -151,11 +156,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	if err := m.collect(ctx, ch); err != nil {
 		m.log.Error("metrics: read state database", "err", err)
 		up = 0
-	} else if err := m.db.CheckWrites(ctx); err != nil {
-		m.log.Error("metrics: write state database", "err", err)
-		up = 0
+	} else {
+		writes := 1.0
+		if err := m.db.CheckWrites(ctx); err != nil {
+			m.log.Error("metrics: write state database", "err", err)
+			up, writes = 0, 0
+		}
+		ch <- prometheus.MustNewConstMetric(descWritesUp, prometheus.GaugeValue, writes)
 	}
 	ch <- prometheus.MustNewConstMetric(descDBUp, prometheus.GaugeValue, up)
+	sendDisk(ch, m.path)
 	m.durations.Collect(ch)
 }
 
@@ -172,11 +182,12 @@ type snapshot struct {
 	hosts   []statedb.Host
 	timings []statedb.JobTiming
 	usage   statedb.Usage
+	extra   extraSnapshot
 }
 
-func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
-	var sn snapshot
-	err := m.db.View(ctx, func(tx *statedb.Tx) error {
+// read fills sn in one read transaction.
+func (m *metrics) read(ctx context.Context, sn *snapshot) error {
+	return m.db.View(ctx, func(tx *statedb.Tx) error {
 		if !m.primed {
 			if err := m.prime(ctx, tx); err != nil {
 				return err
@@ -210,9 +221,17 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 		if sn.hosts, err = tx.Hosts(ctx); err != nil {
 			return err
 		}
+		if err := sn.extra.read(ctx, tx); err != nil {
+			return err
+		}
 		sn.timings, err = tx.JobTimings(ctx, m.oldestUnseen())
 		return err
 	})
+}
+
+func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
+	var sn snapshot
+	err := m.read(ctx, &sn)
 	if err != nil {
 		return err
 	}
@@ -268,6 +287,7 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 	}
 	gauge(descDBBytes, float64(sn.usage.FileBytes))
 	gauge(descDBFree, float64(sn.usage.FreeBytes))
+	sn.extra.send(ch, sn.now)
 	return nil
 }
 

@@ -34,6 +34,8 @@ const (
 	minionBusy   = "busy"   // running a job
 	minionIdle   = "idle"   // asking for work
 	minionSilent = "silent" // not heard from for longer than the ghost timeout
+	// retired, and idle or silent: told to exit, or gone for good
+	minionRetired = "retired"
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -48,7 +50,7 @@ var (
 	descJobs           = desc("jobs", "Jobs the state database remembers, by status.", "status")
 	descRunningJobs    = desc("running_jobs", "Jobs running now.")
 	descQueueRunning   = desc("queue_running", "1 if the run queue hands out jobs, 0 if it is stopped.")
-	descMinions        = desc("minions", "Minions by state: busy (running a job), idle (asking for work), silent (not heard from for longer than --ghost-timeout).", "state")
+	descMinions        = desc("minions", "Minions by state: busy (running a job), idle (asking for work), silent (not heard from for longer than --ghost-timeout), retired (retired and not running a job, or silent).", "state")
 	descConfigSuccess  = desc("config_read_success", "1 if the last read-configuration succeeded, 0 if it failed.")
 	descConfigTime     = desc("config_read_timestamp_seconds", "When read-configuration last ran, successfully or not, in Unix seconds.")
 	descConfigGoodTime = desc("config_success_timestamp_seconds", "When read-configuration last succeeded, in Unix seconds.")
@@ -259,7 +261,7 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 	}
 	gauge(descRunningJobs, float64(sn.running))
 	gauge(descQueueRunning, boolFloat(sn.queue))
-	states := map[string]int{minionBusy: 0, minionIdle: 0, minionSilent: 0}
+	states := map[string]int{minionBusy: 0, minionIdle: 0, minionSilent: 0, minionRetired: 0}
 	for _, mn := range sn.minions {
 		states[m.minionState(mn, sn.now)]++
 	}
@@ -291,9 +293,15 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 	return nil
 }
 
+// minionState tells a minion's state. A retired minion that is silent is
+// retired rather than silent: retiring the minions of a host taken away
+// for good is how an operator says that their silence is no trouble.
 func (m *metrics) minionState(mn statedb.Minion, now int64) string {
+	silent := m.ghostTimeout > 0 && now-mn.LastSeen > m.ghostTimeout
 	switch {
-	case m.ghostTimeout > 0 && now-mn.LastSeen > m.ghostTimeout:
+	case mn.Retire && (silent || mn.JobID == nil):
+		return minionRetired
+	case silent:
 		return minionSilent
 	case mn.JobID != nil:
 		return minionBusy

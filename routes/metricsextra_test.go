@@ -87,4 +87,22 @@ func TestMetricsForAlerts(t *testing.T) {
 		{name: "lorry_controller_http_request_duration_seconds",
 			labels: []string{"code", "405", "method", "other", "route", "unmatched"}, value: 1},
 	})
+	// Retired minions, the silent and the idle, are neither silent nor
+	// idle: they are not coming back to work.
+	ts.FakeClock.Set(1500)
+	minion := url.Values{"host": {"h"}, "pid": {"2"}, "minion": {"m2"}}
+	if code, _ := ts.call(t, "POST", "/1.0/give-me-job", minion); code != 200 {
+		t.Fatalf("give-me-job for m2 = %d", code)
+	}
+	for _, name := range []string{"m1", "gone"} {
+		if code, a := ts.call(t, "POST", "/1.0/retire-minion", url.Values{"minion": {name}}); code != 200 {
+			t.Fatalf("retire-minion %s = %d %v", name, code, a)
+		}
+	}
+	checkMetrics(t, "two retired", ts.scrapeServer(t), []wantMetric{
+		{name: "lorry_controller_minions", labels: []string{"state", "busy"}, value: 1},
+		{name: "lorry_controller_minions", labels: []string{"state", "idle"}, value: 0},
+		{name: "lorry_controller_minions", labels: []string{"state", "silent"}, value: 0},
+		{name: "lorry_controller_minions", labels: []string{"state", "retired"}, value: 2},
+	})
 }

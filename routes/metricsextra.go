@@ -22,14 +22,12 @@ var (
 	descQueueRunningJobs = desc("queue_running_jobs", "Jobs of the queue running now.", "queue")
 	descQueueThreads     = desc("queue_threads", "The most jobs of the queue that may run at once now; absent when there is no limit.", "queue")
 	descQueueOldestWait  = desc("queue_oldest_due_wait_seconds", "How long the lorry of the queue due longest has waited to run, 0 when none is due.", "queue")
-	descNotifications    = desc("notifications", "Notifications in the outbox, by status: pending, delivered, failed.", "status")
+	descNotifyPending    = desc("notifications_pending", "Notifications waiting to be delivered.")
 	descNotifyOldest     = desc("notifications_oldest_pending_age_seconds", "How long the oldest notification waiting to be delivered has waited, 0 when none waits.")
 	descDiskFree         = desc("statedb_disk_free_bytes", "Space left to unprivileged users on the state database's file system.")
 	descDiskSize         = desc("statedb_disk_size_bytes", "Size of the state database's file system.")
 	descWritesUp         = desc("statedb_writes_up", "1 if the state database takes writes, 0 if not; absent when it does not answer reads.")
 )
-
-var deliveryStatuses = []string{statedb.DeliveryPending, statedb.DeliveryDelivered, statedb.DeliveryFailed}
 
 // requestDurationBuckets go from a health check to a job-update that
 // carries a large output over a slow link.
@@ -37,13 +35,13 @@ var requestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 
 // extraDescs are the descriptors of this file's figures, for Describe.
 var extraDescs = []*prometheus.Desc{descQueueDue, descQueueRunningJobs, descQueueThreads, descQueueOldestWait,
-	descNotifications, descNotifyOldest, descDiskFree, descDiskSize, descWritesUp}
+	descNotifyPending, descNotifyOldest, descDiskFree, descDiskSize, descWritesUp}
 
 // extraSnapshot is what one scrape reads for this file's figures, in the
 // transaction of the others.
 type extraSnapshot struct {
 	queues        []statedb.QueueState
-	deliveries    map[string]int64
+	pending       int64
 	oldestPending *int64
 }
 
@@ -52,10 +50,9 @@ func (e *extraSnapshot) read(ctx context.Context, tx *statedb.Tx) error {
 	if e.queues, err = tx.QueueStates(ctx); err != nil {
 		return err
 	}
-	if e.deliveries, err = tx.DeliveryCounts(ctx); err != nil {
-		return err
-	}
-	e.oldestPending, err = tx.OldestPendingDelivery(ctx)
+	// Only the pending deliveries: counting the others reads the whole
+	// outbox, a week of events, at every scrape.
+	e.pending, e.oldestPending, err = tx.PendingDeliveries(ctx)
 	return err
 }
 
@@ -76,9 +73,7 @@ func (e *extraSnapshot) send(ch chan<- prometheus.Metric, now int64) {
 		}
 		gauge(descQueueOldestWait, float64(wait), q.Name)
 	}
-	for _, st := range deliveryStatuses {
-		gauge(descNotifications, float64(e.deliveries[st]), st)
-	}
+	gauge(descNotifyPending, float64(e.pending))
 	var age int64
 	if e.oldestPending != nil {
 		age = max(now-*e.oldestPending, 0)

@@ -6,13 +6,15 @@ import (
 	"fmt"
 )
 
-// OldestPendingDelivery is when the oldest notification still waiting to be
-// delivered was written to the outbox; nil when none waits.
-func (tx *Tx) OldestPendingDelivery(ctx context.Context) (*int64, error) {
+// PendingDeliveries counts the notifications waiting to be delivered, and
+// tells when the oldest of them was written to the outbox (nil when none
+// waits). It reads only the pending rows, through their index, so it
+// costs the same however many were delivered or given up.
+func (tx *Tx) PendingDeliveries(ctx context.Context) (n int64, oldest *int64, err error) {
 	var created sql.NullInt64
-	err := tx.queryRow(ctx, `SELECT MIN(created) FROM outbox WHERE status = ?`, DeliveryPending).Scan(&created)
+	err = tx.queryRow(ctx, `SELECT COUNT(*), MIN(created) FROM outbox WHERE status = 'pending'`).Scan(&n, &created)
 	if err != nil {
-		return nil, fmt.Errorf("oldest pending delivery: %w", err)
+		return 0, nil, fmt.Errorf("count pending deliveries: %w", err)
 	}
-	return nullInt(created), nil
+	return n, nullInt(created), nil
 }

@@ -5,37 +5,36 @@ import (
 	"testing"
 )
 
-func TestOldestPendingDelivery(t *testing.T) {
+func TestPendingDeliveries(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{Notify: allEvents()})
-	oldest := func() *int64 {
+	pending := func() (int64, *int64) {
 		t.Helper()
+		var n int64
 		var at *int64
-		err := f.db.View(ctx, func(tx *Tx) error { var err error; at, err = tx.OldestPendingDelivery(ctx); return err })
+		err := f.db.View(ctx, func(tx *Tx) error { var err error; n, at, err = tx.PendingDeliveries(ctx); return err })
 		if err != nil {
 			t.Fatal(err)
 		}
-		return at
+		return n, at
 	}
-	if at := oldest(); at != nil {
-		t.Fatalf("oldest pending of an empty outbox = %d; want none", *at)
+	if n, at := pending(); n != 0 || at != nil {
+		t.Fatalf("pending of an empty outbox = %d, %v; want none", n, at)
 	}
 	f.update(t, func(tx *Tx) error { return tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: "a"}) })
 	f.clock.Set(1100)
 	f.update(t, func(tx *Tx) error { return tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: "b"}) })
-	if at := oldest(); at == nil || *at != 1000 {
-		t.Fatalf("oldest pending = %v; want 1000", at)
+	if n, at := pending(); n != 2 || at == nil || *at != 1000 {
+		t.Fatalf("pending = %d, %v; want 2, the oldest at 1000", n, at)
 	}
-	first := f.outbox(t)[0].ID
 	for _, d := range f.outbox(t) {
 		if d.Created == 1000 {
-			first = d.ID
+			f.update(t, func(tx *Tx) error {
+				return tx.RecordDelivery(ctx, d.ID, DeliveryAttempt{Status: DeliveryDelivered, Code: 204})
+			})
 		}
 	}
-	f.update(t, func(tx *Tx) error {
-		return tx.RecordDelivery(ctx, first, DeliveryAttempt{Status: DeliveryDelivered, Code: 204})
-	})
-	if at := oldest(); at == nil || *at != 1100 {
-		t.Fatalf("oldest pending once the first is delivered = %v; want 1100", at)
+	if n, at := pending(); n != 1 || at == nil || *at != 1100 {
+		t.Fatalf("pending once the first is delivered = %d, %v; want 1, at 1100", n, at)
 	}
 }

@@ -21,6 +21,10 @@ INSTALL     ?= install
 PROGRAMS := lorry-controller-webapp lorry-controller-minion lorry
 UNITS    := $(notdir $(wildcard units/*.service units/*.socket units/*.timer units/*.target))
 CONFIGS  := webapp.conf minion.conf
+# The alerting rules with their tests, and the dashboard: examples for
+# Prometheus and Grafana, installed under DOCDIR (docs/operations.md,
+# "Alerts").
+ALERTS   := prometheus/lorry-controller-rules.yml prometheus/lorry-controller-rules.test.yml grafana/lorry-controller.json
 SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
 .PHONY: all build run deps test bench fuzz screenshots check clean install uninstall
@@ -95,7 +99,8 @@ clean:
 	rm -rf $(BIN)
 
 # The programs, the systemd units, the service user and state directory,
-# the configuration files and the CONFGIT hook; docs/operations.md says
+# the configuration files, the CONFGIT hook, and the alerting rules and
+# dashboard; docs/operations.md says
 # what to do next. A configuration file already there is kept, with the
 # new one beside it as .new.
 install: build
@@ -110,6 +115,8 @@ install: build
 	$(INSTALL) -m 0755 hooks/post-update $(DESTDIR)$(HOOKDIR)/post-update
 	$(INSTALL) -m 0644 docs/operations.md $(DESTDIR)$(DOCDIR)/operations.md
 	$(INSTALL) -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/security.md
+	$(INSTALL) -d $(DESTDIR)$(DOCDIR)/prometheus $(DESTDIR)$(DOCDIR)/grafana
+	for f in $(ALERTS); do $(INSTALL) -m 0644 etc/$$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
 	for c in $(CONFIGS); do \
 		dst=$(DESTDIR)$(SYSCONFDIR)/lorry-controller/$$c; \
 		if [ -e $$dst ]; then dst=$$dst.new; echo "keeping $(DESTDIR)$(SYSCONFDIR)/lorry-controller/$$c; the new one is $$dst"; fi; \
@@ -129,5 +136,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMDDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/lorry-controller.conf $(DESTDIR)$(TMPFILESDIR)/lorry-controller.conf
 	rm -f $(DESTDIR)$(HOOKDIR)/post-update $(DESTDIR)$(DOCDIR)/operations.md $(DESTDIR)$(DOCDIR)/security.md
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(ALERTS))
+	rmdir $(DESTDIR)$(DOCDIR)/prometheus $(DESTDIR)$(DOCDIR)/grafana 2>/dev/null || true
 	rmdir $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(DATADIR)/lorry-controller $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/lorry-controller (configuration) and /var/lib/lorry-controller (state)"

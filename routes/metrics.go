@@ -34,6 +34,8 @@ const (
 	minionBusy   = "busy"   // running a job
 	minionIdle   = "idle"   // asking for work
 	minionSilent = "silent" // not heard from for longer than the ghost timeout
+	// retired, and idle or silent: told to exit, or gone for good
+	minionRetired = "retired"
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -48,7 +50,7 @@ var (
 	descJobs           = desc("jobs", "Jobs the state database remembers, by status.", "status")
 	descRunningJobs    = desc("running_jobs", "Jobs running now.")
 	descQueueRunning   = desc("queue_running", "1 if the run queue hands out jobs, 0 if it is stopped.")
-	descMinions        = desc("minions", "Minions by state: busy (running a job), idle (asking for work), silent (not heard from for longer than --ghost-timeout).", "state")
+	descMinions        = desc("minions", "Minions by state: busy (running a job), idle (asking for work), silent (not heard from for longer than --ghost-timeout), retired (retired and not running a job, or silent).", "state")
 	descConfigSuccess  = desc("config_read_success", "1 if the last read-configuration succeeded, 0 if it failed.")
 	descConfigTime     = desc("config_read_timestamp_seconds", "When read-configuration last ran, successfully or not, in Unix seconds.")
 	descConfigGoodTime = desc("config_success_timestamp_seconds", "When read-configuration last succeeded, in Unix seconds.")
@@ -69,6 +71,7 @@ type metrics struct {
 	db           *statedb.DB
 	ghostTimeout int64
 	log          *slog.Logger
+	path         string // the state database's file
 	durations    *prometheus.HistogramVec
 
 	mu sync.Mutex // one scrape at a time
@@ -82,12 +85,13 @@ type metrics struct {
 }
 
 // metricsHandler serves GET /metrics in the Prometheus text format: the
-// WEBAPP's figures and the Go runtime's.
-func (s *Server) metricsHandler() http.Handler {
+// WEBAPP's figures, the requests' durations and the Go runtime's.
+func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler {
 	m := &metrics{
 		db:           s.DB,
 		ghostTimeout: int64(s.GhostTimeout.Seconds()),
 		log:          s.Log,
+		path:         s.DB.Path(),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lorry_controller_job_duration_seconds",
 			Help:    "How long jobs ran, by kind and by how they ended, observed as they end.",
@@ -102,7 +106,7 @@ func (s *Server) metricsHandler() http.Handler {
 		s.Log.Warn("metrics: read running jobs", "err", err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m,
+	reg.MustRegister(m, requests,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -138,6 +142,9 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 		descDBBytes, descDBFree, descDBUp} {
 		ch <- d
 	}
+	for _, d := range extraDescs {
+		ch <- d
+	}
 	m.durations.Describe(ch)
 }
 
@@ -151,11 +158,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	if err := m.collect(ctx, ch); err != nil {
 		m.log.Error("metrics: read state database", "err", err)
 		up = 0
-	} else if err := m.db.CheckWrites(ctx); err != nil {
-		m.log.Error("metrics: write state database", "err", err)
-		up = 0
+	} else {
+		writes := 1.0
+		if err := m.db.CheckWrites(ctx); err != nil {
+			m.log.Error("metrics: write state database", "err", err)
+			up, writes = 0, 0
+		}
+		ch <- prometheus.MustNewConstMetric(descWritesUp, prometheus.GaugeValue, writes)
 	}
 	ch <- prometheus.MustNewConstMetric(descDBUp, prometheus.GaugeValue, up)
+	sendDisk(ch, m.path)
 	m.durations.Collect(ch)
 }
 
@@ -172,11 +184,12 @@ type snapshot struct {
 	hosts   []statedb.Host
 	timings []statedb.JobTiming
 	usage   statedb.Usage
+	extra   extraSnapshot
 }
 
-func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
-	var sn snapshot
-	err := m.db.View(ctx, func(tx *statedb.Tx) error {
+// read fills sn in one read transaction.
+func (m *metrics) read(ctx context.Context, sn *snapshot) error {
+	return m.db.View(ctx, func(tx *statedb.Tx) error {
 		if !m.primed {
 			if err := m.prime(ctx, tx); err != nil {
 				return err
@@ -210,9 +223,17 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 		if sn.hosts, err = tx.Hosts(ctx); err != nil {
 			return err
 		}
+		if err := sn.extra.read(ctx, tx); err != nil {
+			return err
+		}
 		sn.timings, err = tx.JobTimings(ctx, m.oldestUnseen())
 		return err
 	})
+}
+
+func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
+	var sn snapshot
+	err := m.read(ctx, &sn)
 	if err != nil {
 		return err
 	}
@@ -240,7 +261,7 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 	}
 	gauge(descRunningJobs, float64(sn.running))
 	gauge(descQueueRunning, boolFloat(sn.queue))
-	states := map[string]int{minionBusy: 0, minionIdle: 0, minionSilent: 0}
+	states := map[string]int{minionBusy: 0, minionIdle: 0, minionSilent: 0, minionRetired: 0}
 	for _, mn := range sn.minions {
 		states[m.minionState(mn, sn.now)]++
 	}
@@ -268,12 +289,19 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 	}
 	gauge(descDBBytes, float64(sn.usage.FileBytes))
 	gauge(descDBFree, float64(sn.usage.FreeBytes))
+	sn.extra.send(ch, sn.now)
 	return nil
 }
 
+// minionState tells a minion's state. A retired minion that is silent is
+// retired rather than silent: retiring the minions of a host taken away
+// for good is how an operator says that their silence is no trouble.
 func (m *metrics) minionState(mn statedb.Minion, now int64) string {
+	silent := m.ghostTimeout > 0 && now-mn.LastSeen > m.ghostTimeout
 	switch {
-	case m.ghostTimeout > 0 && now-mn.LastSeen > m.ghostTimeout:
+	case mn.Retire && (silent || mn.JobID == nil):
+		return minionRetired
+	case silent:
 		return minionSilent
 	case mn.JobID != nil:
 		return minionBusy

@@ -58,6 +58,8 @@ type Server struct {
 // under the same middleware.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
+	requests := newRequestDurations()
+	r.Use(measureRequests(requests))
 	r.Use(s.recoverPanics)
 	r.Use(s.logRequests)
 	// Every body is bounded before anything, the sign-in and the refusal
@@ -75,7 +77,7 @@ func (s *Server) Handler() http.Handler {
 		http.Redirect(w, r, "/1.0/status-html", http.StatusFound)
 	})
 	// Monitoring: Prometheus scrapes this.
-	r.Method(http.MethodGet, "/metrics", s.requireToken(s.MetricsNeedToken, s.metricsHandler()))
+	r.Method(http.MethodGet, "/metrics", s.requireToken(s.MetricsNeedToken, s.metricsHandler(requests)))
 	// The pages' style sheet and script.
 	r.Get("/static/*", s.handle(s.staticFile))
 	r.Route("/1.0", func(r chi.Router) {

@@ -70,3 +70,22 @@ func specSchedule(spec any, section schedule, now time.Time) (schedule, error) {
 	}
 	return s, nil
 }
+
+// parseConfAt is parseConf for a configuration read now: the schedules of
+// its sections must have an event in the lookAheadYears from now.
+func parseConfAt(data []byte, now time.Time) (*parsedConf, error) {
+	p, err := parseSections(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, ls := range p.pc.lorries {
+		if err := ls.schedule.checkFires(now); err != nil {
+			typ := "lorries"
+			if ls.kind == KindScraper {
+				typ = "scrapers"
+			}
+			p.errs = append(p.errs, &ConfError{Section: ls.index, Type: typ, Key: "schedule", Err: err})
+		}
+	}
+	return p.result()
+}

@@ -1,11 +1,9 @@
 package confgit
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -137,91 +135,6 @@ func parseSections(data []byte) (*confParser, error) {
 		}
 	}
 	return p, nil
-}
-
-// result is the parsed configuration, or every error, in the order of
-// the sections.
-func (p *confParser) result() (*parsedConf, error) {
-	slices.SortStableFunc(p.errs, func(a, b *ConfError) int { return cmp.Compare(a.Section, b.Section) })
-	if err := joinConfErrors(p.errs); err != nil {
-		return nil, err
-	}
-	return p.pc, nil
-}
-
-// confParser is lorry-controller.conf as parsed so far: the sections that
-// parsed, by name where names must be unique, and the errors of the
-// others.
-type confParser struct {
-	pc       *parsedConf
-	hosts    map[string]int // lower-cased host name -> section
-	runtimes map[string]int
-	queues   map[string]int
-	refs     []queueRef
-	errs     []*ConfError
-}
-
-// section parses section i, item, into p.
-func (p *confParser) section(i int, item any) *ConfError {
-	sec, ok := item.(map[string]any)
-	if !ok {
-		return &ConfError{Section: i, Err: fmt.Errorf("must be an object, not %s", lorryspec.KindOf(item))}
-	}
-	tv, ok := sec["type"]
-	if !ok {
-		return &ConfError{Section: i, Key: "type", Err: errors.New("missing")}
-	}
-	typ, ok := tv.(string)
-	if !ok {
-		return &ConfError{Section: i, Key: "type", Err: fmt.Errorf("must be a string, not %s", lorryspec.KindOf(tv))}
-	}
-	switch {
-	case typ == "lorries" || typ == "scrapers":
-		ls, err := parseLorriesSection(i, typ, sec)
-		if err != nil {
-			return asConfError(i, typ, err)
-		}
-		p.pc.lorries = append(p.pc.lorries, ls)
-		p.refs = append(p.refs, queueRef{i, typ, ls.queue})
-	case typ == "queue":
-		q, err := parseQueueSection(i, sec)
-		if err != nil {
-			return asConfError(i, typ, err)
-		}
-		if j, dup := p.queues[q.Name]; dup {
-			return &ConfError{Section: i, Type: typ, Key: "name",
-				Err: fmt.Errorf("queue %q is already configured by section [%d]", q.Name, j)}
-		}
-		p.queues[q.Name] = i
-		p.pc.queues = append(p.pc.queues, q)
-	case typ == "runtime":
-		rs, err := parseRuntimeSection(i, sec)
-		if err != nil {
-			return asConfError(i, typ, err)
-		}
-		if j, dup := p.runtimes[rs.Name]; dup {
-			return &ConfError{Section: i, Type: typ, Key: "name",
-				Err: fmt.Errorf("runtime %q is already configured by section [%d]", rs.Name, j)}
-		}
-		p.runtimes[rs.Name] = i
-		p.pc.runtimes = append(p.pc.runtimes, rs)
-	case hostTypes[typ] != "":
-		h, err := parseHostSection(i, typ, sec)
-		if err != nil {
-			return asConfError(i, typ, err)
-		}
-		key := strings.ToLower(h.Name)
-		if j, dup := p.hosts[key]; dup {
-			return &ConfError{Section: i, Type: typ, Key: hostKey(sec),
-				Err: fmt.Errorf("host %q is already configured by section [%d]", h.Name, j)}
-		}
-		p.hosts[key] = i
-		p.pc.hosts = append(p.pc.hosts, h)
-		p.refs = append(p.refs, queueRef{i, typ, h.Queue})
-	default:
-		return &ConfError{Section: i, Key: "type", Err: fmt.Errorf("unknown type %q (want lorries, scrapers, runtime, queue, trove, gitlab, gitea or github)", typ)}
-	}
-	return nil
 }
 
 // ParseHostSection parses one host section on its own, such as

@@ -28,8 +28,8 @@ import (
 // its quarantine, which the repository itself does not know of.
 //
 // The errors are those of Read: a broken lorry-controller.conf gives an
-// error matching ErrBadConf; anything else is a problem with the
-// repository or rev.
+// error matching ErrBadConf (without the commit, which the caller named);
+// anything else is a problem with the repository or rev.
 func ReadRevision(ctx context.Context, dir, rev string, objectDirs []string, now time.Time) (*Config, error) {
 	repo, err := openRepo(dir)
 	if err != nil {
@@ -51,6 +51,10 @@ func ReadRevision(ctx context.Context, dir, rev string, objectDirs []string, now
 		return nil, fmt.Errorf("resolve %q in %s: %w", rev, dir, err)
 	}
 	cfg, err := readCommit(ctx, repo, *hash, now)
+	if errors.Is(err, ErrBadConf) {
+		// As it is: the caller knows what it asked for.
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read configuration at commit %s: %w", hash, err)
 	}

@@ -100,6 +100,7 @@ const (
 func TestPreReceive(t *testing.T) {
 	os.Unsetenv("LORRY_CONTROLLER_WEBAPP")
 	os.Unsetenv("LORRY_CONTROLLER_LORRY_FILES")
+	os.Unsetenv("LORRY_CONTROLLER_BRANCH")
 	r := newConfRepo(t, buildWebapp(t))
 
 	// A good configuration lands, and the pusher is told it was checked.
@@ -174,6 +175,14 @@ func TestPreReceive(t *testing.T) {
 	if out, refused = r.push(t, "master"); !refused {
 		t.Errorf("push of a broken configuration to the configuration branch: accepted\n%s", out)
 	}
+	t.Setenv("LORRY_CONTROLLER_BRANCH", "topic")
+	r.commit(t, map[string]*string{"b.lorry": text(badLorry)})
+	if out, refused = r.push(t, "master"); refused {
+		t.Errorf("push to master with LORRY_CONTROLLER_BRANCH=topic: refused\n%s", out)
+	}
+	if out, refused = r.push(t, "topic"); !refused {
+		t.Errorf("push to topic with LORRY_CONTROLLER_BRANCH=topic: accepted\n%s", out)
+	}
 }
 
 // The objects of a push wait in git's quarantine while pre-receive runs,
@@ -182,6 +191,7 @@ func TestPreReceive(t *testing.T) {
 func TestPreReceivePackedPush(t *testing.T) {
 	os.Unsetenv("LORRY_CONTROLLER_WEBAPP")
 	os.Unsetenv("LORRY_CONTROLLER_LORRY_FILES")
+	os.Unsetenv("LORRY_CONTROLLER_BRANCH")
 	r := newConfRepo(t, buildWebapp(t))
 	gittest.Git(t, r.bare, nil, "config", "receive.unpackLimit", "1")
 	files := map[string]*string{"lorry-controller.conf": text(goodConf), "a.lorry": text(goodLorry)}

@@ -52,7 +52,10 @@ type FileError struct {
 	File string `json:"file"` // path of the .lorry file in the repository
 	// Spec is the name of the spec that was skipped, "" for the whole
 	// file; Error names it too.
-	Spec  string `json:"spec,omitempty"`
+	Spec string `json:"spec,omitempty"`
+	// Key is the key of the spec at fault, where known; Error names it
+	// too.
+	Key   string `json:"key,omitempty"`
 	Error string `json:"error"`
 }
 
@@ -322,7 +325,11 @@ func (b *builder) flush() error {
 
 // reportSpec reports that spec key of file is skipped, and why.
 func (b *builder) reportSpec(file, key string, err error) {
-	b.add(FileError{File: file, Spec: key, Error: fmt.Sprintf("spec %q: %v", key, err)})
+	fe := FileError{File: file, Spec: key, Error: fmt.Sprintf("spec %q: %v", key, err)}
+	if ke := (*lorryspec.KeyError)(nil); errors.As(err, &ke) {
+		fe.Key = ke.Key
+	}
+	b.add(fe)
 }
 
 func (b *builder) report(file, msg string) {
@@ -427,11 +434,11 @@ func (b *builder) check(kind string, e lorryspec.Entry) checkedSpec {
 	}
 	r, ok := b.runtimes[sc.Runtime]
 	if !ok {
-		return checkedSpec{err: fmt.Errorf("unknown runtime %q", sc.Runtime)}
+		return checkedSpec{err: &lorryspec.KeyError{Key: "runtime", Err: fmt.Errorf("unknown runtime %q", sc.Runtime)}}
 	}
 	for _, c := range sc.Config {
 		if !b.files[c] {
-			return checkedSpec{err: fmt.Errorf("config file %q is not in the repository", c)}
+			return checkedSpec{err: &lorryspec.KeyError{Key: "config", Err: fmt.Errorf("config file %q is not in the repository", c)}}
 		}
 	}
 	return checkedSpec{typ: KindScraper, runtime: r}

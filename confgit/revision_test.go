@@ -115,3 +115,26 @@ func TestParseConfEveryError(t *testing.T) {
 		t.Errorf("message %q names %d sections; want 4", err, n)
 	}
 }
+
+// A skipped spec names its spec and, where known, the key at fault.
+func TestFileErrorNamesSpecAndKey(t *testing.T) {
+	conf := `[{"type": "lorries", "prefix": "p", "globs": ["*.lorry"]}]`
+	cfg := mustParse(t, map[string]string{ConfFile: conf,
+		"a.lorry": `{"bad-type": {"type": "gti"}, "no-url": {"type": "git"}, "ok": {"type": "git", "url": "u"},
+		  "late": {"type": "git", "url": "u", "schedule": {"year": 1999}}}`,
+		"b.lorry": `{`,
+	})
+	want := []FileError{
+		{File: "a.lorry", Spec: "bad-type", Key: "type"},
+		{File: "a.lorry", Spec: "late", Key: "schedule"},
+		{File: "a.lorry", Spec: "no-url", Key: "url"},
+		{File: "b.lorry"},
+	}
+	var got []FileError
+	for _, e := range cfg.Errors {
+		got = append(got, FileError{File: e.File, Spec: e.Spec, Key: e.Key})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("errors name\n%+v\nwant\n%+v\n(%v)", got, want, cfg.Errors)
+	}
+}

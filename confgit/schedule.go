@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // schedule is a "schedule" key: its item, and its text as compact JSON
@@ -66,7 +67,7 @@ func specSchedule(spec any, section schedule, now time.Time) (schedule, error) {
 		err = s.checkFires(now)
 	}
 	if err != nil {
-		return s, fmt.Errorf("key %q: %w", "schedule", err)
+		return s, &lorryspec.KeyError{Key: "schedule", Err: fmt.Errorf("key %q: %w", "schedule", err)}
 	}
 	return s, nil
 }

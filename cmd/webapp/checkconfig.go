@@ -192,7 +192,7 @@ func (r *checkReport) check(cfg *confgit.Config, readErr error, warnFiles bool, 
 		return checkBroken
 	}
 	for _, e := range cfg.Errors {
-		p := checkProblem{File: e.File, Spec: e.Spec, Message: e.File + ": " + e.Error}
+		p := checkProblem{File: e.File, Spec: e.Spec, Key: e.Key, Message: e.File + ": " + e.Error}
 		if warnFiles {
 			r.Warnings = append(r.Warnings, p)
 		} else {

@@ -150,8 +150,8 @@ func TestCheckConfigBrokenLorryFile(t *testing.T) {
 	if rep.OK || rep.Summary == nil || rep.Summary.Lorries != 3 || len(rep.Errors) != 2 || len(rep.Warnings) != 0 {
 		t.Fatalf("check-config --json = %+v; want 3 lorries and 2 errors", rep)
 	}
-	if e := rep.Errors[0]; e.File != "lorries/bad.lorry" || e.Spec != "x" || !strings.Contains(e.Message, `unknown type "gti"`) {
-		t.Errorf("first error = %+v; want lorries/bad.lorry, spec x, its type", e)
+	if e := rep.Errors[0]; e.File != "lorries/bad.lorry" || e.Spec != "x" || e.Key != "type" || !strings.Contains(e.Message, `unknown type "gti"`) {
+		t.Errorf("first error = %+v; want lorries/bad.lorry, spec x, key type", e)
 	}
 	if e := rep.Errors[1]; e.File != "nightly/n.lorry" || e.Spec != "" || !strings.Contains(e.Message, "invalid JSON") {
 		t.Errorf("second error = %+v; want nightly/n.lorry as a whole", e)

@@ -30,9 +30,11 @@ type checkReport struct {
 	// OK says that read-configuration would apply the whole
 	// configuration: no errors (warnings are allowed).
 	OK bool `json:"ok"`
-	// Source is the directory, or the repository and revision, read.
+	// Source is the directory, or the repository, read.
 	Source string `json:"source"`
-	// Commit is the commit read, with --git-dir, once it is known.
+	// Rev is the revision asked for, with --git-dir, and Commit the
+	// commit it names, once it is known.
+	Rev    string `json:"rev,omitempty"`
 	Commit string `json:"commit,omitempty"`
 	// Error says why the configuration could not be read at all (exit
 	// 2); then there is nothing else.
@@ -119,7 +121,7 @@ Flags:
 	var cfg *confgit.Config
 	var err error
 	if *gitDir != "" {
-		rep.Source = *gitDir + " at " + *rev
+		rep.Source, rep.Rev = *gitDir, *rev
 		cfg, err = confgit.ReadRevision(context.Background(), *gitDir, *rev, objectDirs(*gitDir, getenv), now)
 	} else {
 		dir := "."
@@ -295,8 +297,11 @@ func (r *checkReport) print(w io.Writer) {
 		fmt.Fprintf(w, "warning: %s (read-configuration skips it)\n", p.Message)
 	}
 	where := r.Source
-	if r.Commit != "" {
-		where += " (" + r.Commit + ")"
+	if r.Rev != "" {
+		where = r.Rev
+		if r.Commit != "" && r.Commit != r.Rev {
+			where += " (" + r.Commit + ")"
+		}
 	}
 	if r.Summary == nil {
 		fmt.Fprintf(w, "%s: %s is broken, %s: read-configuration would refuse the whole configuration\n",

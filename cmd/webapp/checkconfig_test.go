@@ -185,6 +185,11 @@ func TestCheckConfigGitDir(t *testing.T) {
 	if code != 0 || !strings.Contains(out, good) || !strings.Contains(out, "2 lorries") {
 		t.Errorf("check-config --rev of the good commit: exit %d; want 0 naming %s\n%s", code, good, out)
 	}
+	out, code = runCheckConfig(t, "--json", "--git-dir", repo, "--rev", "master~1")
+	var rep checkReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || rep.Rev != "master~1" || rep.Commit != good {
+		t.Errorf("check-config --json --rev master~1: exit %d, %+v, %v; want 0, rev master~1, commit %s\n%s", code, rep, err, good, out)
+	}
 	out, code = runCheckConfig(t, "--git-dir", repo)
 	if code != 1 || !strings.Contains(out, "error: a.lorry: invalid JSON") {
 		t.Errorf("check-config of HEAD: exit %d; want 1 naming a.lorry\n%s", code, out)

@@ -99,7 +99,7 @@ clean:
 	rm -rf $(BIN)
 
 # The programs, the systemd units, the service user and state directory,
-# the configuration files, the CONFGIT hook, and the alerting rules and
+# the configuration files, the CONFGIT hooks, and the alerting rules and
 # dashboard; docs/operations.md says
 # what to do next. A configuration file already there is kept, with the
 # new one beside it as .new.
@@ -113,6 +113,7 @@ install: build
 	$(INSTALL) -m 0644 units/lorry-controller.sysusers $(DESTDIR)$(SYSUSERSDIR)/lorry-controller.conf
 	$(INSTALL) -m 0644 units/lorry-controller.tmpfiles $(DESTDIR)$(TMPFILESDIR)/lorry-controller.conf
 	$(INSTALL) -m 0755 hooks/post-update $(DESTDIR)$(HOOKDIR)/post-update
+	$(SUBST) hooks/pre-receive >$(DESTDIR)$(HOOKDIR)/pre-receive && chmod 0755 $(DESTDIR)$(HOOKDIR)/pre-receive
 	$(INSTALL) -m 0644 docs/operations.md $(DESTDIR)$(DOCDIR)/operations.md
 	$(INSTALL) -m 0644 docs/security.md $(DESTDIR)$(DOCDIR)/security.md
 	$(INSTALL) -d $(DESTDIR)$(DOCDIR)/prometheus $(DESTDIR)$(DOCDIR)/grafana
@@ -135,7 +136,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(PROGRAMS))
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMDDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/lorry-controller.conf $(DESTDIR)$(TMPFILESDIR)/lorry-controller.conf
-	rm -f $(DESTDIR)$(HOOKDIR)/post-update $(DESTDIR)$(DOCDIR)/operations.md $(DESTDIR)$(DOCDIR)/security.md
+	rm -f $(DESTDIR)$(HOOKDIR)/post-update $(DESTDIR)$(HOOKDIR)/pre-receive $(DESTDIR)$(DOCDIR)/operations.md $(DESTDIR)$(DOCDIR)/security.md
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(ALERTS))
 	rmdir $(DESTDIR)$(DOCDIR)/prometheus $(DESTDIR)$(DOCDIR)/grafana 2>/dev/null || true
 	rmdir $(DESTDIR)$(HOOKDIR) $(DESTDIR)$(DATADIR)/lorry-controller $(DESTDIR)$(DOCDIR) 2>/dev/null || true

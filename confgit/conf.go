@@ -100,8 +100,20 @@ type queueRef struct {
 }
 
 // parseConf parses the contents of lorry-controller.conf. Every problem
-// is a *ConfError.
+// is a *ConfError; a section that is broken does not stop the others
+// from being checked, so that one read names every broken section (a
+// ConfErrors when there is more than one).
 func parseConf(data []byte) (*parsedConf, error) {
+	p, err := parseSections(data)
+	if err != nil {
+		return nil, err
+	}
+	return p.result()
+}
+
+// parseSections parses every section of lorry-controller.conf, data. An
+// error is of the file as a whole; those of sections are in p.errs.
+func parseSections(data []byte) (*confParser, error) {
 	v, err := lorryspec.DecodeJSON(data)
 	if err != nil {
 		return nil, &ConfError{Section: -1, Err: err}
@@ -110,78 +122,19 @@ func parseConf(data []byte) (*parsedConf, error) {
 	if !ok {
 		return nil, &ConfError{Section: -1, Err: fmt.Errorf("must be a JSON list of sections, not %s", lorryspec.KindOf(v))}
 	}
-	pc := &parsedConf{}
-	seen := map[string]int{}
-	runtimes := map[string]int{}
-	queues := map[string]int{}
-	var refs []queueRef
+	p := &confParser{pc: &parsedConf{}, hosts: map[string]int{}, runtimes: map[string]int{}, queues: map[string]int{}}
 	for i, item := range list {
-		sec, ok := item.(map[string]any)
-		if !ok {
-			return nil, &ConfError{Section: i, Err: fmt.Errorf("must be an object, not %s", lorryspec.KindOf(item))}
-		}
-		tv, ok := sec["type"]
-		if !ok {
-			return nil, &ConfError{Section: i, Key: "type", Err: errors.New("missing")}
-		}
-		typ, ok := tv.(string)
-		if !ok {
-			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("must be a string, not %s", lorryspec.KindOf(tv))}
-		}
-		switch {
-		case typ == "lorries" || typ == "scrapers":
-			ls, err := parseLorriesSection(i, typ, sec)
-			if err != nil {
-				return nil, err
-			}
-			pc.lorries = append(pc.lorries, ls)
-			refs = append(refs, queueRef{i, typ, ls.queue})
-		case typ == "queue":
-			q, err := parseQueueSection(i, sec)
-			if err != nil {
-				return nil, err
-			}
-			if j, dup := queues[q.Name]; dup {
-				return nil, &ConfError{Section: i, Type: typ, Key: "name",
-					Err: fmt.Errorf("queue %q is already configured by section [%d]", q.Name, j)}
-			}
-			queues[q.Name] = i
-			pc.queues = append(pc.queues, q)
-		case typ == "runtime":
-			rs, err := parseRuntimeSection(i, sec)
-			if err != nil {
-				return nil, err
-			}
-			if j, dup := runtimes[rs.Name]; dup {
-				return nil, &ConfError{Section: i, Type: typ, Key: "name",
-					Err: fmt.Errorf("runtime %q is already configured by section [%d]", rs.Name, j)}
-			}
-			runtimes[rs.Name] = i
-			pc.runtimes = append(pc.runtimes, rs)
-		case hostTypes[typ] != "":
-			h, err := parseHostSection(i, typ, sec)
-			if err != nil {
-				return nil, err
-			}
-			key := strings.ToLower(h.Name)
-			if j, dup := seen[key]; dup {
-				return nil, &ConfError{Section: i, Type: typ, Key: hostKey(sec),
-					Err: fmt.Errorf("host %q is already configured by section [%d]", h.Name, j)}
-			}
-			seen[key] = i
-			pc.hosts = append(pc.hosts, h)
-			refs = append(refs, queueRef{i, typ, h.Queue})
-		default:
-			return nil, &ConfError{Section: i, Key: "type", Err: fmt.Errorf("unknown type %q (want lorries, scrapers, runtime, queue, trove, gitlab, gitea or github)", typ)}
+		if err := p.section(i, item); err != nil {
+			p.errs = append(p.errs, err)
 		}
 	}
-	for _, r := range refs {
-		if _, ok := queues[r.queue]; !ok && r.queue != DefaultQueue {
-			return nil, &ConfError{Section: r.section, Type: r.typ, Key: "queue",
-				Err: fmt.Errorf("no queue section is named %q", r.queue)}
+	for _, r := range p.refs {
+		if _, ok := p.queues[r.queue]; !ok && r.queue != DefaultQueue {
+			p.errs = append(p.errs, &ConfError{Section: r.section, Type: r.typ, Key: "queue",
+				Err: fmt.Errorf("no queue section is named %q", r.queue)})
 		}
 	}
-	return pc, nil
+	return p, nil
 }
 
 // ParseHostSection parses one host section on its own, such as
@@ -266,7 +219,7 @@ func parseHostSection(i int, typ string, sec map[string]any) (Host, error) {
 	fail := func(key string, err error) (Host, error) {
 		return Host{}, &ConfError{Section: i, Type: typ, Key: key, Err: err}
 	}
-	h := Host{Type: typ, Prefixmap: map[string]string{}, Ignore: []string{}}
+	h := Host{Index: i, Type: typ, Prefixmap: map[string]string{}, Ignore: []string{}}
 
 	name, key, err := hostName(sec)
 	if err != nil {

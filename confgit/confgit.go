@@ -49,7 +49,13 @@ type Kept struct {
 
 // FileError is a .lorry file, or one spec in it, that was skipped.
 type FileError struct {
-	File  string `json:"file"` // path of the .lorry file in the repository
+	File string `json:"file"` // path of the .lorry file in the repository
+	// Spec is the name of the spec that was skipped, "" for the whole
+	// file; Error names it too.
+	Spec string `json:"spec,omitempty"`
+	// Key is the key of the spec at fault, where known; Error names it
+	// too.
+	Key   string `json:"key,omitempty"`
 	Error string `json:"error"`
 }
 
@@ -82,6 +88,9 @@ type Lorry struct {
 // Host is an Upstream Host section. Its repositories become lorries when
 // the host is listed, not when the configuration is read.
 type Host struct {
+	// Index is the host's section in lorry-controller.conf, from 0; -1
+	// for a section parsed on its own (ParseHostSection).
+	Index      int
 	Name       string // "host", or the older "trovehost"
 	Type       string // trove, gitlab, gitea or github
 	Protocol   string // ssh, http or https
@@ -171,54 +180,6 @@ func Parse(fsys fs.FS) (*Config, error) {
 	return build(context.Background(), fsTree{fsys}, time.Now())
 }
 
-type fsTree struct{ fsys fs.FS }
-
-func (t fsTree) conf() ([]byte, bool, error) {
-	fi, err := fs.Stat(t.fsys, ConfFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, false, &ConfError{Section: -1, Err: errors.New("is not a regular file")}
-	}
-	if fi.Size() > maxFileSize {
-		return nil, false, &ConfError{Section: -1, Err: errTooLarge}
-	}
-	data, err := fs.ReadFile(t.fsys, ConfFile)
-	return data, err == nil, err
-}
-
-func (t fsTree) files() ([]string, error) {
-	var out []string
-	err := fs.WalkDir(t.fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p != "." && d.Name() == ".git" {
-			return fs.SkipDir
-		}
-		if d.Type().IsRegular() {
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out, err
-}
-
-func (t fsTree) read(name string) ([]byte, error) {
-	fi, err := fs.Stat(t.fsys, name)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > maxFileSize {
-		return nil, errTooLarge
-	}
-	return fs.ReadFile(t.fsys, name)
-}
-
 // build parses lorry-controller.conf first, so a broken one is reported
 // without reading any .lorry file, then reads the files its globs select.
 // A schedule must have an event in the 50 years from now.
@@ -254,17 +215,8 @@ func walk(ctx context.Context, t tree, now time.Time, n int, sections func(*Conf
 	}
 	var pc *parsedConf
 	if ok {
-		if pc, err = parseConf(data); err != nil {
+		if pc, err = parseConfAt(data, now); err != nil {
 			return nil, err
-		}
-		for _, ls := range pc.lorries {
-			if err := ls.schedule.checkFires(now); err != nil {
-				typ := "lorries"
-				if ls.kind == KindScraper {
-					typ = "scrapers"
-				}
-				return nil, &ConfError{Section: ls.index, Type: typ, Key: "schedule", Err: err}
-			}
 		}
 		cfg.Hosts = append(cfg.Hosts, pc.hosts...)
 		cfg.Queues = append(cfg.Queues, pc.queues...)
@@ -371,8 +323,20 @@ func (b *builder) flush() error {
 	return nil
 }
 
+// reportSpec reports that spec key of file is skipped, and why.
+func (b *builder) reportSpec(file, key string, err error) {
+	fe := FileError{File: file, Spec: key, Error: fmt.Sprintf("spec %q: %v", key, err)}
+	if ke := (*lorryspec.KeyError)(nil); errors.As(err, &ke) {
+		fe.Key = ke.Key
+	}
+	b.add(fe)
+}
+
 func (b *builder) report(file, msg string) {
-	fe := FileError{File: file, Error: msg}
+	b.add(FileError{File: file, Error: msg})
+}
+
+func (b *builder) add(fe FileError) {
 	if !b.reported[fe] {
 		b.reported[fe] = true
 		b.cfg.Errors = append(b.cfg.Errors, fe)
@@ -399,7 +363,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				c = b.check(ls.kind, s)
 				checked[ls.kind] = c
 				if c.err != nil {
-					b.report(name, fmt.Sprintf("spec %q: %v", key, c.err))
+					b.reportSpec(name, key, c.err)
 				}
 			}
 			p := ls.prefix + "/" + key
@@ -410,22 +374,22 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				continue
 			}
 			if err := ValidatePath(p); err != nil {
-				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+				b.reportSpec(name, key, err)
 				continue
 			}
 			sched, err := specSchedule(s.Value, ls.schedule, b.now)
 			if err != nil {
-				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+				b.reportSpec(name, key, err)
 				b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)
 				continue
 			}
 			if first, dup := b.from[p]; dup {
-				b.report(name, fmt.Sprintf("spec %q: path %q is already defined by %s", key, p, first))
+				b.reportSpec(name, key, fmt.Errorf("path %q is already defined by %s", p, first))
 				continue
 			}
 			text, err := json.Marshal(map[string]any{p: s.Value})
 			if err != nil {
-				b.report(name, fmt.Sprintf("spec %q: %v", key, err))
+				b.reportSpec(name, key, err)
 				continue
 			}
 			b.from[p] = name
@@ -470,11 +434,11 @@ func (b *builder) check(kind string, e lorryspec.Entry) checkedSpec {
 	}
 	r, ok := b.runtimes[sc.Runtime]
 	if !ok {
-		return checkedSpec{err: fmt.Errorf("unknown runtime %q", sc.Runtime)}
+		return checkedSpec{err: &lorryspec.KeyError{Key: "runtime", Err: fmt.Errorf("unknown runtime %q", sc.Runtime)}}
 	}
 	for _, c := range sc.Config {
 		if !b.files[c] {
-			return checkedSpec{err: fmt.Errorf("config file %q is not in the repository", c)}
+			return checkedSpec{err: &lorryspec.KeyError{Key: "config", Err: fmt.Errorf("config file %q is not in the repository", c)}}
 		}
 	}
 	return checkedSpec{typ: KindScraper, runtime: r}

@@ -184,13 +184,13 @@ func TestParseHosts(t *testing.T) {
 	]`
 	cfg := mustParse(t, map[string]string{ConfFile: conf})
 	want := []Host{
-		{Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
+		{Index: 0, Name: "trove.example.com", Type: "trove", Protocol: "ssh", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
 			Prefixmap: map[string]string{"baserock": "baserock", "delta": "delta/upstream"}, Ignore: []string{"baserock/lorries"}, SSHUser: "git"},
-		{Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default", MaxBackoff: 12 * time.Hour, HardFailAfter: 5, OnVanish: "keep",
+		{Index: 1, Name: "gitlab.example.com", Type: "gitlab", Protocol: "http", LsInterval: 6 * time.Hour, Interval: 2 * time.Hour, Timeout: 10 * time.Minute, Queue: "default", MaxBackoff: 12 * time.Hour, HardFailAfter: 5, OnVanish: "keep",
 			Prefixmap: map[string]string{}, Ignore: []string{}, Group: "g", Token: "s3cret", TokenKey: "private-token", SkipCertificateCheck: true},
-		{Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "archive",
+		{Index: 2, Name: "gitea.example.com:3000", Type: "gitea", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "archive",
 			Prefixmap: map[string]string{}, Ignore: []string{}, Org: "o", TokenKey: "private-token"},
-		{Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
+		{Index: 3, Name: "github.com", Type: "github", Protocol: "https", LsInterval: 24 * time.Hour, Interval: 24 * time.Hour, Timeout: time.Hour, Queue: "default", MaxBackoff: DefaultMaxBackoff, HardFailAfter: DefaultHardFailAfter, OnVanish: "keep",
 			Prefixmap: map[string]string{}, Ignore: []string{}, User: "u", TokenKey: "private-token"},
 	}
 	if len(cfg.Hosts) != len(want) {
@@ -411,8 +411,8 @@ func TestParseDuplicatePaths(t *testing.T) {
 		t.Errorf("p/x/y: got %s, want the spec from b.lorry, which sorts before sub/c.lorry", got)
 	}
 	wantErrs := []FileError{
-		{File: "b.lorry", Error: `spec "same": path "p/same" is already defined by a.lorry`},
-		{File: "sub/c.lorry", Error: `spec "y": path "p/x/y" is already defined by b.lorry`},
+		{File: "b.lorry", Spec: "same", Error: `spec "same": path "p/same" is already defined by a.lorry`},
+		{File: "sub/c.lorry", Spec: "y", Error: `spec "y": path "p/x/y" is already defined by b.lorry`},
 	}
 	if !reflect.DeepEqual(cfg.Errors, wantErrs) {
 		t.Errorf("errors:\n got %v\nwant %v", cfg.Errors, wantErrs)
@@ -455,6 +455,11 @@ func TestParseHostSection(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseHostSection: got error %v, want none", err)
 	}
+	// The section alone does not say where it was in the file.
+	if got.Index != -1 {
+		t.Errorf("Index of a section parsed on its own = %d; want -1", got.Index)
+	}
+	got.Index = cfg.Hosts[0].Index
 	if !reflect.DeepEqual(got, cfg.Hosts[0]) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, cfg.Hosts[0])
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"lorrycontroller.dev/lc/cron"
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // schedule is a "schedule" key: its item, and its text as compact JSON
@@ -66,7 +67,26 @@ func specSchedule(spec any, section schedule, now time.Time) (schedule, error) {
 		err = s.checkFires(now)
 	}
 	if err != nil {
-		return s, fmt.Errorf("key %q: %w", "schedule", err)
+		return s, &lorryspec.KeyError{Key: "schedule", Err: fmt.Errorf("key %q: %w", "schedule", err)}
 	}
 	return s, nil
+}
+
+// parseConfAt is parseConf for a configuration read now: the schedules of
+// its sections must have an event in the lookAheadYears from now.
+func parseConfAt(data []byte, now time.Time) (*parsedConf, error) {
+	p, err := parseSections(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, ls := range p.pc.lorries {
+		if err := ls.schedule.checkFires(now); err != nil {
+			typ := "lorries"
+			if ls.kind == KindScraper {
+				typ = "scrapers"
+			}
+			p.errs = append(p.errs, &ConfError{Section: ls.index, Type: typ, Key: "schedule", Err: err})
+		}
+	}
+	return p.result()
 }

@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/forgehook"
@@ -150,12 +149,8 @@ func (a *configApply) readWhole(ctx context.Context) (*confgit.Config, error) {
 // so that its lorries find their queues.
 func (a *configApply) sections(cfg *confgit.Config) error {
 	s := a.app
-	if s.CheckHost != nil {
-		for _, h := range cfg.Hosts {
-			if err := s.CheckHost(h); err != nil {
-				return fmt.Errorf("host %q: %w", h.Name, err)
-			}
-		}
+	if err := CheckSections(cfg, s.CheckHost); err != nil {
+		return err
 	}
 	a.commit = cfg.Commit
 	if a.mayKeep && cfg.Commit != "" && cfg.Commit == s.configApplied {

@@ -25,14 +25,14 @@ func Check(v any) (string, error) {
 	}
 	tv, ok := m["type"]
 	if !ok {
-		return "", errors.New(`has no "type"`)
+		return "", keyError("type", errors.New(`has no "type"`))
 	}
 	typ, ok := tv.(string)
 	if !ok {
-		return "", fmt.Errorf(`"type" must be a string, not %s`, KindOf(tv))
+		return "", keyError("type", fmt.Errorf(`"type" must be a string, not %s`, KindOf(tv)))
 	}
 	if !slices.Contains(Types, typ) {
-		return "", fmt.Errorf("unknown type %q (want one of %s)", typ, strings.Join(Types, ", "))
+		return "", keyError("type", fmt.Errorf("unknown type %q (want one of %s)", typ, strings.Join(Types, ", ")))
 	}
 	_, err := Spec{Type: typ, Raw: m}.Decode()
 	return typ, err
@@ -101,7 +101,8 @@ func (s Spec) Decode() (any, error) {
 	if err := json.Unmarshal(b, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, fmt.Errorf("%q must be %s, not %s", te.Field, kindOfType(te.Type.Kind()), jsonValueKind[te.Value])
+			return nil, keyError(strings.SplitN(te.Field, ".", 2)[0],
+				fmt.Errorf("%q must be %s, not %s", te.Field, kindOfType(te.Type.Kind()), jsonValueKind[te.Value]))
 		}
 		return nil, err
 	}

@@ -76,7 +76,7 @@ type Cvs struct {
 
 func needURL(typ, url string) error {
 	if url == "" {
-		return fmt.Errorf(`%s spec needs a "url" string`, typ)
+		return keyError("url", fmt.Errorf(`%s spec needs a "url" string`, typ))
 	}
 	return nil
 }
@@ -89,21 +89,21 @@ func (h *Hg) check(typ string) error { return needURL(typ, h.URL) }
 
 func checkStrip(n int) error {
 	if n < 0 {
-		return fmt.Errorf(`"strip" must not be negative, not %d`, n)
+		return keyError("strip", fmt.Errorf(`"strip" must not be negative, not %d`, n))
 	}
 	return nil
 }
 
 func (r *RawFile) check(typ string) error {
 	if len(r.URLs) == 0 {
-		return errors.New(`raw-file spec needs "urls", a list of {"url", "destination"}`)
+		return keyError("urls", errors.New(`raw-file spec needs "urls", a list of {"url", "destination"}`))
 	}
 	for i, u := range r.URLs {
 		if u.URL == "" {
-			return fmt.Errorf(`"urls" item [%d] needs a "url" string`, i)
+			return keyError("urls", fmt.Errorf(`"urls" item [%d] needs a "url" string`, i))
 		}
 		if err := checkRelative(u.Destination); err != nil {
-			return fmt.Errorf(`"urls" item [%d]: "destination" %w`, i, err)
+			return keyError("urls", fmt.Errorf(`"urls" item [%d]: "destination" %w`, i, err))
 		}
 	}
 	return nil
@@ -131,7 +131,7 @@ func (s *Svn) check(typ string) error {
 		return err
 	}
 	_, err := s.ParsedLayout()
-	return err
+	return keyError("layout", err)
 }
 
 // ParsedLayout returns where trunk, branches and tags are.
@@ -170,11 +170,11 @@ func (s *Svn) ParsedLayout() (SvnLayout, error) {
 
 func (b *Bzr) check(typ string) error {
 	if b.URL == "" && len(b.Branches) == 0 {
-		return errors.New(`bzr spec needs a "url" string or "branches", an object of branch names to URLs`)
+		return keyError("url", errors.New(`bzr spec needs a "url" string or "branches", an object of branch names to URLs`))
 	}
 	for name, url := range b.Branches {
 		if name == "" || url == "" {
-			return fmt.Errorf(`"branches" entry %q needs a name and a URL`, name)
+			return keyError("branches", fmt.Errorf(`"branches" entry %q needs a name and a URL`, name))
 		}
 	}
 	return nil
@@ -185,7 +185,7 @@ func (c *Cvs) check(typ string) error {
 		return err
 	}
 	if c.Module == "" {
-		return errors.New(`cvs spec needs a "module" string`)
+		return keyError("module", errors.New(`cvs spec needs a "module" string`))
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ var installed = map[string]fs.FileMode{
 	"/usr/lib/sysusers.d/lorry-controller.conf":                                  0o644,
 	"/usr/lib/tmpfiles.d/lorry-controller.conf":                                  0o644,
 	"/usr/share/lorry-controller/hooks/post-update":                              0o755,
+	"/usr/share/lorry-controller/hooks/pre-receive":                              0o755,
 	"/usr/share/doc/lorry-controller/operations.md":                              0o644,
 	"/usr/share/doc/lorry-controller/security.md":                                0o644,
 	"/usr/share/doc/lorry-controller/prometheus/lorry-controller-rules.yml":      0o644,
@@ -157,6 +158,11 @@ func TestInstallAndVerify(t *testing.T) {
 		}
 	}
 	sort.Strings(units)
+	// The pre-receive hook finds the checker where it was installed.
+	if b, err := os.ReadFile(filepath.Join(destdir, "/usr/share/lorry-controller/hooks/pre-receive")); err != nil ||
+		!bytes.Contains(b, []byte(prefix+"/bin/lorry-controller-webapp")) {
+		t.Errorf("the installed pre-receive hook does not name %s/bin/lorry-controller-webapp (%v)", prefix, err)
+	}
 
 	// Every unit runs an installed program from PREFIX, and every unit of
 	// ours that one names is installed.

@@ -101,7 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: lorry-controller-webapp [flags]\n"+
 			"       lorry-controller-webapp call [flags] METHOD PATH [key=value...]\n"+
-			"       lorry-controller-webapp token create|list|revoke [flags]\n\n"+
+			"       lorry-controller-webapp token create|list|revoke [flags]\n"+
+			"       lorry-controller-webapp check-config [flags] [DIR | --git-dir DIR --rev REV]\n\n"+
 			"Serve the Lorry Controller /1.0 API and status page.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -193,6 +194,9 @@ func checkLease(c Config) error {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "call" {
 		os.Exit(callMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "check-config" {
+		os.Exit(checkConfigMain(os.Args[2:], os.Stdout, os.Stderr, os.Getenv))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "token" {
 		os.Exit(tokenMain(os.Args[2:], os.Stdout, os.Stderr))
@@ -465,26 +469,6 @@ func (c *Config) checkNotify() error {
 	if c.NotifyEvents, err = webhook.ParseEvents(c.NotifyEventList); err != nil {
 		return fmt.Errorf("--notify-events: %w", err)
 	}
-	return nil
-}
-
-// checkPublicURL checks --public-url: an http or https URL with a host
-// and at most a path, which links are made from. Its trailing "/" is
-// dropped.
-func (c *Config) checkPublicURL() error {
-	if c.PublicURL == "" {
-		return nil
-	}
-	u, err := url.Parse(c.PublicURL)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		return fmt.Errorf("--public-url %q: want an http or https URL, such as https://lorry.example.org", redact.URLs(c.PublicURL))
-	case u.User != nil:
-		return fmt.Errorf("--public-url %q: want no user or password in it", redact.URLs(c.PublicURL))
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return fmt.Errorf("--public-url %q: want no query or fragment in it", c.PublicURL)
-	}
-	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	return nil
 }
 

@@ -94,6 +94,9 @@ type App struct {
 	// AllowLocalSources has the minions let lorry mirror paths and file:
 	// URLs of their machines.
 	AllowLocalSources bool
+	// BackupDirectory is where Backup writes backups of the state
+	// database; "" for nowhere.
+	BackupDirectory string
 
 	// ListHost lists an Upstream Host; nil means hosts cannot be listed.
 	ListHost HostLister

@@ -7,6 +7,7 @@ package periodic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -23,7 +24,9 @@ type Task struct {
 	Name   string
 	Method string
 	Path   string
-	Every  time.Duration
+	// Args are the key=value parameters of the call, "" for none.
+	Args  string
+	Every time.Duration
 	// AtStart tasks also run when the WEBAPP starts, in order: the WEBAPP's
 	// unit pulls their services in for the same reason.
 	AtStart bool
@@ -38,6 +41,7 @@ type Work interface {
 	ListDueHosts(ctx context.Context, force bool) ([]control.HostListing, error)
 	RemoveGhostJobs(ctx context.Context) ([]int64, error)
 	RemoveOldJobs(ctx context.Context, maxAge *int64) (removed, age int64, err error)
+	Backup(ctx context.Context, keep int) (control.BackupResult, error)
 	// WriteStatusPage writes the on-disk copy of the status page.
 	WriteStatusPage(ctx context.Context) error
 }
@@ -58,6 +62,16 @@ var Tasks = []Task{
 		Do: func(ctx context.Context, w Work) error { _, err := w.RemoveGhostJobs(ctx); return err }},
 	{Name: "remove-old-jobs", Method: http.MethodPost, Path: "/1.0/remove-old-jobs", Every: 24 * time.Hour,
 		Do: func(ctx context.Context, w Work) error { _, _, err := w.RemoveOldJobs(ctx, nil); return err }},
+	// A backup of the state database a day, the last week kept. A WEBAPP
+	// with no --backup-directory takes none: it was not asked to.
+	{Name: "backup", Method: http.MethodPost, Path: "/1.0/backup", Args: "keep=7", Every: 24 * time.Hour,
+		Do: func(ctx context.Context, w Work) error {
+			_, err := w.Backup(ctx, 7)
+			if errors.Is(err, control.ErrNoBackupDirectory) {
+				return nil
+			}
+			return err
+		}},
 }
 
 // Runner does Tasks with Work, the operations the timers' calls make.

@@ -181,7 +181,11 @@ func TestTimerUnitsMatchPeriodicTasks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if call := " call --quiet --config @sysconfdir@/lorry-controller/webapp.conf " + task.Method + " " + task.Path + "\n"; !strings.Contains(string(service), call) {
+		call := " call --quiet --config @sysconfdir@/lorry-controller/webapp.conf " + task.Method + " " + task.Path
+		if task.Args != "" {
+			call += " " + task.Args
+		}
+		if call += "\n"; !strings.Contains(string(service), call) {
 			t.Errorf("%s.service does not make the call%s", task.Name, call)
 		}
 		// The tasks done at start are those the WEBAPP's unit pulls in.

@@ -98,6 +98,7 @@ func (s *Server) Handler() http.Handler {
 		s.runtimeRoutes(r)
 		s.minionRoutes(r)
 		s.notificationRoutes(r)
+		s.backupRoutes(r)
 		s.signInRoutes(r)
 
 		if s.FakeClock != nil {

@@ -55,6 +55,8 @@ var installed = map[string]fs.FileMode{
 	"/usr/lib/systemd/system/lorry-controller-remove-old-jobs.timer":             0o644,
 	"/usr/lib/systemd/system/lorry-controller-minion-gc.service":                 0o644,
 	"/usr/lib/systemd/system/lorry-controller-minion-gc.timer":                   0o644,
+	"/usr/lib/systemd/system/lorry-controller-backup.service":                    0o644,
+	"/usr/lib/systemd/system/lorry-controller-backup.timer":                      0o644,
 }
 
 const unitDir = "/usr/lib/systemd/system"
@@ -350,9 +352,10 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 		mode     fs.FileMode
 		uid, gid string
 	}{
-		"/var/lib/lorry-controller":      {0o755, uid, ""},
-		"/var/lib/lorry-controller/work": {0o770 | fs.ModeSticky, uid, jobs.gid},
-		"/var/lib/lorry-controller/jobs": {0o700, jobs.uid, jobs.gid},
+		"/var/lib/lorry-controller":         {0o755, uid, ""},
+		"/var/lib/lorry-controller/work":    {0o770 | fs.ModeSticky, uid, jobs.gid},
+		"/var/lib/lorry-controller/jobs":    {0o700, jobs.uid, jobs.gid},
+		"/var/lib/lorry-controller/backups": {0o700, uid, ""},
 	} {
 		info, err := os.Stat(filepath.Join(root, dir))
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,7 +28,6 @@ import (
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/journallog"
 	"lorrycontroller.dev/lc/netlimit"
-	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/routes"
 	"lorrycontroller.dev/lc/secretfile"
 	"lorrycontroller.dev/lc/statedb"
@@ -83,6 +81,8 @@ type Config struct {
 	// PublicURL is where browsers and notification receivers reach the
 	// WEBAPP, "" when not said; see checkPublicURL.
 	PublicURL string
+	// BackupDirectory is where POST /1.0/backup writes, "" for nowhere.
+	BackupDirectory string
 
 	// IdleTimeout, BodyReadTimeout, BodyMinRate and MaxConnections bound
 	// what clients hold of the WEBAPP; see docs/operations.md.
@@ -102,7 +102,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		fmt.Fprintf(fs.Output(), "Usage: lorry-controller-webapp [flags]\n"+
 			"       lorry-controller-webapp call [flags] METHOD PATH [key=value...]\n"+
 			"       lorry-controller-webapp token create|list|revoke [flags]\n"+
-			"       lorry-controller-webapp check-config [flags] [DIR | --git-dir DIR --rev REV]\n\n"+
+			"       lorry-controller-webapp check-config [flags] [DIR | --git-dir DIR --rev REV]\n"+
+			"       lorry-controller-webapp backup [flags] FILE\n\n"+
 			"Serve the Lorry Controller /1.0 API and status page.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -138,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", 30*time.Second, "answer 408 and close the connection when a request body sends nothing for this `duration`")
 	fs.Int64Var(&c.BodyMinRate, "body-min-rate", 1024, "a request body may take --body-read-timeout plus one second for every this many `bytes` that came; 0: no such bound")
 	fs.IntVar(&c.MaxConnections, "max-connections", 0, "most connections open at once; at the cap a new one takes the place of the one idle longest; 0: three quarters of the open files allowed")
+	fs.StringVar(&c.BackupDirectory, "backup-directory", "", "`dir`ectory that POST /1.0/backup writes backups of the state database into; empty: none")
 	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
 	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalWebapp)
 	c.Warnings = warnings
@@ -201,6 +203,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "token" {
 		os.Exit(tokenMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "backup" {
+		os.Exit(backupMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -229,6 +234,9 @@ func main() {
 func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	clk, fake := newClock(cfg)
 	if err := makeStatusHTMLDir(cfg); err != nil {
+		return err
+	}
+	if err := makeBackupDir(cfg); err != nil {
 		return err
 	}
 	secret, hookSecret, err := readSecrets(cfg, log)
@@ -260,6 +268,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		JobMaxAge:         cfg.JobMaxAge,
 		FakeClock:         fake,
 		AllowLocalSources: cfg.AllowLocalSources,
+		BackupDirectory:   cfg.BackupDirectory,
+	}
+	if err := app.EndRestoredJobs(ctx); err != nil {
+		return err
 	}
 	srv := &routes.Server{
 		App:        app,
@@ -443,44 +455,6 @@ func maxConnections(cfg Config, log *slog.Logger) int {
 	n := netlimit.DefaultMax(limit)
 	log.Info("connections capped", "max_connections", n, "open_files_limit", limit)
 	return n
-}
-
-// checkNotify checks the notification settings and parses the events.
-// They are the WEBAPP's own, not CONFGIT's, as they carry a secret.
-func (c *Config) checkNotify() error {
-	if c.NotifyURL == "" {
-		if c.NotifySecretFile != "" || c.NotifyEventList != "" {
-			c.Warnings = append(c.Warnings, "notify-secret-file and notify-events do nothing without notify-url")
-		}
-		return nil
-	}
-	u, err := url.Parse(c.NotifyURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// Its path and query may be the receiver's secret: show no more
-		// of it than its scheme and host.
-		if o := redact.Origin(c.NotifyURL); o != "" {
-			return fmt.Errorf("--notify-url %s…: want an http or https URL", o)
-		}
-		return errors.New("--notify-url is no http or https URL")
-	}
-	if c.NotifySecretFile == "" {
-		return errors.New("--notify-url needs --notify-secret-file: receivers tell our notifications from forged ones by their signature")
-	}
-	if c.NotifyEvents, err = webhook.ParseEvents(c.NotifyEventList); err != nil {
-		return fmt.Errorf("--notify-events: %w", err)
-	}
-	return nil
-}
-
-// eventNames lists the events of set in the order of statedb.Events.
-func eventNames(set map[string]bool) []string {
-	var out []string
-	for _, e := range statedb.Events {
-		if set[e] {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // writeAddrFile writes addr so that a reader never sees a partial address.

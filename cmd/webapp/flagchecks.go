@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"lorrycontroller.dev/lc/redact"
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/webhook"
+)
+
+// checkNotify checks the notification settings and parses the events.
+// They are the WEBAPP's own, not CONFGIT's, as they carry a secret.
+func (c *Config) checkNotify() error {
+	if c.NotifyURL == "" {
+		if c.NotifySecretFile != "" || c.NotifyEventList != "" {
+			c.Warnings = append(c.Warnings, "notify-secret-file and notify-events do nothing without notify-url")
+		}
+		return nil
+	}
+	u, err := url.Parse(c.NotifyURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// Its path and query may be the receiver's secret: show no more
+		// of it than its scheme and host.
+		if o := redact.Origin(c.NotifyURL); o != "" {
+			return fmt.Errorf("--notify-url %s…: want an http or https URL", o)
+		}
+		return errors.New("--notify-url is no http or https URL")
+	}
+	if c.NotifySecretFile == "" {
+		return errors.New("--notify-url needs --notify-secret-file: receivers tell our notifications from forged ones by their signature")
+	}
+	if c.NotifyEvents, err = webhook.ParseEvents(c.NotifyEventList); err != nil {
+		return fmt.Errorf("--notify-events: %w", err)
+	}
+	return nil
+}
+
+// checkPublicURL checks --public-url: an http or https URL with a host
+// and at most a path, which links are made from. Its trailing "/" is
+// dropped.
+func (c *Config) checkPublicURL() error {
+	if c.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.PublicURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("--public-url %q: want an http or https URL, such as https://lorry.example.org", redact.URLs(c.PublicURL))
+	case u.User != nil:
+		return fmt.Errorf("--public-url %q: want no user or password in it", redact.URLs(c.PublicURL))
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("--public-url %q: want no query or fragment in it", c.PublicURL)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	return nil
+}
+
+// eventNames lists the events of set in the order of statedb.Events.
+func eventNames(set map[string]bool) []string {
+	var out []string
+	for _, e := range statedb.Events {
+		if set[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -60,7 +60,7 @@ func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 	for _, o := range opts {
 		o(s)
 	}
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewServer(checkAnswers(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	return &testServer{Server: s, url: hs.URL, conf: conf}
 }

@@ -230,3 +230,53 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Errorf("the document served does not load: %v", err)
 	}
 }
+
+// TestOpenAPIAndAPIMdNameTheSameRoutes compares the routes of the table
+// "Routes at a glance" of docs/api.md with the document's: the two
+// describe one API. HEAD is left out; api.md tells of it in the text.
+func TestOpenAPIAndAPIMdNameTheSameRoutes(t *testing.T) {
+	doc := openAPISpec(t)
+	md, err := os.ReadFile(filepath.Join("..", "docs", "api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(md), "\n## Routes at a glance\n")
+	table, _, _ = strings.Cut(table, "\n## ")
+	params := strings.NewReplacer("<path>", "{path}", "<id>", "{id}", "<name>", "{name}")
+	inMd := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		for _, method := range strings.Split(cells[1], ",") {
+			method = strings.TrimSpace(method)
+			if method != "GET" && method != "POST" {
+				continue
+			}
+			for _, quoted := range strings.Split(cells[2], "`") {
+				if strings.HasPrefix(quoted, "/1.0/") {
+					inMd[method+" "+params.Replace(quoted)] = true
+				}
+			}
+		}
+	}
+	described := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			if method != http.MethodHead {
+				described[method+" "+path] = true
+			}
+		}
+	}
+	for _, r := range slices.Sorted(mapKeys(described)) {
+		if !inMd[r] {
+			t.Errorf("%s is in docs/openapi.yaml but not in the table of docs/api.md", r)
+		}
+	}
+	for _, r := range slices.Sorted(mapKeys(inMd)) {
+		if !described[r] {
+			t.Errorf("%s is in the table of docs/api.md but not in docs/openapi.yaml", r)
+		}
+	}
+}

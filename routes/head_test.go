@@ -42,7 +42,7 @@ func TestJobUpdateHeadSetsDownstreamDefault(t *testing.T) {
 			}
 			ts := newTestServer(t)
 			ts.Downstream = d
-			hs := httptest.NewServer(ts.Handler())
+			hs := httptest.NewServer(checkAnswers(t, ts.Handler()))
 			defer hs.Close()
 			ts.url = hs.URL
 			ts.configure(t, "delta/p")
@@ -97,7 +97,7 @@ func TestDownstreamRepoPrefersUpstreamHead(t *testing.T) {
 	fake := &fakeHost{repos: []string{"b"}}
 	down := &recordingDownstream{}
 	ts.ListHost, ts.Downstream = fake.list, down
-	hs := httptest.NewServer(ts.Handler())
+	hs := httptest.NewServer(checkAnswers(t, ts.Handler()))
 	defer hs.Close()
 	ts.url = hs.URL
 	ts.configure(t)

@@ -65,7 +65,7 @@ func TestListHosts(t *testing.T) {
 	fake := &fakeHost{repos: []string{"a", "b"}}
 	down := &recordingDownstream{}
 	ts.ListHost, ts.Downstream = fake.list, down
-	hs := httptest.NewServer(ts.Handler())
+	hs := httptest.NewServer(checkAnswers(t, ts.Handler()))
 	defer hs.Close()
 	ts.url = hs.URL
 	ts.configure(t)
@@ -144,7 +144,7 @@ func TestListingDoesNotBlockGiveMeJob(t *testing.T) {
 		<-release
 		return nil, nil, nil
 	}
-	hs := httptest.NewServer(ts.Handler())
+	hs := httptest.NewServer(checkAnswers(t, ts.Handler()))
 	defer hs.Close()
 	ts.url = hs.URL
 	ts.configure(t, "q/a")

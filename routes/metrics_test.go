@@ -242,7 +242,7 @@ func TestHealthCheck(t *testing.T) {
 	if code, m := ts.call(t, "GET", "/1.0/health-check", nil); code != 200 || m["ok"] != true {
 		t.Fatalf("health-check = %d %v; want 200 ok", code, m)
 	}
-	h := ts.Handler()
+	h := checkAnswers(t, ts.Handler())
 	ts.DB.Close()
 	start := time.Now()
 	rec := httptest.NewRecorder()
@@ -263,7 +263,7 @@ func TestHealthCheckWhenWritesFail(t *testing.T) {
 	ctx := context.Background()
 	ts := newTestServer(t)
 	ts.configure(t, "a/b")
-	h := ts.Handler()
+	h := checkAnswers(t, ts.Handler())
 	code, offer := ts.call(t, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m"}})
 	if code != 200 {
 		t.Fatalf("give-me-job = %d %v", code, offer)

@@ -116,6 +116,8 @@ func (s *Server) statusRoutes(r chi.Router) {
 	// Load balancers and monitors often ask with HEAD: the same
 	// answer, whose body the server leaves out.
 	r.Head("/health-check", s.handle(withTimeout(healthCheckTimeout, s.healthCheck)))
+	// This API, described for tools: docs/openapi.yaml.
+	r.Get("/openapi.yaml", s.handle(s.openAPI))
 }
 
 // queueRoutes: the run queue.

@@ -60,7 +60,7 @@ func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 	for _, o := range opts {
 		o(s)
 	}
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewServer(checkAnswers(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	return &testServer{Server: s, url: hs.URL, conf: conf}
 }
@@ -238,7 +238,7 @@ func (downstreamStub) Finish(context.Context, downstream.Repo) error { return ni
 func TestGiveMeJobPreparesDownstream(t *testing.T) {
 	ts := newTestServer(t)
 	ts.Downstream = downstreamStub{bad: "d/bad"}
-	hs := httptest.NewServer(ts.Handler())
+	hs := httptest.NewServer(checkAnswers(t, ts.Handler()))
 	defer hs.Close()
 	ts.url = hs.URL
 	ts.configure(t, "d/bad", "d/good")
@@ -366,7 +366,7 @@ func TestPretendTimeOnlyWithFakeClock(t *testing.T) {
 		t.Errorf("timestamp = %v; want 5000", st["timestamp"])
 	}
 	ts.FakeClock = nil
-	hs := httptest.NewServer(ts.Handler())
+	hs := httptest.NewServer(checkAnswers(t, ts.Handler()))
 	defer hs.Close()
 	resp, err := http.PostForm(hs.URL+"/1.0/pretend-time", url.Values{"now": {"1"}})
 	if err != nil {

@@ -90,7 +90,7 @@ func newScraperServer(t *testing.T, repo *confRepo) *testServer {
 			FakeClock: fake},
 		InsecureNoAuth: true,
 	}
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewServer(checkAnswers(t, s.Handler()))
 	t.Cleanup(hs.Close)
 	return &testServer{Server: s, url: hs.URL}
 }

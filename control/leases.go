@@ -182,6 +182,7 @@ func (a *App) keepLease(ctx context.Context, kind string, term time.Duration) co
 	}()
 	return work
 }
+
 // renewLease renews the lease of kind in tx, whose work needs it: if the
 // lease ran out and another process took it, the work is not done and the
 // answer is statedb.ErrTaken.

@@ -176,10 +176,23 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, disk
 	return answer.Kill, nil
 }
 
-// post sends form to route and returns a 2xx answer; any other status is a
+// post sends form to route of the WEBAPP in use, or of the next that
+// answers (ask), and returns a 2xx answer; any other status is a
 // *StatusError.
 func (m *Minion) post(ctx context.Context, route string, form url.Values) (int, []byte, error) {
-	u := strings.TrimRight(m.cfg.WebappURL, "/") + "/1.0/" + route
+	var status int
+	var body []byte
+	err := m.ask(ctx, route, true, func(ctx context.Context, base string) error {
+		var err error
+		status, body, err = m.postTo(ctx, base, route, form)
+		return err
+	})
+	return status, body, err
+}
+
+// postTo is post to the WEBAPP at base.
+func (m *Minion) postTo(ctx context.Context, base, route string, form url.Values) (int, []byte, error) {
+	u := base + "/1.0/" + route
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", route, err)

@@ -40,7 +40,7 @@ func TestRuntimeDownloadBoundedByStallNotLength(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	m := New(Config{WebappURL: srv.URL}, &http.Client{Timeout: timeout}, nil)
+	m := New(Config{WebappURLs: []string{srv.URL}}, &http.Client{Timeout: timeout}, nil)
 
 	body, err := m.fetchRuntime(context.Background(), venv.Runtime{Name: "steady", ID: "a"})
 	if err != nil {

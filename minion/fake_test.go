@@ -33,6 +33,9 @@ type request struct {
 	Form   url.Values
 	Status int
 	At     time.Time
+	// Via is the address the request was sent to: the fake's own, or
+	// that of one of its fronts.
+	Via string
 }
 
 // fakeWebapp plays the WEBAPP side of the minion protocol and records what
@@ -42,6 +45,9 @@ type request struct {
 type fakeWebapp struct {
 	t   *testing.T
 	srv *httptest.Server
+	// handler serves the fake's routes, behind srv and behind any
+	// fronts.
+	handler http.Handler
 
 	mu        sync.Mutex
 	reqs      []request
@@ -69,6 +75,7 @@ func newFakeWebapp(t *testing.T) *fakeWebapp {
 		}
 		w.Write(b)
 	})
+	f.handler = mux
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -121,7 +128,7 @@ func (f *fakeWebapp) handle(route string, required []string) http.HandlerFunc {
 				status, body = f.jobUpdate(n, form)
 			}
 		}
-		f.reqs = append(f.reqs, request{Route: route, Form: form, Status: status, At: time.Now()})
+		f.reqs = append(f.reqs, request{Route: route, Form: form, Status: status, At: time.Now(), Via: r.Host})
 		f.mu.Unlock()
 
 		if status == dropConnection {
@@ -222,8 +229,14 @@ func writeLorry(t *testing.T, body string) string {
 // lorryCmd in a fresh working area.
 func newTestMinion(t *testing.T, f *fakeWebapp, lorryCmd string) (*Minion, Config) {
 	t.Helper()
+	return newTestMinionAt(t, lorryCmd, f.srv.URL)
+}
+
+// newTestMinionAt is newTestMinion asking the WEBAPPs at urls.
+func newTestMinionAt(t *testing.T, lorryCmd string, urls ...string) (*Minion, Config) {
+	t.Helper()
 	cfg := Config{
-		WebappURL:      f.srv.URL,
+		WebappURLs:     urls,
 		Name:           testMinion,
 		Host:           testHost,
 		Pid:            testPid,

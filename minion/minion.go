@@ -8,6 +8,10 @@
 // the output it could not deliver. A minion killed outright leaves its job's
 // files in the working area, and kills what is left of the job when it
 // starts again (CleanUp).
+//
+// A minion may be given several WEBAPPs that share one state database. It
+// asks one of them and stays with it, and asks the next when it does not
+// answer, so that a job's reports reach one of them within its lease.
 package minion
 
 import (
@@ -15,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,12 +30,14 @@ import (
 	"lorrycontroller.dev/lc/proc"
 	"lorrycontroller.dev/lc/venv"
 	"lorrycontroller.dev/lc/wire"
-	"lorrycontroller.dev/lc/workarea"
 )
 
 // Config is what a Minion needs to know.
 type Config struct {
-	WebappURL      string        // base URL of the WEBAPP, without /1.0
+	// WebappURLs are the base URLs of the WEBAPPs, without /1.0: one,
+	// or several that share one state database. The minion asks the
+	// first, and the next when the one it asks does not answer.
+	WebappURLs     []string
 	Name           string        // stable name of this minion, e.g. HOST-N
 	Host           string        // host name reported with give-me-job
 	Pid            int           // process id reported to the WEBAPP
@@ -82,20 +87,12 @@ const (
 	exitUnsupported = 1
 )
 
-// stopTries is how many times the final update of a job is attempted once
-// the minion has been told to stop, and stopTimeout bounds each attempt:
-// the minion should exit promptly, but the WEBAPP should learn how the job
-// ended rather than time it out as a ghost.
-const (
-	stopTries   = 3
-	stopTimeout = 5 * time.Second
-)
-
 // Minion asks for jobs and runs them, one at a time.
 type Minion struct {
-	cfg    Config
-	client *http.Client
-	log    *slog.Logger
+	cfg     Config
+	client  *http.Client
+	webapps *webapps
+	log     *slog.Logger
 	// retired is set when an answer of the WEBAPP says that the minion
 	// is retired: it finishes its job, if any, and exits.
 	retired atomic.Bool
@@ -131,7 +128,7 @@ func New(cfg Config, client *http.Client, logger *slog.Logger) *Minion {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Minion{cfg: cfg, client: client, log: logger}
+	return &Minion{cfg: cfg, client: client, webapps: newWebapps(cfg.WebappURLs), log: logger}
 }
 
 // Run asks for and runs jobs until ctx is done, or until the WEBAPP
@@ -427,124 +424,5 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			log.Info("job killed", "exit", exit)
 			return false
 		}
-	}
-}
-
-// finish delivers the rest of the output and the end of the job: retried
-// until the WEBAPP has it, or until ctx is done, after which a few quick
-// tries are made. A backlog too large for one update goes first in
-// running updates, so that only the last one carries the exit.
-func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int, out *output) {
-	var du *int64
-	duDir := j.duDir
-	if duDir == "" {
-		duDir = workarea.Dir(m.cfg.WorkingArea, j.Path)
-	}
-	n, err := workarea.DiskUsage(duDir)
-	if err != nil {
-		log.Warn("cannot measure disk usage", "err", err)
-	} else {
-		du = &n
-	}
-	log = log.With("exit", exit)
-
-	budget := maxUpdateBody - formSpace
-	// deliver sends the next piece, and says whether it was the last.
-	deliver := func(ctx context.Context) (bool, error) {
-		u, last := out.next(budget, true)
-		e, d := updateRunning, (*int64)(nil)
-		if last {
-			e, d = exit, du
-		}
-		_, err := m.jobUpdate(ctx, j, e, u, d)
-		switch {
-		case err == nil:
-			out.sent(u)
-			return last, nil
-		case tooLarge(err) && budget > minUpdateBody:
-			budget = max(budget/2, minUpdateBody)
-			log.Warn("webapp found the update too large; sending less at a time", "err", err, "budget", budget)
-			return false, nil
-		}
-		return false, err
-	}
-
-	bo := m.newBackoff()
-	for ctx.Err() == nil {
-		done, err := deliver(ctx)
-		switch {
-		case done:
-			log.Info("job finished", "disk_usage", n)
-			return
-		case err == nil:
-			bo.reset()
-		case ctx.Err() != nil:
-		case retryable(err) || tooLarge(err):
-			wait := bo.next()
-			log.Warn("webapp unreachable; will retry final update", "err", err, "retry_in", wait)
-			sleep(ctx, wait)
-		default:
-			log.Error("webapp refused final update", "err", err)
-			return
-		}
-	}
-
-	// Told to stop: the caller's context is done, but the WEBAPP should
-	// still hear how the job ended.
-	stopCtx := context.WithoutCancel(ctx)
-	for try := 1; try <= stopTries; {
-		tctx, cancel := context.WithTimeout(stopCtx, stopTimeout)
-		done, err := deliver(tctx)
-		cancel()
-		switch {
-		case done:
-			log.Info("job finished", "disk_usage", n)
-			return
-		case err == nil:
-			continue
-		case !retryable(err) && !tooLarge(err):
-			log.Error("webapp refused final update", "err", err)
-			return
-		}
-		log.Warn("final update failed", "err", err, "try", try)
-		if try < stopTries {
-			time.Sleep(time.Duration(try) * 100 * time.Millisecond)
-		}
-		try++
-	}
-	log.Error("final update not delivered; the webapp will treat the job as lost")
-}
-
-// backoff doubles the delay between retries up to a cap, and spreads each
-// delay at random over half to one and a half of it: after a WEBAPP
-// restart, minions that failed together would otherwise retry together.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (m *Minion) newBackoff() *backoff {
-	return &backoff{min: m.cfg.BackoffMin, max: m.cfg.BackoffMax}
-}
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	}
-	d := b.cur
-	b.cur = min(2*b.cur, b.max)
-	return d/2 + rand.N(d)
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-// sleep waits for d or until ctx is done, and says whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

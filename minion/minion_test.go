@@ -672,7 +672,7 @@ func TestRelativePaths(t *testing.T) {
 	}
 	m, _ := newTestMinion(t, f, "./lorry")
 	m = New(Config{
-		WebappURL: m.cfg.WebappURL, Name: testMinion, Host: testHost, Pid: testPid,
+		WebappURLs: m.cfg.WebappURLs, Name: testMinion, Host: testHost, Pid: testPid,
 		LorryCmd: "./lorry", WorkingArea: "work",
 		Sleep: time.Millisecond, UpdateInterval: 20 * time.Millisecond, KillGrace: time.Second,
 	}, nil, nil)

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -37,7 +36,7 @@ import (
 
 // Config is the minion's configuration, from flags and the --config file.
 type Config struct {
-	WebappURL      string
+	WebappURLs     []string
 	Name           string
 	Sleep          time.Duration
 	UpdateInterval time.Duration
@@ -161,7 +160,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer wd.Close()
-	log.Info("minion started", "webapp_url", cfg.WebappURL, "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea,
+	log.Info("minion started", "webapp_url", strings.Join(cfg.WebappURLs, ","), "lorry_cmd", cfg.LorryCmd, "working_area", cfg.WorkingArea,
 		"queues", cfg.Queues, "ignore_queues", cfg.IgnoreQueues, "job_user", cfg.JobUser, "kinds", cfg.Kinds)
 	defer log.Info("minion stopped")
 	if cfg.Once {
@@ -208,7 +207,7 @@ func readToken(file string, log *slog.Logger) (string, error) {
 // configuration was replaced.
 func minionConfig(cfg Config, host, token string, jobUser *proc.User, runtimes *venv.Cache, changed func() string) minion.Config {
 	return minion.Config{
-		WebappURL:      cfg.WebappURL,
+		WebappURLs:     cfg.WebappURLs,
 		Name:           cfg.Name,
 		Host:           host,
 		Pid:            os.Getpid(),
@@ -247,7 +246,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&cfg.WebappURL, "webapp-url", "http://127.0.0.1:12765", "base `URL` of the WEBAPP")
+	cfg.WebappURLs = []string{"http://127.0.0.1:12765"}
+	fs.Var(&urlList{urls: &cfg.WebappURLs}, "webapp-url", "base `URL` of the WEBAPP; several WEBAPPs that share one state database, repeated or comma-separated: the minion asks one, and the next when it does not answer")
 	fs.StringVar(&cfg.Name, "name", defaultName(), "stable `name` of this minion, e.g. HOST-N for systemd instance N")
 	fs.DurationVar(&cfg.Sleep, "sleep", 10*time.Second, "wait this long after the WEBAPP had nothing to do")
 	fs.DurationVar(&cfg.UpdateInterval, "update-interval", 5*time.Second, "send a job's output this often")
@@ -280,9 +280,8 @@ Flags:
 }
 
 func validate(cfg Config) error {
-	u, err := url.Parse(cfg.WebappURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--webapp-url %q: want an http or https URL", cfg.WebappURL)
+	if err := checkWebappURLs(cfg.WebappURLs); err != nil {
+		return err
 	}
 	for _, s := range []struct {
 		flag, value string

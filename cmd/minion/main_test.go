@@ -48,7 +48,7 @@ func writeFile(t *testing.T, name, text string) string {
 
 func TestParseArgs(t *testing.T) {
 	defaults := Config{
-		WebappURL:      "http://127.0.0.1:12765",
+		WebappURLs:     []string{"http://127.0.0.1:12765"},
 		Name:           defaultName(),
 		Sleep:          10 * time.Second,
 		UpdateInterval: 5 * time.Second,
@@ -77,7 +77,7 @@ func TestParseArgs(t *testing.T) {
 			name: "flags",
 			args: []string{"--webapp-url", "http://webapp:8080", "--name", "box-1", "--sleep", "1m", "--update-interval", "500ms",
 				"--kill-grace", "0s", "--lorry-cmd", "/opt/lorry", "--working-area", "/srv/work", "--once", "--log-level", "debug"},
-			want: Config{WebappURL: "http://webapp:8080", Name: "box-1", Sleep: time.Minute, UpdateInterval: 500 * time.Millisecond,
+			want: Config{WebappURLs: []string{"http://webapp:8080"}, Name: "box-1", Sleep: time.Minute, UpdateInterval: 500 * time.Millisecond,
 				KillGrace: 0, LorryCmd: "/opt/lorry", WorkingArea: "/srv/work", Once: true,
 				RuntimeCache: "/srv/work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "debug", Kinds: "lorry,scraper"},
 		},
@@ -96,7 +96,7 @@ working-area = /srv/lorry work
 once = true
 log-level = warning
 `,
-			want: Config{WebappURL: "http://webapp:1234", Name: "box-2", Sleep: 2 * time.Second, UpdateInterval: 3 * time.Second,
+			want: Config{WebappURLs: []string{"http://webapp:1234"}, Name: "box-2", Sleep: 2 * time.Second, UpdateInterval: 3 * time.Second,
 				KillGrace: 4 * time.Second, LorryCmd: "/usr/local/bin/lorry", WorkingArea: "/srv/lorry work", Once: true,
 				RuntimeCache: "/srv/lorry work/runtimes", KeepUnused: 72 * time.Hour, LogLevel: "warning", Kinds: "lorry,scraper"},
 		},
@@ -139,12 +139,12 @@ webapp-timeout = 3600
 sleep = 30
 `,
 			want: with(func(c *Config) {
-				c.WebappURL, c.Sleep, c.LogLevel = "http://webapp.example:8080", 30*time.Second, "debug"
+				c.WebappURLs, c.Sleep, c.LogLevel = []string{"http://webapp.example:8080"}, 30*time.Second, "debug"
 			}),
 		},
-		{name: "original port alone", config: "webapp-port = 12766\n", want: with(func(c *Config) { c.WebappURL = "http://127.0.0.1:12766" })},
+		{name: "original port alone", config: "webapp-port = 12766\n", want: with(func(c *Config) { c.WebappURLs = []string{"http://127.0.0.1:12766"} })},
 		{name: "webapp-url wins over the original keys", args: []string{"--webapp-url", "https://w"}, config: "webapp-host = x\n",
-			want: with(func(c *Config) { c.WebappURL = "https://w" })},
+			want: with(func(c *Config) { c.WebappURLs = []string{"https://w"} })},
 		{name: "bad original port", config: "webapp-port = http\n", wantErr: `:1: webapp-port: "http" is not a port number`},
 		{name: "config in config", config: "config = other\n", wantErr: `unknown key "config"`},
 		{name: "bad duration in file", config: "sleep = soon\n", wantErr: ":1: sleep:"},
@@ -188,6 +188,63 @@ sleep = 30
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("parseArgs(%q):\ngot  %+v\nwant %+v", args, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseWebappURLs gives several WEBAPPs by repeating --webapp-url, by
+// separating them with commas, or both, on the command line and in the
+// --config file.
+func TestParseWebappURLs(t *testing.T) {
+	const a, b, c = "http://webapp1:12765", "http://webapp2:12765", "https://webapp3.example/lc"
+	tests := []struct {
+		name    string
+		args    []string
+		config  string
+		want    []string
+		wantErr string
+	}{
+		{name: "default", want: []string{"http://127.0.0.1:12765"}},
+		{name: "one", args: []string{"--webapp-url", a}, want: []string{a}},
+		{name: "repeated", args: []string{"--webapp-url", a, "--webapp-url", b, "--webapp-url=" + c}, want: []string{a, b, c}},
+		{name: "comma-separated", args: []string{"--webapp-url", a + "," + b + " , " + c}, want: []string{a, b, c}},
+		{name: "both", args: []string{"--webapp-url", a + "," + b, "--webapp-url", c}, want: []string{a, b, c}},
+		{name: "given twice counts once", args: []string{"--webapp-url", a + "," + b, "--webapp-url", a}, want: []string{a, b}},
+		{name: "empty items", args: []string{"--webapp-url", "," + a + ",,"}, want: []string{a}},
+		{name: "repeated in the file", config: "webapp-url = " + a + "\nwebapp-url = " + b + "\n", want: []string{a, b}},
+		{name: "comma-separated in the file", config: "webapp_url = " + a + ", " + b + "\nwebapp-url = " + c + "\n", want: []string{a, b, c}},
+		{name: "command line wins over the file", args: []string{"--webapp-url", c}, config: "webapp-url = " + a + "\nwebapp-url = " + b + "\n",
+			want: []string{c}},
+		{name: "original keys give way to the file's list", config: "webapp-host = other\nwebapp-url = " + a + "," + b + "\n", want: []string{a, b}},
+		{name: "one bad among several", args: []string{"--webapp-url", a + ",webapp2:12765"}, wantErr: `--webapp-url "webapp2:12765": want an http or https URL`},
+		{name: "none", args: []string{"--webapp-url", " , "}, wantErr: "--webapp-url: want at least one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.config != "" {
+				args = append([]string{"--config", writeFile(t, "minion.conf", tt.config)}, args...)
+			}
+			var out bytes.Buffer
+			cfg, err := parseArgs(args, &out)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseArgs(%q): got error %v, want one containing %q", args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseArgs(%q): got error %v, want none", args, err)
+			}
+			if !slices.Equal(cfg.WebappURLs, tt.want) {
+				t.Errorf("parseArgs(%q): got webapp URLs %q, want %q", args, cfg.WebappURLs, tt.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("parseArgs(%q): got output %q, want none", args, out.String())
+			}
+			if got := minionConfig(cfg, "h", "", nil, nil, nil).WebappURLs; !slices.Equal(got, tt.want) {
+				t.Errorf("minion config: got webapp URLs %q, want %q", got, tt.want)
 			}
 		})
 	}
@@ -467,6 +524,35 @@ func TestOnceWebappDown(t *testing.T) {
 	}
 }
 
+// TestOnceSecondWebapp gives the minion two WEBAPPs, of which the first
+// refuses connections: it gets its job through the second and reports it
+// there.
+func TestOnceSecondWebapp(t *testing.T) {
+	lorry := writeFile(t, "lorry", "#!/bin/sh\necho mirrored\nexit 5\n")
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	w := newWebapp(t, `{"job_id": 31, "path": "delta/second", "kind": "lorry", "text": "{}"}`)
+	cmd, logs := minionCmd(t, w, lorry, "--once")
+	i := slices.Index(cmd.Args, "--webapp-url")
+	cmd.Args[i+1] = down.URL + "," + w.srv.URL
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Errorf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+	}
+	polls, updates := w.snapshot()
+	if polls != 1 {
+		t.Errorf("give-me-job requests: got %d, want 1", polls)
+	}
+	if len(updates) == 0 || updates[len(updates)-1]["exit"] != "5" {
+		t.Errorf("job-updates: got %v, want a final one with exit 5", updates)
+	}
+	if !strings.Contains(logs.String(), "webapp does not answer; asking the next") {
+		t.Errorf("log: got %q, want it to say the minion moved to the next WEBAPP", logs)
+	}
+}
+
 // TestOnceSendsToken checks that the token of --token-file goes with every
 // request, and that a token file others can read is warned about.
 func TestOnceSendsToken(t *testing.T) {
@@ -543,8 +629,8 @@ func TestOriginalConfigWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.WebappURL != "http://localhost:12765" {
-		t.Errorf("webapp-url = %q; want http://localhost:12765", cfg.WebappURL)
+	if want := []string{"http://localhost:12765"}; !slices.Equal(cfg.WebappURLs, want) {
+		t.Errorf("webapp-url: got %q, want %q", cfg.WebappURLs, want)
 	}
 	for _, want := range []string{conf + ":2: log is ignored", conf + ":4: webapp-timeout is ignored"} {
 		if !strings.Contains(out.String(), "lorry-controller-minion: warning: "+want) {

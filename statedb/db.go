@@ -151,6 +151,9 @@ type Options struct {
 	// Password is a PostgreSQL database's password, when not in its
 	// address or a password file.
 	Password string
+	// ApplicationName names the connections to a PostgreSQL database,
+	// in pg_stat_activity.
+	ApplicationName string
 }
 
 // readSessions is how many reads can run at once.

@@ -64,6 +64,9 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	if opts.Password != "" {
 		cfg.ConnConfig.Password = opts.Password
 	}
+	if opts.ApplicationName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
+	}
 	// The sessions hold their connections; a few more serve a session
 	// renewed after its connection broke.
 	cfg.MaxConns = 2 + readSessions + 2

@@ -386,7 +386,8 @@ func readSecrets(cfg Config, log *slog.Logger) (notify, hook string, err error) 
 // know about its tokens, and sets the fake clock, if any, to the time the
 // database pretends it is.
 func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.Fake, log *slog.Logger) (*statedb.DB, error) {
-	opts := statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents}
+	opts := statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents,
+		ApplicationName: strings.TrimSuffix("lorry-controller-webapp "+cfg.ReplicaName, " ")}
 	if cfg.StateDBPasswordFile != "" {
 		password, warning, err := secretfile.Read(cfg.StateDBPasswordFile)
 		if err != nil {

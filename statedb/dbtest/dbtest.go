@@ -68,6 +68,10 @@ func Main(m *testing.M, prep ...func(ctx context.Context, url string) error) {
 		prepare = prep[0]
 	}
 	code := m.Run()
-	stopServer()
+	Stop()
 	os.Exit(code)
 }
+
+// Stop stops the private cluster, if the tests started one, for a package
+// whose TestMain is its own.
+func Stop() { stopServer() }

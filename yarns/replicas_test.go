@@ -67,7 +67,7 @@ func runReplicas(t *testing.T, place string, n int) {
 	conf := replicasConfgit(t, work)
 	reps := make([]*replica, n)
 	for i := range reps {
-		reps[i] = startReplica(t, work, place, conf, fmt.Sprintf("r%d", i+1))
+		reps[i] = startReplica(t, work, place, conf, fmt.Sprintf("r%d", i+1), "--insecure-no-auth", "--periodic-work")
 	}
 	host, _ := os.Hostname()
 	replicasPost(t, reps[0].url, "read-configuration", nil)
@@ -184,18 +184,18 @@ func lorrySpecs(prefix string, n int) string {
 	return b.String()
 }
 
-func startReplica(t *testing.T, work, place, conf, name string) *replica {
+func startReplica(t *testing.T, work, place, conf, name string, extra ...string) *replica {
 	dir := filepath.Join(work, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	addrFile := filepath.Join(dir, "addr")
 	r := &replica{name: name, log: filepath.Join(dir, "webapp.log")}
-	r.cmd = startProc(t, r.log, webappBin, "--statedb", place, "--confgit-url", conf,
+	r.cmd = startProc(t, r.log, webappBin, append([]string{"--statedb", place, "--confgit-url", conf,
 		"--configuration-directory", filepath.Join(dir, "confgit-clone"), "--listen", "127.0.0.1:0",
-		"--addr-file", addrFile, "--insecure-no-auth", "--periodic-work", "--log-level", "debug",
+		"--addr-file", addrFile, "--log-level", "debug",
 		"--ghost-timeout", "20s", "--lease", "5s", "--kill-grace", "1s", "--claim-timeout", "10s",
-		"--replica-name", name, "--replica-lease", replicasLease.String())
+		"--replica-name", name, "--replica-lease", replicasLease.String()}, extra...)...)
 	for deadline := time.Now().Add(waitLimit); r.url == ""; time.Sleep(10 * time.Millisecond) {
 		if a, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(a), "\n") {
 			r.url = "http://" + strings.TrimSpace(string(a))
@@ -407,6 +407,69 @@ func checkLeasesMoved(t *testing.T, reps []*replica, killedAt time.Time) {
 			t.Errorf("the lease of %s moved %v after the kill; want within its term %v and the work's period", kind, wait, replicasLease)
 		} else {
 			t.Logf("the lease of %s was taken %v after the kill", kind, wait.Round(time.Millisecond))
+		}
+	}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// TestReplicaSessions signs a browser in on one WEBAPP and uses its
+// session, and the session's CSRF token, on another sharing the
+// PostgreSQL STATEDB; the status of either shows both replicas.
+func TestReplicaSessions(t *testing.T) {
+	place := dbtest.Database(t)
+	work := t.TempDir()
+	conf := replicasConfgit(t, work)
+	out, err := exec.Command(filepath.Join(binDir, webappBin), "token", "create", "--role", "admin", "--name", "root",
+		"--statedb", place).Output()
+	if err != nil {
+		t.Fatalf("token create: %v", err)
+	}
+	token := strings.TrimSpace(string(out))
+	r1 := startReplica(t, work, place, conf, "r1")
+	r2 := startReplica(t, work, place, conf, "r2")
+
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.PostForm(r1.url+"/1.0/sign-in-html", url.Values{"token": {token}, "back": {"/1.0/status-html"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
+		t.Fatalf("sign in on r1: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	cookie := resp.Cookies()[0]
+	req, _ := http.NewRequest("GET", r2.url+"/1.0/status-html", nil)
+	req.AddCookie(cookie)
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := csrfField.FindSubmatch(page)
+	if m == nil || !strings.Contains(string(page), "root (admin)") {
+		t.Fatalf("r2's status page for r1's session: no buttons or no one signed in:\n%.2000s", page)
+	}
+	req, _ = http.NewRequest("POST", r2.url+"/1.0/stop-queue-html",
+		strings.NewReader(url.Values{"csrf": {string(m[1])}, "back": {"/1.0/status-html"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(cookie)
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("stop-queue-html on r2 with r1's session: %d; want 303", resp.StatusCode)
+	}
+	status := replicasGet(t, r1.url+"/1.0/status?run_queue=false")
+	if !strings.Contains(status, `"running_queue":false`) {
+		t.Errorf("r1 does not see the queue stopped through r2: %.300s", status)
+	}
+	for _, name := range []string{`"name":"r1"`, `"name":"r2"`} {
+		if !strings.Contains(status, name) {
+			t.Errorf("status lists no replica %s: %.2000s", name, status)
 		}
 	}
 }

@@ -3,6 +3,9 @@
 GO      ?= go
 BIN     := bin
 PKGS    := ./...
+# The packages whose tests run again on PostgreSQL (statedb/dbtest): a
+# private throwaway cluster, or LORRY_CONTROLLER_TEST_POSTGRES.
+PGPKGS  := ./statedb/... ./control/
 
 # Where make install puts things. DESTDIR goes in front of every path, for
 # staged installs and packages; the installed files name the paths without
@@ -50,9 +53,11 @@ deps:
 	./scripts/deps
 
 # Every test, with the race detector; the scenario tests in yarns/ start
-# the real binaries.
+# the real binaries. Then the tests of the STATEDB's users again, on
+# PostgreSQL.
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m $(PGPKGS)
 
 # Benchmarks print their figures; see docs/performance.md.
 bench:

@@ -43,7 +43,7 @@ const configBatch = 1000
 func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
 	a.configMu.Lock()
 	defer a.configMu.Unlock()
-	ok, err := a.takeLease(ctx, LeaseConfig, configLeaseTerm, a.leaseWait())
+	ctx, ok, err := a.takeLease(ctx, LeaseConfig, a.leaseWait())
 	if err != nil {
 		return ConfigResult{}, err
 	}
@@ -74,7 +74,7 @@ func (a *App) applyConfiguration(ctx context.Context) (ConfigResult, error) {
 		// The paths seen so far are let go of, whatever happened.
 		end := context.WithoutCancel(ctx)
 		if endErr := a.DB.Update(end, func(tx *statedb.Tx) error {
-			if err := a.renewLease(end, tx, LeaseConfig, configLeaseTerm); err != nil {
+			if err := a.renewLease(end, tx, LeaseConfig); err != nil {
 				return err
 			}
 			return tx.EndConfigLorries(end)
@@ -321,7 +321,7 @@ func (a *configApply) same(ctx context.Context) (ConfigResult, error) {
 // error as one of applying.
 func (a *configApply) update(fn func(*statedb.Tx) error) error {
 	err := a.app.DB.Update(a.ctx, func(tx *statedb.Tx) error {
-		if err := a.app.renewLease(a.ctx, tx, LeaseConfig, configLeaseTerm); err != nil {
+		if err := a.app.renewLease(a.ctx, tx, LeaseConfig); err != nil {
 			return err
 		}
 		return fn(tx)

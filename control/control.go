@@ -120,8 +120,19 @@ type App struct {
 	// DefaultLeaseWait.
 	LeaseWait time.Duration
 
+	// LeaseTerm is the term of the leases of the work one process at a
+	// time does (--replica-lease); 0 gives each kind of work its own,
+	// long enough to cover its longest step.
+	LeaseTerm time.Duration
+	// Replica names this process to the others sharing the database and
+	// on the status page, and says where it is reached (Heartbeat).
+	Replica Replica
+
 	ownerOnce sync.Once
 	ownerName string
+	// leaseMu guards kept, the stop functions of the leases being kept.
+	leaseMu sync.Mutex
+	kept    map[string]func()
 
 	// lsMu makes listing the hosts one at a time within the process.
 	lsMu sync.Mutex

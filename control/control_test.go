@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +15,15 @@ import (
 	"lorrycontroller.dev/lc/cron"
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 type stubConfig struct {
 	cfg *confgit.Config
 	err error
 }
+
+func TestMain(m *testing.M) { dbtest.Main(m, statedb.Migrate) }
 
 func (s *stubConfig) Read(context.Context) (*confgit.Config, error) { return s.cfg, s.err }
 
@@ -31,7 +33,7 @@ func newApp(t *testing.T, paths ...string) (*App, *clock.Fake, *stubConfig) {
 	t.Helper()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), statedb.Options{Clock: fake})
+	db, err := statedb.Open(context.Background(), dbtest.Place(t), statedb.Options{Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func (a *App) ListDueHosts(ctx context.Context, force bool) ([]HostListing, erro
 	if force {
 		wait = a.leaseWait()
 	}
-	ok, err := a.takeLease(ctx, LeaseListing, listingLeaseTerm, wait)
+	ctx, ok, err := a.takeLease(ctx, LeaseListing, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (a *App) ListDueHosts(ctx context.Context, force bool) ([]HostListing, erro
 	}
 	results := []HostListing{}
 	for _, h := range due {
-		ok, err := a.DB.TakeLease(ctx, LeaseListing, a.owner(), listingLeaseTerm)
+		ok, err := a.DB.TakeLease(ctx, LeaseListing, a.owner(), a.leaseTerm(LeaseListing))
 		if err == nil && !ok {
 			err = fmt.Errorf("the lease of %s ran out and another WEBAPP took it: %w", LeaseListing, statedb.ErrTaken)
 		}
@@ -158,7 +158,7 @@ func (a *App) listHost(ctx context.Context, stored statedb.Host) HostListing {
 	var ch statedb.LorryChanges
 	var clashes, vanished []string
 	err = a.DB.Update(ctx, func(tx *statedb.Tx) error {
-		if err := a.renewLease(ctx, tx, LeaseListing, listingLeaseTerm); err != nil {
+		if err := a.renewLease(ctx, tx, LeaseListing); err != nil {
 			return err
 		}
 		before, err := tx.HostLorryPaths(ctx, stored.Name)

@@ -41,6 +41,11 @@ const (
 	tickLeaseTerm = time.Minute
 )
 
+// DefaultLeaseTerm is the term of every lease of a WEBAPP
+// (--replica-lease): a lease is renewed every third of it while its work
+// runs, so a replica that died gives its work up to another within it.
+const DefaultLeaseTerm = 15 * time.Second
+
 // DefaultLeaseWait is how long an operation that an admin or a hook
 // asked for waits for a lease another process holds before answering
 // ErrBusy (App.LeaseWait); leasePoll is how often it asks meanwhile.
@@ -79,46 +84,110 @@ func (a *App) owner() string {
 			a.ownerName = a.Owner
 			return
 		}
-		host, _ := os.Hostname()
+		name := a.Replica.Name
+		if name == "" {
+			name, _ = os.Hostname()
+		}
 		b := make([]byte, 6)
 		_, _ = rand.Read(b)
-		a.ownerName = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b))
+		a.ownerName = fmt.Sprintf("%s/%d/%s", name, os.Getpid(), hex.EncodeToString(b))
 	})
 	return a.ownerName
 }
 
-// takeLease takes the lease of kind for term, in a transaction of its
-// own. If another process holds it, it asks again every leasePoll until
-// wait has passed, and then answers false.
-func (a *App) takeLease(ctx context.Context, kind string, term, wait time.Duration) (bool, error) {
+// takeLease takes the lease of kind, in a transaction of its own. If
+// another process holds it, it asks again every leasePoll until wait has
+// passed, and then answers false. Once taken, the lease is renewed every
+// third of its term until releaseLease; the work done under it runs
+// under the context returned, which ends if a renewal finds the lease
+// lost (the database unreachable for most of a term, or the lease run
+// out and taken), before it can run out.
+func (a *App) takeLease(ctx context.Context, kind string, wait time.Duration) (context.Context, bool, error) {
 	deadline := time.Now().Add(wait)
+	term := a.leaseTerm(kind)
 	for {
 		ok, err := a.DB.TakeLease(ctx, kind, a.owner(), term)
 		if ok && err == nil {
 			// From here to "lease released" the lease is this process's.
 			a.Log.Debug("lease taken", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
+			return a.keepLease(ctx, kind, term), true, nil
 		}
-		if err != nil || ok {
-			return ok, err
+		if err != nil {
+			return ctx, false, err
 		}
 		if !time.Now().Before(deadline) {
-			return false, nil
+			return ctx, false, nil
 		}
 		t := time.NewTimer(leasePoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false, ctx.Err()
+			return ctx, false, ctx.Err()
 		case <-t.C:
 		}
 	}
 }
 
+// leaseTerm is the term of kind's lease: LeaseTerm, or the kind's own.
+func (a *App) leaseTerm(kind string) time.Duration {
+	if a.LeaseTerm > 0 {
+		return a.LeaseTerm
+	}
+	switch kind {
+	case LeaseConfig:
+		return configLeaseTerm
+	case LeaseListing:
+		return listingLeaseTerm
+	}
+	return tickLeaseTerm
+}
+
+// keepLease renews the lease of kind every third of term until
+// releaseLease, and returns the context of the work under it.
+func (a *App) keepLease(ctx context.Context, kind string, term time.Duration) context.Context {
+	work, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	a.leaseMu.Lock()
+	if a.kept == nil {
+		a.kept = map[string]func(){}
+	}
+	a.kept[kind] = func() { close(done); <-stopped; cancel(nil) }
+	a.leaseMu.Unlock()
+	go func() {
+		defer close(stopped)
+		held := time.Now()
+		t := time.NewTicker(term / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), term/3)
+			ok, err := a.DB.TakeLease(rctx, kind, a.owner(), term)
+			rcancel()
+			if ok && err == nil {
+				held = time.Now()
+				continue
+			}
+			if err == nil || time.Since(held) > term*2/3 {
+				a.Log.Warn("lease lost; stopping its work", "kind", kind, "err", err)
+				cancel(fmt.Errorf("the lease of %s was lost: %w", kind, statedb.ErrTaken))
+				<-done
+				return
+			}
+		}
+	}()
+	return work
+}
+
 // renewLease renews the lease of kind in tx, whose work needs it: if the
 // lease ran out and another process took it, the work is not done and the
 // answer is statedb.ErrTaken.
-func (a *App) renewLease(ctx context.Context, tx *statedb.Tx, kind string, term time.Duration) error {
-	ok, err := tx.TakeLease(ctx, kind, a.owner(), term)
+func (a *App) renewLease(ctx context.Context, tx *statedb.Tx, kind string) error {
+	ok, err := tx.TakeLease(ctx, kind, a.owner(), a.leaseTerm(kind))
 	if err != nil {
 		return err
 	}
@@ -132,6 +201,13 @@ func (a *App) renewLease(ctx context.Context, tx *statedb.Tx, kind string, term 
 // ctx ended; a failure is only logged, as the lease runs out anyway.
 func (a *App) releaseLease(ctx context.Context, kind string) {
 	ctx = context.WithoutCancel(ctx)
+	a.leaseMu.Lock()
+	stop := a.kept[kind]
+	delete(a.kept, kind)
+	a.leaseMu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	a.Log.Debug("lease released", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
 	if err := a.DB.ReleaseLease(ctx, kind, a.owner()); err != nil {
 		a.Log.Warn("release lease", "kind", kind, "err", err)

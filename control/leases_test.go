@@ -144,3 +144,50 @@ func (s *streamConfig) ReadEach(ctx context.Context, n int, sections func(*confg
 	}
 	return &cfg, nil
 }
+
+// TestLeaseKeptAndLost checks that a lease taken for work is renewed while
+// the work runs, and that the work's context ends once a renewal finds
+// the lease lost to another process.
+func TestLeaseKeptAndLost(t *testing.T) {
+	ctx := context.Background()
+	a, fake, _ := newApp(t)
+	a.LeaseTerm = 3 * time.Second
+	work, ok, err := a.takeLease(ctx, "test-work", 0)
+	if !ok || err != nil {
+		t.Fatalf("takeLease = %v, %v", ok, err)
+	}
+	taken := func() statedb.Lease {
+		var l statedb.Lease
+		a.DB.View(ctx, func(tx *statedb.Tx) error { l, _ = tx.Lease(ctx, "test-work"); return nil })
+		return l
+	}
+	// The renewals move the expiry on with the clock.
+	fake.Set(1002)
+	deadline := time.Now().Add(20 * time.Second)
+	for taken().Expires < 1005 {
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not renewed: %+v", taken())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if work.Err() != nil {
+		t.Fatalf("work ended while its lease was kept: %v", context.Cause(work))
+	}
+	// The clock jumps past the expiry and another process takes it.
+	fake.Set(1100)
+	if ok, err := a.DB.TakeLease(ctx, "test-work", "another", time.Minute); !ok || err != nil {
+		t.Fatalf("another's TakeLease = %v, %v", ok, err)
+	}
+	select {
+	case <-work.Done():
+		if !errors.Is(context.Cause(work), statedb.ErrTaken) {
+			t.Errorf("cause = %v; want ErrTaken", context.Cause(work))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("work went on after its lease was lost")
+	}
+	a.releaseLease(ctx, "test-work")
+	if l := taken(); l.Owner != "another" {
+		t.Errorf("releasing a lost lease took it from its holder: %+v", l)
+	}
+}

@@ -234,7 +234,7 @@ func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 	a.tickMu.Lock()
 	defer a.tickMu.Unlock()
 	var work TickWork
-	ok, err := a.takeLease(ctx, LeaseTick, tickLeaseTerm, wait)
+	ctx, ok, err := a.takeLease(ctx, LeaseTick, wait)
 	if err != nil || (!ok && wait == 0) {
 		return work, err
 	}
@@ -245,7 +245,7 @@ func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 	var now, prev int64
 	for first, more := true, true; more; first = false {
 		err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
-			if err := a.renewLease(ctx, tx, LeaseTick, tickLeaseTerm); err != nil {
+			if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
 				return err
 			}
 			if first {
@@ -271,7 +271,7 @@ func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 	if !a.ticked || now < prev {
 		for after, done := "", false; !done; {
 			err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
-				if err := a.renewLease(ctx, tx, LeaseTick, tickLeaseTerm); err != nil {
+				if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
 					return err
 				}
 				w, last, err := a.tickAhead(ctx, tx, after, TickBatch)
@@ -286,7 +286,7 @@ func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 	}
 	a.ticked = true
 	return work, a.DB.Update(ctx, func(tx *statedb.Tx) error {
-		if err := a.renewLease(ctx, tx, LeaseTick, tickLeaseTerm); err != nil {
+		if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
 			return err
 		}
 		// The next tick, of whichever process, finds the clock set back

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/cron"
 	"lorrycontroller.dev/lc/statedb"
@@ -430,13 +432,17 @@ func TestScheduleTickWritesNothingBetweenEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db, err := sql.Open("sqlite", "file:"+ts.DB.Path()+"?mode=ro")
+	driver, dsn := "sqlite", "file:"+ts.DB.Path()+"?mode=ro"
+	if statedb.IsPostgres(ts.DB.Path()) {
+		driver, dsn = "pgx", ts.DB.Path()
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var written int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM lorries WHERE schedule != '' AND cron_wall != ?`, t0).Scan(&written); err != nil {
+	if err := db.QueryRow(fmt.Sprintf(`SELECT COUNT(*) FROM lorries WHERE schedule != '' AND cron_wall != %d`, t0)).Scan(&written); err != nil {
 		t.Fatal(err)
 	}
 	if written != 0 {

@@ -27,9 +27,12 @@ import (
 	"lorrycontroller.dev/lc/hosts/hoststest"
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 
 	"golang.org/x/sys/unix"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m, statedb.Migrate) }
 
 // benchDB is a new state database for a benchmark, closed when it ends.
 func benchDB(b *testing.B) *statedb.DB {
@@ -68,6 +71,52 @@ func BenchmarkJobCycle(b *testing.B) {
 	db := benchDB(b)
 	fillQueue(b, db, lorries)
 	jobCycles(b, db, fmt.Sprintf("%d lorries", lorries))
+}
+
+// BenchmarkJobCycleBackends runs, in one run, the job cycle of
+// BenchmarkJobCycle on SQLite, on PostgreSQL with one WEBAPP, and on
+// PostgreSQL with two WEBAPPs (two servers, each with its own pool of
+// connections, in this process), the minions spread over them.
+func BenchmarkJobCycleBackends(b *testing.B) {
+	const lorries = 100_000
+	ctx := context.Background()
+	open := func(place string) *statedb.DB {
+		db, err := statedb.Open(ctx, place, statedb.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return db
+	}
+	for _, c := range []struct {
+		name    string
+		place   func() string
+		webapps int
+	}{
+		{"sqlite", func() string { return filepath.Join(b.TempDir(), "state.db") }, 1},
+		{"postgres-1", func() string { return dbtest.Database(b) }, 1},
+		{"postgres-2", func() string { return dbtest.Database(b) }, 2},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			place := c.place()
+			var bases []string
+			for i := range c.webapps {
+				db := open(place)
+				if i == 0 {
+					fillQueue(b, db, lorries)
+				}
+				hs := httptest.NewServer(benchServer(db).Handler())
+				b.Cleanup(hs.Close)
+				bases = append(bases, hs.URL)
+			}
+			for b.Loop() {
+				r := runJobCyclesOn(b, bases)
+				b.ReportMetric(r.jobsPerSec(), "jobs/s")
+				b.ReportMetric(ms(r.p(0.99)), "p99-ms")
+				b.Logf("%s, %d WEBAPPs, %d lorries: %s", c.name, c.webapps, lorries, r)
+			}
+		})
+	}
 }
 
 // benchQueues is how many queue sections fillQueues makes.
@@ -176,14 +225,20 @@ func (r cycleResult) String() string {
 // runJobCycles has 32 minions run 20,000 jobs from the WEBAPP at base,
 // each a give-me-job and a final job-update, and measures them.
 func runJobCycles(b *testing.B, base string) cycleResult {
+	return runJobCyclesOn(b, []string{base})
+}
+
+// runJobCyclesOn is runJobCycles with the minions spread over the
+// WEBAPPs at bases, minion m asking bases[m%len(bases)].
+func runJobCyclesOn(b *testing.B, bases []string) cycleResult {
 	const (
 		minions = 32
 		jobs    = 20_000
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: minions}}
 	defer client.CloseIdleConnections()
-	post := func(path string, form url.Values) (int, []byte, error) {
-		resp, err := client.Post(base+path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	post := func(m int, path string, form url.Values) (int, []byte, error) {
+		resp, err := client.Post(bases[m%len(bases)]+path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -212,7 +267,7 @@ func runJobCycles(b *testing.B, base string) cycleResult {
 			}()
 			for done.Add(1) <= jobs {
 				t0 := time.Now()
-				code, body, err := post("/1.0/give-me-job", url.Values{"host": {"bench"}, "pid": {fmt.Sprint(m + 1)}, "minion": {name}})
+				code, body, err := post(m, "/1.0/give-me-job", url.Values{"host": {"bench"}, "pid": {fmt.Sprint(m + 1)}, "minion": {name}})
 				mine = append(mine, time.Since(t0))
 				if err != nil || code != 200 {
 					b.Errorf("give-me-job = %d %s %v", code, body, err)
@@ -221,7 +276,7 @@ func runJobCycles(b *testing.B, base string) cycleResult {
 				id := string(body[len(`{"job_id":`):])
 				id = id[:strings.IndexByte(id, ',')]
 				t0 = time.Now()
-				code, body, err = post("/1.0/job-update", url.Values{"job_id": {id}, "minion": {name},
+				code, body, err = post(m, "/1.0/job-update", url.Values{"job_id": {id}, "minion": {name},
 					"pid": {fmt.Sprint(m + 1)}, "exit": {"0"}, "stdout": {"Fetching origin\nEverything up-to-date\n"}, "disk_usage": {"4096"}})
 				updates = append(updates, time.Since(t0))
 				if err != nil || code != 200 {

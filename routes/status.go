@@ -39,6 +39,17 @@ type statusJSON struct {
 	WarningMsg   string              `json:"warning_msg"`
 	// AllowLocalSources is the WEBAPP's --allow-local-sources.
 	AllowLocalSources bool `json:"allow_local_sources"`
+	// Replicas are the WEBAPPs sharing the STATEDB.
+	Replicas []replicaJSON `json:"replicas"`
+}
+
+// replicaJSON is a WEBAPP sharing the STATEDB, with the kinds of work
+// whose lease it holds.
+type replicaJSON struct {
+	Name     string   `json:"name"`
+	URL      string   `json:"url"`
+	LastSeen int64    `json:"last_seen"`
+	Leases   []string `json:"leases"`
 }
 
 // copyFailed notes the outcome of the last write of the on-disk status
@@ -108,7 +119,18 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 		// its credentials among them.
 		st.Config.Errors[i].Error = redact.URLs(e.Error)
 	}
-	st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
+	replicas, err := tx.Replicas(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Replicas = make([]replicaJSON, len(replicas))
+	for i, r := range replicas {
+		st.Replicas[i] = replicaJSON{Name: r.Name, URL: r.URL, LastSeen: r.LastSeen, Leases: r.Leases}
+	}
+	st.DiskFree = -1
+	if !statedb.IsPostgres(s.DB.Path()) {
+		st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
+	}
 	var warnings []string
 	if st.DiskFree >= 0 && st.DiskFree < lowDiskBytes {
 		warnings = append(warnings, fmt.Sprintf("only %d bytes free on the state database's disk", st.DiskFree))

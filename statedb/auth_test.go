@@ -134,6 +134,7 @@ func TestClaims(t *testing.T) {
 // under none, and checks that the database, its WAL and its shared memory
 // are the service user's alone.
 func TestDatabaseFilesPrivate(t *testing.T) {
+	sqliteOnly(t)
 	for _, umask := range []int{0o022, 0o000} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "state.db")

@@ -15,7 +15,9 @@ import (
 //
 //   - PRAGMA data_version changes when another connection, of this process
 //     or another, commits: then everything kept is dropped (Tx.queues,
-//     which every hand-out calls first).
+//     which every hand-out calls first). PostgreSQL has no such counter,
+//     nor temporary triggers: there the queue list and the choices are
+//     read in each transaction.
 //   - The write session's own changes to the entries of a queue are named
 //     by temporary triggers in temp.touched_queues; the choices of those
 //     queues are found again (Tx.keptHeads).
@@ -70,6 +72,10 @@ END;`
 // changed since (temp.touched_queues), which it empties; n sizes a new
 // map. The caller fills in the choices it finds.
 func (tx *Tx) keptHeads(ctx context.Context, n int) (map[string]sql.NullInt64, error) {
+	if tx.pg {
+		// PostgreSQL has no temporary triggers: nothing is kept.
+		return make(map[string]sql.NullInt64, n), nil
+	}
 	rows, err := tx.query(ctx, `DELETE FROM temp.touched_queues RETURNING queue`)
 	if err != nil {
 		return nil, fmt.Errorf("read the queues changed: %w", err)
@@ -167,6 +173,12 @@ func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
 // must not change.
 func (tx *Tx) queues(ctx context.Context) ([]Queue, error) {
 	c := &tx.s.cache
+	if tx.pg {
+		// PostgreSQL tells a session nothing of other sessions' commits:
+		// the list is read in each transaction.
+		c.forget()
+		return tx.readQueues(ctx)
+	}
 	var version int64
 	if err := tx.queryRow(ctx, `PRAGMA data_version`).Scan(&version); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)

@@ -112,8 +112,8 @@ func taken(res sql.Result, what string) error {
 	return nil
 }
 
-//go:embed migrations/*.sql
-var migrations embed.FS
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrationFiles embed.FS
 
 // DB is the state database. Each connection is a session that keeps its
 // prepared statements: SQLite spends more time parsing SQL than running the
@@ -134,6 +134,8 @@ type DB struct {
 	shared      sharedWrites
 	clock       clock.Clock
 	path        string
+	pg          bool
+	closePool   func()
 	outputLimit int64
 	notify      map[string]bool
 }
@@ -146,22 +148,25 @@ type Options struct {
 	// Notify names the events that Tx.Notify puts into the outbox; the
 	// others it drops. Nil notifies of nothing.
 	Notify map[string]bool
+	// Password is a PostgreSQL database's password, when not in its
+	// address or a password file.
+	Password string
+	// ApplicationName names the connections to a PostgreSQL database,
+	// in pg_stat_activity.
+	ApplicationName string
 }
 
 // readSessions is how many reads can run at once.
 const readSessions = 4
 
-// Open opens (creating if needed) the database at path and migrates it to
-// the newest schema.
-func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	clk := opts.Clock
-	if clk == nil {
-		clk = clock.System{}
+// Open opens the database at place and migrates it to the newest schema:
+// a SQLite file, created if needed, or a PostgreSQL database named by a
+// postgres:// URL (see postgres.go).
+func Open(ctx context.Context, place string, opts Options) (*DB, error) {
+	if IsPostgres(place) {
+		return openPostgres(ctx, place, opts)
 	}
-	limit := opts.OutputLimit
-	if limit <= 0 {
-		limit = DefaultOutputLimit
-	}
+	path := place
 	if err := createPrivate(path); err != nil {
 		return nil, err
 	}
@@ -176,37 +181,67 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	pool.SetMaxIdleConns(2 + readSessions)
 	pool.SetConnMaxLifetime(0)
 	pool.SetConnMaxIdleTime(0)
-	db := &DB{pool: pool, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
+	return newDB(pool, path, opts).start(ctx)
+}
+
+// Migrate opens the database at place, migrating it to the newest
+// schema, and closes it.
+func Migrate(ctx context.Context, place string) error {
+	db, err := Open(ctx, place, Options{})
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+func newDB(pool *sql.DB, path string, opts Options) *DB {
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.System{}
+	}
+	limit := opts.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
+	}
+	return &DB{pool: pool, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
 		reads: make(chan *session, readSessions), health: make(chan *session, 1)}
+}
+
+// start opens the sessions and migrates the database.
+func (db *DB) start(ctx context.Context) (*DB, error) {
 	fail := func(err error) (*DB, error) {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", db.path, err)
 	}
-	if db.write, err = newSession(ctx, pool, false); err != nil {
+	var err error
+	if db.write, err = db.newSession(ctx, false); err != nil {
 		return fail(err)
 	}
 	if err := db.migrate(ctx); err != nil {
 		return fail(fmt.Errorf("migrate: %w", err))
 	}
-	// The write session keeps its temporary tables and its savepoints'
-	// copies of pages in memory: every call of a shared transaction runs
-	// under a savepoint, and a file would cost two system calls for each
-	// page a call changes. (It is set before the temporary table is made:
-	// setting it drops the temporary tables.)
-	if _, err := db.write.conn.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); err != nil {
-		return fail(err)
-	}
-	if _, err := db.write.conn.ExecContext(ctx, touchedQueues); err != nil {
-		return fail(err)
+	if !db.pg {
+		// The write session keeps its temporary tables and its
+		// savepoints' copies of pages in memory: every call of a shared
+		// transaction runs under a savepoint, and a file would cost two
+		// system calls for each page a call changes. (It is set before
+		// the temporary table is made: setting it drops the temporary
+		// tables.)
+		if _, err := db.write.conn.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); err != nil {
+			return fail(err)
+		}
+		if _, err := db.write.conn.ExecContext(ctx, touchedQueues); err != nil {
+			return fail(err)
+		}
 	}
 	for range readSessions {
-		s, err := newSession(ctx, pool, true)
+		s, err := db.newSession(ctx, true)
 		if err != nil {
 			return fail(err)
 		}
 		db.reads <- s
 	}
-	s, err := newSession(ctx, pool, true)
+	s, err := db.newSession(ctx, true)
 	if err != nil {
 		return fail(err)
 	}
@@ -229,54 +264,80 @@ func (db *DB) Close() error {
 		errs = append(errs, (<-db.health).close())
 	}
 	errs = append(errs, db.pool.Close())
+	if db.closePool != nil {
+		db.closePool()
+	}
 	return errors.Join(errs...)
 }
 
-// Path is the file the database lives in.
+// Path is the file the database lives in, or the address of a PostgreSQL
+// database without its password.
 func (db *DB) Path() string { return db.path }
 
 // Now is the current time of the injected clock, in Unix seconds.
 func (db *DB) Now() int64 { return db.clock.Now().Unix() }
 
-// SchemaVersion is the number of the newest migration applied.
+// SchemaVersion is the number of the newest migration applied (each
+// backend numbers its own).
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := db.View(ctx, func(tx *Tx) error {
+		if tx.pg {
+			return tx.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v)
+		}
 		return tx.queryRow(ctx, `PRAGMA user_version`).Scan(&v)
 	})
 	return v, err
 }
 
-func (db *DB) migrate(ctx context.Context) error {
-	entries, err := fs.ReadDir(migrations, "migrations")
+// migration is one step of a backend's schema.
+type migration struct {
+	n    int
+	name string
+	body string
+}
+
+// migrations lists the steps of the backend's schema in order.
+func (db *DB) migrations() ([]migration, error) {
+	dir := "migrations/sqlite"
+	if db.pg {
+		dir = "migrations/postgres"
+	}
+	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type step struct {
-		n    int
-		name string
-	}
-	var steps []step
+	var steps []migration
 	for _, e := range entries {
 		num, _, ok := strings.Cut(e.Name(), "_")
 		n, err := strconv.Atoi(num)
 		if !ok || err != nil {
-			return fmt.Errorf("migration %s: name must start with a number", e.Name())
+			return nil, fmt.Errorf("migration %s: name must start with a number", e.Name())
 		}
-		steps = append(steps, step{n, e.Name()})
+		body, err := fs.ReadFile(migrationFiles, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, migration{n, e.Name(), string(body)})
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].n < steps[j].n })
+	return steps, nil
+}
 
-	conn := db.write.conn
+func (db *DB) migrate(ctx context.Context) error {
+	steps, err := db.migrations()
+	if err != nil {
+		return err
+	}
 	newest := 0
 	if len(steps) > 0 {
 		newest = steps[len(steps)-1].n
 	}
+	if db.pg {
+		return db.migratePostgres(ctx, steps, newest)
+	}
+	conn := db.write.conn
 	for _, s := range steps {
-		body, err := fs.ReadFile(migrations, path.Join("migrations", s.name))
-		if err != nil {
-			return err
-		}
 		// Each step checks the version inside its own write transaction, so
 		// two processes opening a new database do not both migrate it.
 		if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
@@ -287,13 +348,10 @@ func (db *DB) migrate(ctx context.Context) error {
 			if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&have); err != nil {
 				return err
 			}
-			if have > newest {
-				return fmt.Errorf("database schema %d is newer than this program knows (%d)", have, newest)
+			if err := checkVersion(have, newest); err != nil || have >= s.n {
+				return err
 			}
-			if have >= s.n {
-				return nil
-			}
-			if _, err := conn.ExecContext(ctx, string(body)); err != nil {
+			if _, err := conn.ExecContext(ctx, s.body); err != nil {
 				return fmt.Errorf("migration %s: %w", s.name, err)
 			}
 			// PRAGMA takes no bound parameters; s.n is our own integer.
@@ -312,24 +370,52 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
+// checkVersion refuses a database whose schema is newer than the newest
+// this program knows.
+func checkVersion(have, newest int) error {
+	if have > newest {
+		return fmt.Errorf("database schema %d is newer than this program knows (%d)", have, newest)
+	}
+	return nil
+}
+
 // session is one connection with the statements prepared on it.
 type session struct {
 	mu    sync.Mutex // the write session is shared; a read session is held by one reader
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
 	begin string
+	pg    bool
 	// cache is what the session keeps between transactions (cache.go).
 	cache sessionCache
 }
 
-func newSession(ctx context.Context, pool *sql.DB, readOnly bool) (*session, error) {
-	conn, err := pool.Conn(ctx)
+// Write and read transactions begin so. On SQLite a write transaction
+// takes the database's write lock at once (BEGIN IMMEDIATE). On
+// PostgreSQL it takes an advisory lock of the transaction that every
+// process's write transactions take, so that there too write
+// transactions run one at a time, across processes, and what one reads
+// stays as read until it commits; a read sees one snapshot.
+const (
+	sqliteBeginWrite = `BEGIN IMMEDIATE`
+	sqliteBeginRead  = `BEGIN`
+	pgBeginWrite     = `BEGIN; SELECT pg_advisory_xact_lock(` + pgWriteLock + `)`
+	pgBeginRead      = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+)
+
+func (db *DB) newSession(ctx context.Context, readOnly bool) (*session, error) {
+	conn, err := db.pool.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{conn: conn, stmts: map[string]*sql.Stmt{}, begin: "BEGIN IMMEDIATE"}
-	if readOnly {
-		s.begin = "BEGIN"
+	s := &session{conn: conn, stmts: map[string]*sql.Stmt{}, begin: sqliteBeginWrite, pg: db.pg}
+	switch {
+	case db.pg && readOnly:
+		s.begin = pgBeginRead
+	case db.pg:
+		s.begin = pgBeginWrite
+	case readOnly:
+		s.begin = sqliteBeginRead
 		if _, err := conn.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
 			conn.Close()
 			return nil, err
@@ -342,7 +428,11 @@ func (s *session) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := s.conn.PrepareContext(ctx, query)
+	text := query
+	if s.pg {
+		text = pgSQL(query)
+	}
+	st, err := s.conn.PrepareContext(ctx, text)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
@@ -364,7 +454,10 @@ type Tx struct {
 	s *session
 	// shared says that the transaction is shared by several calls
 	// (UpdateShared), whose statements no call's context may interrupt.
-	shared      bool
+	shared bool
+	// pg says the transaction is on PostgreSQL, for the statements
+	// written for each backend.
+	pg          bool
 	Now         int64
 	outputLimit int64
 	notify      map[string]bool
@@ -395,9 +488,10 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 // so that the statements prepared on it serve every transaction.
 func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
+		db.renew(ctx, s)
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Tx{s: s, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}); err != nil {
+	if err := fn(db.newTx(s)); err != nil {
 		s.cache.forget()
 		// The rollback must happen even if ctx is what failed.
 		if _, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
@@ -408,9 +502,14 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err != nil {
 		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 		s.cache.forget()
+		db.renew(ctx, s)
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+func (db *DB) newTx(s *session) *Tx {
+	return &Tx{s: s, pg: s.pg, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
 }
 
 // The helpers below run constant query strings through the session's
@@ -418,6 +517,9 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx = tx.stmtContext(ctx)
+	if tx.pg {
+		args = pgArgs(args)
+	}
 	st, err := tx.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -427,6 +529,9 @@ func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 
 func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) scanner {
 	ctx = tx.stmtContext(ctx)
+	if tx.pg {
+		args = pgArgs(args)
+	}
 	st, err := tx.s.stmt(ctx, query)
 	if err != nil {
 		return errRow{err}
@@ -436,6 +541,9 @@ func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) scanner {
 
 func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	ctx = tx.stmtContext(ctx)
+	if tx.pg {
+		args = pgArgs(args)
+	}
 	st, err := tx.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -470,10 +578,15 @@ func nullInt(n sql.NullInt64) *int64 {
 	return &v
 }
 
-// Size is the space the database files take on disk, WAL included.
+// Size is the space the database takes on disk: SQLite's files, WAL
+// included, or the PostgreSQL database's.
 func (db *DB) Size(ctx context.Context) (int64, error) {
 	var pages, size int64
 	err := db.View(ctx, func(tx *Tx) error {
+		if tx.pg {
+			pages = 1
+			return tx.queryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&size)
+		}
 		if err := tx.queryRow(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
 			return err
 		}

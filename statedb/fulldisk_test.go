@@ -57,6 +57,7 @@ func fillDisk(t *testing.T, dir string) string {
 // pages), while a job's output does not: the health check must go by the
 // real write that failed, not by its own small one.
 func TestCheckWritesOnAFullDisk(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	disk := smallDisk(t, "4m")
 	f := &fixture{clock: &clock.Fake{}, path: filepath.Join(disk, "state.db")}

@@ -228,7 +228,7 @@ func TestTwoHandlesHandOutEachLorryOnce(t *testing.T) {
 	var live int
 	err := f.db.View(ctx, func(tx *Tx) error {
 		return tx.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT path FROM jobs WHERE `+liveStatus+`
-			GROUP BY path HAVING COUNT(*) > 1)`).Scan(&live)
+			GROUP BY path HAVING COUNT(*) > 1) AS twice`).Scan(&live)
 	})
 	if err != nil || live != 0 {
 		t.Errorf("%d lorries with two live jobs (%v); want none", live, err)

@@ -179,17 +179,14 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, 
 	if l.CommitID != "" {
 		text = l.Text
 	}
-	res, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
+	var id int64
+	err := tx.queryRow(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
 			text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
-		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue)
+		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue).Scan(&id)
 	if err != nil {
 		return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return Assignment{}, err
 	}
 	if err := tx.markRunning(ctx, l.Path, id); err != nil {
 		return Assignment{}, err

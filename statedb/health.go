@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -47,8 +48,8 @@ func (db *DB) CheckWrites(ctx context.Context) error {
 	err := db.runTx(ctx, db.write, func(tx *Tx) error {
 		// A row larger than a page needs new pages, as appending output
 		// does; the probe leaves nothing behind.
-		if _, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES ('write_probe', hex(zeroblob(8192)))
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES ('write_probe', ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writeProbe); err != nil {
 			return fmt.Errorf("write probe: %w", err)
 		}
 		if err := tx.deleteSetting(ctx, "write_probe"); err != nil {
@@ -84,6 +85,9 @@ func (db *DB) Ping(ctx context.Context) error {
 	})
 }
 
+// writeProbe is what CheckWrites writes: larger than a page.
+var writeProbe = strings.Repeat("0", 16384)
+
 // runWrite runs fn as Update does, the write session already held, and
 // records whether the database took the write.
 func (db *DB) runWrite(ctx context.Context, fn func(*Tx) error) error {
@@ -116,6 +120,9 @@ func noSpace(err error) bool {
 	if errors.As(err, &se) && se.Code()&0xff == sqliteFull {
 		return true
 	}
+	if pgCode(err) == pgDiskFull {
+		return true
+	}
 	return errors.Is(err, syscall.ENOSPC)
 }
 
@@ -123,6 +130,9 @@ func noSpace(err error) bool {
 // an I/O error, a database locked by another process for too long) from
 // what a transaction decided, such as ErrNotFound.
 func storageFailure(err error) bool {
+	if pgStorageFailure(err) {
+		return true
+	}
 	var se interface{ Code() int }
 	if !errors.As(err, &se) {
 		return false
@@ -139,7 +149,8 @@ func storageFailure(err error) bool {
 // breaks a constraint, such as a unique key already taken.
 func constraintFailed(err error) bool {
 	var se interface{ Code() int }
-	return errors.As(err, &se) && se.Code()&0xff == sqliteConstraint
+	return errors.As(err, &se) && se.Code()&0xff == sqliteConstraint ||
+		strings.HasPrefix(pgCode(err), pgIntegrity)
 }
 
 // sqliteConstraint is SQLite's primary result code of a constraint broken.

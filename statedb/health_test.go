@@ -8,6 +8,7 @@ import (
 )
 
 func TestCheckWritesSeesAFullDatabase(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	f.lorries(t, "a/b")

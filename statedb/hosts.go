@@ -68,7 +68,7 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 			ON CONFLICT (name) DO UPDATE SET type = excluded.type, protocol = excluded.protocol,
 				ls_interval = excluded.ls_interval, interval = excluded.interval,
 				lorry_timeout = excluded.lorry_timeout, section = excluded.section,
-				relist = relist OR section != excluded.section`,
+				relist = CASE WHEN hosts.relist != 0 OR hosts.section != excluded.section THEN 1 ELSE 0 END`,
 			h.Name, h.Type, h.Protocol, h.LsInterval, h.Interval, h.Timeout, h.Section)
 		if err != nil {
 			return 0, fmt.Errorf("store host %q: %w", h.Name, err)

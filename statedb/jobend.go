@@ -248,10 +248,10 @@ func (tx *Tx) lastError(ctx context.Context, j Job, e jobEnd) (string, error) {
 func (tx *Tx) recordEnd(ctx context.Context, j Job, e jobEnd, lorryState string) error {
 	res, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
 			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?,
-			output_carry = x'', lorry_state = ?
+			output_carry = ?, lorry_state = ?
 		WHERE id = ? AND `+liveStatus+` AND updated = ?`,
 		e.status, e.exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, e.class,
-		lorryState, j.ID, j.Updated)
+		[]byte{}, lorryState, j.ID, j.Updated)
 	if err != nil {
 		return fmt.Errorf("end job %d: %w", j.ID, err)
 	}

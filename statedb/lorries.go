@@ -162,9 +162,9 @@ type LorryCounts struct {
 func (tx *Tx) CountLorries(ctx context.Context) (LorryCounts, error) {
 	var c LorryCounts
 	err := tx.queryRow(ctx, `SELECT COUNT(*),
-			COALESCE(SUM(running_job IS NULL AND next_due <= ?), 0),
-			COALESCE(SUM(last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != ''), 0),
-			COALESCE(SUM(running_job IS NOT NULL), 0)
+			COUNT(CASE WHEN running_job IS NULL AND next_due <= ? THEN 1 END),
+			COUNT(CASE WHEN last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != '' THEN 1 END),
+			COUNT(running_job)
 		FROM lorries`, tx.Now).Scan(&c.Total, &c.Due, &c.Failing, &c.Running)
 	if err != nil {
 		return c, fmt.Errorf("count lorries: %w", err)

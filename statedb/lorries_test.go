@@ -126,6 +126,7 @@ func TestListLorriesRefuses(t *testing.T) {
 // others, is one search of an index in path order: no scan of the
 // table, and no sort of what it found.
 func TestListLorriesQueryPlan(t *testing.T) {
+	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	tests := []struct {

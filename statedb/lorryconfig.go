@@ -317,13 +317,13 @@ func (tx *Tx) configLorries(ctx context.Context, want []NewLorry) (map[string]co
 // configuration applied since BeginConfigLorries defined them.
 func (tx *Tx) KeepConfigLorries(ctx context.Context, kept Kept) error {
 	for _, p := range kept.Paths {
-		if _, err := tx.exec(ctx, `INSERT OR IGNORE INTO temp.config_seen (path) VALUES (?)`, p); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path) VALUES (?) ON CONFLICT DO NOTHING`, p); err != nil {
 			return fmt.Errorf("keep lorry %q: %w", p, err)
 		}
 	}
 	for _, f := range kept.FromPaths {
-		if _, err := tx.exec(ctx, `INSERT OR IGNORE INTO temp.config_seen (path)
-			SELECT path FROM lorries WHERE from_path = ? AND generated = 0`, f); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path)
+			SELECT path FROM lorries WHERE from_path = ? AND generated = 0 ON CONFLICT DO NOTHING`, f); err != nil {
 			return fmt.Errorf("keep the lorries of %q: %w", f, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 // output, removes the old ones round after round, and checks that the file
 // shrinks back after each removal instead of keeping its largest size.
 func TestReclaimKeepsTheFileBounded(t *testing.T) {
+	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	paths := []string{"a", "b", "c", "d"}

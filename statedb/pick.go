@@ -214,7 +214,7 @@ func appendJSONString(b []byte, s string) []byte {
 // headsQuery finds the choice of each queue of ?2 (a JSON object of queue
 // name to sort order): the queue position of its first due entry by its
 // sort order, NULL when none is due. Each branch walks one index of one
-// queue from its first due entry. The EXISTS probe keeps a queue-order queue with nothing
+// queue from its first due entry. The probe keeps a queue-order queue with nothing
 // due from being walked to its end; it sits inside the CASE, where it
 // stays a subquery of its one queue: as a term of the WHERE clause SQLite
 // turns it into a join, evaluating the CASE for every due entry of every
@@ -222,6 +222,9 @@ func appendJSONString(b []byte, s string) []byte {
 // queues. The queue-order walk passes over no entry waiting for its
 // schedule's next event (next_due = cron_next): such an entry is handed
 // out once a tick has fired it, which moves its next_due off cron_next.
+// The probe is a scalar subquery, not an EXISTS, which PostgreSQL would
+// answer by hashing every due entry of every queue when its statistics
+// are behind a large change of the queue.
 const headsQuery = `SELECT j.key, CASE
 		WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
@@ -229,8 +232,8 @@ const headsQuery = `SELECT j.key, CASE
 		WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
 			ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
-		WHEN EXISTS (SELECT 1 FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1)
+		WHEN (SELECT 1 FROM lorries INDEXED BY lorries_queue_due
+			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1 LIMIT 1) = 1
 		THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
 			WHERE queue = j.key AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
 				AND next_due <= ?1

@@ -250,6 +250,7 @@ func TestHostLorriesTakeTheHostsQueue(t *testing.T) {
 // an index, in subqueries of one queue each: never in a join over the due
 // entries of all open queues, which runs a subquery per due entry.
 func TestHeadsQueryPlan(t *testing.T) {
+	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.update(t, func(tx *Tx) error {
@@ -358,6 +359,7 @@ func TestQueuesKeptBetweenHandOuts(t *testing.T) {
 // which every hand-out does, reads a partial index alone, however many
 // ended jobs the table holds.
 func TestLiveCountPlan(t *testing.T) {
+	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.update(t, func(tx *Tx) error {

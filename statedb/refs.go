@@ -34,7 +34,8 @@ func (tx *Tx) setJobRefs(ctx context.Context, id int64, c *wire.RefChanges) erro
 	if err != nil {
 		return fmt.Errorf("record ref changes of job %d: %w", id, err)
 	}
-	if _, err := tx.exec(ctx, `INSERT OR REPLACE INTO job_refs (job_id, refs) VALUES (?, ?)`, id, string(data)); err != nil {
+	if _, err := tx.exec(ctx, `INSERT INTO job_refs (job_id, refs) VALUES (?, ?)
+		ON CONFLICT (job_id) DO UPDATE SET refs = excluded.refs`, id, string(data)); err != nil {
 		return fmt.Errorf("record ref changes of job %d: %w", id, err)
 	}
 	return nil

@@ -116,7 +116,7 @@ func (tx *Tx) TickSchedule(ctx context.Context, path, schedule string, st CronSt
 	_, err := tx.exec(ctx, `UPDATE lorries SET
 			next_due = CASE
 				WHEN running_job IS NOT NULL OR state = 'hard-failed' THEN next_due
-				WHEN ?1 THEN MAX(MIN(next_due, ?2), backoff_until)
+				WHEN ?1 != 0 THEN MAX(MIN(next_due, ?2), backoff_until)
 				WHEN next_due > cron_handled THEN MAX(?3, backoff_until)
 				ELSE next_due END,
 			cron_wall = ?4, cron_mono = ?5, cron_boot = ?6, cron_handled = ?7, cron_next = ?3

@@ -143,10 +143,12 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		db.recordWrite(err)
 	}
 	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
+		db.renew(ctx, s)
 		fail(fmt.Errorf("begin: %w", err))
 		return
 	}
-	tx := &Tx{s: s, shared: true, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
+	tx := db.newTx(s)
+	tx.shared = true
 	// A call that the storage failed (a full disk, say) is what the
 	// health check reports, even if the others' work was committed.
 	var storageErr error
@@ -190,6 +192,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 	if _, err := s.conn.ExecContext(ctx, `COMMIT`); err != nil {
 		s.conn.ExecContext(ctx, `ROLLBACK`)
 		s.cache.forget()
+		db.renew(ctx, s)
 		for _, v := range batch {
 			v.err = nil
 		}

@@ -206,6 +206,7 @@ func TestUpdateSharedAfterClose(t *testing.T) {
 // temp_store: with a file, each page a shared call changes would cost two
 // system calls to copy under its savepoint.
 func TestWriteSessionKeepsTemporaryDataInMemory(t *testing.T) {
+	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	f.update(t, func(tx *Tx) error {
 		var v int

@@ -5,13 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m, Migrate) }
+
+// sqliteOnly marks a test of SQLite's files or pragmas: the PostgreSQL
+// run of the suite passes it by.
+func sqliteOnly(t *testing.T) {
+	t.Helper()
+	if dbtest.Postgres() {
+		t.Skip("a test of SQLite's own storage")
+	}
+}
 
 type fixture struct {
 	db    *DB
@@ -21,7 +32,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
-	f := &fixture{clock: &clock.Fake{}, path: filepath.Join(t.TempDir(), "state.db")}
+	f := &fixture{clock: &clock.Fake{}, path: dbtest.Place(t)}
 	f.clock.Set(1000)
 	opts.Clock = f.clock
 	db, err := Open(context.Background(), f.path, opts)

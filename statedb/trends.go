@@ -112,7 +112,8 @@ func (tx *Tx) SampleQueues(ctx context.Context) (bool, error) {
 			w := max(tx.Now-*q.OldestDue, 0)
 			wait = &w
 		}
-		if _, err := tx.exec(ctx, `INSERT OR REPLACE INTO queue_samples (at, queue, due, oldest_wait) VALUES (?, ?, ?, ?)`,
+		if _, err := tx.exec(ctx, `INSERT INTO queue_samples (at, queue, due, oldest_wait) VALUES (?, ?, ?, ?)
+			ON CONFLICT (at, queue) DO UPDATE SET due = excluded.due, oldest_wait = excluded.oldest_wait`,
 			tx.Now, q.Name, q.Due, wait); err != nil {
 			return false, fmt.Errorf("sample queue %q: %w", q.Name, err)
 		}

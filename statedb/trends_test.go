@@ -74,6 +74,7 @@ func TestJobsPerHour(t *testing.T) {
 // TestTrendQueriesUseIndexes checks that the trend queries read an index
 // range rather than every job: what keeps them cheap with a month of jobs.
 func TestTrendQueriesUseIndexes(t *testing.T) {
+	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	for _, q := range []struct {

@@ -182,6 +182,7 @@ import (
 	"lorrycontroller.dev/lc/githttp"
 	"lorrycontroller.dev/lc/hosts/hoststest"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // waitLimit bounds every wait of a scenario.
@@ -213,6 +214,7 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
+	defer dbtest.Stop()
 
 	pkgs := map[string]string{
 		webappBin: "lorrycontroller.dev/lc/cmd/webapp",

@@ -90,6 +90,14 @@ type Config struct {
 	BodyReadTimeout time.Duration
 	BodyMinRate     int64
 	MaxConnections  int
+	// StateDBPasswordFile holds the password of a PostgreSQL STATEDB.
+	StateDBPasswordFile string
+	// ReplicaName, ReplicaURL and ReplicaLease say how this WEBAPP is
+	// known to the others sharing its STATEDB, and the term of the
+	// leases of the work one of them at a time does.
+	ReplicaName  string
+	ReplicaURL   string
+	ReplicaLease time.Duration
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -107,7 +115,11 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 			"Serve the Lorry Controller /1.0 API and status page.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.StateDB, "statedb", "lorry-controller.db", "`path` of the state database (SQLite)")
+	fs.StringVar(&c.StateDB, "statedb", "lorry-controller.db", "`path` of the state database (SQLite), or the postgres:// URL of a PostgreSQL database, without its password")
+	fs.StringVar(&c.StateDBPasswordFile, "statedb-password-file", "", "`file` of the PostgreSQL STATEDB's password (else libpq's PGPASSFILE or ~/.pgpass)")
+	fs.StringVar(&c.ReplicaName, "replica-name", "", "`name` of this WEBAPP among those sharing the STATEDB, on the status page; empty: the host's name and the listening port")
+	fs.StringVar(&c.ReplicaURL, "replica-url", "", "`url` at which the other WEBAPPs and browsers reach this one; empty: http:// and the listening address")
+	fs.DurationVar(&c.ReplicaLease, "replica-lease", control.DefaultLeaseTerm, "term of the leases of the work one WEBAPP at a time does (listings, ticks, reading CONFGIT), renewed every third of it")
 	fs.StringVar(&c.ConfigDir, "configuration-directory", "confgit", "`dir`ectory of the local CONFGIT clone")
 	fs.StringVar(&c.ConfgitURL, "confgit-url", "", "`url` of CONFGIT to clone and fetch; empty: use the repository already in --configuration-directory")
 	fs.StringVar(&c.ConfgitBranch, "confgit-branch", "master", "CONFGIT `branch` to read (falls back to the remote's HEAD if it does not exist)")
@@ -145,6 +157,12 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	c.Warnings = warnings
 	if err != nil {
 		return c, err
+	}
+	if err := checkStateDBOnCommandLine(args); err != nil {
+		return c, err
+	}
+	if c.ReplicaLease < 3*time.Second {
+		return c, fmt.Errorf("--replica-lease %v: want at least 3s", c.ReplicaLease)
 	}
 	if err := c.Downstream.Validate(); err != nil {
 		return c, err
@@ -269,6 +287,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		FakeClock:         fake,
 		AllowLocalSources: cfg.AllowLocalSources,
 		BackupDirectory:   cfg.BackupDirectory,
+		LeaseTerm:         cfg.ReplicaLease,
 	}
 	if err := app.EndRestoredJobs(ctx); err != nil {
 		return err
@@ -295,6 +314,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
+	app.Replica = replicaOf(cfg, addr)
 	handler := srv.Handler()
 	hs := newHTTPServer(ctx, cfg, handler, lns, log)
 	errc := systemd.Serve(hs, lns)
@@ -303,6 +323,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	systemd.Notify(log, "READY=1\nSTATUS=serving on "+addr)
 	bg := startBackground(ctx, cfg, handler, srv, deliver, log)
 	defer bg.stop()
+	stopBeat := heartbeat(ctx, app, cfg.ReplicaLease/3, log)
+	defer stopBeat()
 	// The schedules tick, and unconfirmed claims end, whether or not the
 	// timers' work is done in-process.
 	schedCtx, stopSched := context.WithCancel(ctx)
@@ -380,7 +402,19 @@ func readSecrets(cfg Config, log *slog.Logger) (notify, hook string, err error) 
 // know about its tokens, and sets the fake clock, if any, to the time the
 // database pretends it is.
 func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.Fake, log *slog.Logger) (*statedb.DB, error) {
-	db, err := statedb.Open(ctx, cfg.StateDB, statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents})
+	opts := statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents,
+		ApplicationName: strings.TrimSuffix("lorry-controller-webapp "+cfg.ReplicaName, " ")}
+	if cfg.StateDBPasswordFile != "" {
+		password, warning, err := secretfile.Read(cfg.StateDBPasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--statedb-password-file: %w", err)
+		}
+		if warning != "" {
+			log.Warn(warning)
+		}
+		opts.Password = password
+	}
+	db, err := statedb.Open(ctx, cfg.StateDB, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +453,7 @@ func listen(cfg Config, log *slog.Logger) ([]net.Listener, string, error) {
 			return nil, "", err
 		}
 	}
-	log.Info("listening", "addr", addr, "socket_activated", activated, "statedb", cfg.StateDB)
+	log.Info("listening", "addr", addr, "socket_activated", activated, "statedb", statedb.Redact(cfg.StateDB))
 	return lns, addr, nil
 }
 

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"lorrycontroller.dev/lc/control"
+	"lorrycontroller.dev/lc/statedb"
+)
+
+// checkStateDBOnCommandLine refuses a --statedb with a password given on
+// the command line, which any user of the machine can read: it belongs
+// in --statedb-password-file, the --config file, or PGPASSFILE.
+func checkStateDBOnCommandLine(args []string) error {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "statedb" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		if statedb.Redact(value) != value {
+			return fmt.Errorf("--statedb %s: a password on the command line is readable by every user of the machine; put it in --statedb-password-file, the --config file or PGPASSFILE",
+				statedb.Redact(value))
+		}
+	}
+	return nil
+}
+
+// replicaOf is how this WEBAPP is known to the others: --replica-name and
+// --replica-url, or the host's name and port and the listening address.
+func replicaOf(cfg Config, addr string) control.Replica {
+	r := control.Replica{Name: cfg.ReplicaName, URL: cfg.ReplicaURL}
+	_, port, _ := net.SplitHostPort(addr)
+	if r.Name == "" {
+		host, _ := os.Hostname()
+		r.Name = host + ":" + port
+	}
+	if r.URL == "" {
+		r.URL = "http://" + addr
+	}
+	return r
+}
+
+// heartbeat records that this WEBAPP is alive now and every interval
+// until the returned function is called.
+func heartbeat(ctx context.Context, app *control.App, interval time.Duration, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	started := time.Now()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			if err := app.Heartbeat(ctx, started); err != nil && ctx.Err() == nil {
+				log.Warn("heartbeat", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}

@@ -1,0 +1,276 @@
+package dbtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// srv is a PostgreSQL server the tests may create databases on.
+type srv struct {
+	mu    sync.Mutex
+	admin *pgx.Conn
+	base  *url.URL
+	// template is the database each test's is copied from, "" for an
+	// empty one.
+	template string
+	// ready holds databases made ahead, while tests run; made counts
+	// the names, and drops are the drops under way.
+	ready chan string
+	errs  chan error
+	quit  chan struct{}
+	ahead chan struct{} // closed when makeAhead returns
+	made  int
+	drops sync.WaitGroup
+}
+
+// prefetch is how many databases are made ahead of the tests.
+const prefetch = 2
+
+// start makes the template, if the tests prepare one, and starts making
+// databases ahead.
+func (s *srv) start() error {
+	if prepare != nil {
+		s.template = fmt.Sprintf("lc_template_%d", os.Getpid())
+		if err := s.exec(context.Background(), `CREATE DATABASE `+s.template); err != nil {
+			return err
+		}
+		if err := prepare(context.Background(), s.url(s.template)); err != nil {
+			return fmt.Errorf("prepare the template database: %w", err)
+		}
+	}
+	s.ready, s.errs = make(chan string, prefetch), make(chan error, 1)
+	s.quit, s.ahead = make(chan struct{}), make(chan struct{})
+	go s.makeAhead()
+	return nil
+}
+
+func (s *srv) makeAhead() {
+	defer close(s.ahead)
+	for {
+		name, err := s.create()
+		if err != nil {
+			s.errs <- err
+			return
+		}
+		select {
+		case s.ready <- name:
+		case <-s.quit:
+			s.drop(name)
+			return
+		}
+	}
+}
+
+// create makes a new database.
+func (s *srv) create() (string, error) {
+	s.mu.Lock()
+	s.made++
+	name := fmt.Sprintf("lc_test_%d_%d", os.Getpid(), s.made)
+	s.mu.Unlock()
+	q := `CREATE DATABASE ` + name + ` STRATEGY FILE_COPY`
+	if s.template != "" {
+		q += ` TEMPLATE ` + s.template
+	}
+	return name, s.exec(context.Background(), q)
+}
+
+// take is a new database, made ahead if one is ready.
+func (s *srv) take() (string, error) {
+	select {
+	case name := <-s.ready:
+		return name, nil
+	case err := <-s.errs:
+		s.errs <- err
+		return "", err
+	}
+}
+
+// drop drops database name, in the background.
+func (s *srv) drop(name string) {
+	s.drops.Add(1)
+	go func() {
+		defer s.drops.Done()
+		s.exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	}()
+}
+
+func (s *srv) exec(ctx context.Context, sql string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.admin.Exec(ctx, sql)
+	return err
+}
+
+// url is the address of database name on the server.
+func (s *srv) url(name string) string {
+	u := *s.base
+	u.Path = "/" + name
+	return u.String()
+}
+
+var (
+	once     sync.Once
+	theSrv   *srv
+	srvErr   error
+	clusterP *exec.Cmd
+	dir      string
+)
+
+func server() (*srv, error) {
+	once.Do(func() {
+		addr := os.Getenv(EnvServer)
+		if addr == "" {
+			addr, srvErr = startCluster()
+			if srvErr != nil {
+				return
+			}
+		}
+		if theSrv, srvErr = connect(addr); srvErr == nil {
+			srvErr = theSrv.start()
+		}
+	})
+	return theSrv, srvErr
+}
+
+func connect(addr string) (*srv, error) {
+	base, err := url.Parse(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvServer, err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		conn, err := pgx.Connect(context.Background(), addr)
+		if err == nil {
+			return &srv{admin: conn, base: base}, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// binDir is where initdb and postgres are: on PATH, or in the newest
+// version's directory of Debian's postgresql package.
+func binDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool {
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
+		return vi < vj
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
+			return dirs[i], nil
+		}
+	}
+	return "", errors.New("initdb not found: install the postgresql package (make deps), or set " + EnvServer)
+}
+
+// startCluster makes a cluster in a new temporary directory and starts
+// its server on a unix socket there, returning the address of its
+// maintenance database.
+func startCluster() (string, error) {
+	bin, err := binDir()
+	if err != nil {
+		return "", err
+	}
+	// The socket's path must be short: the temporary directory, not a
+	// test's.
+	dir, err = os.MkdirTemp("", "lcpg")
+	if err != nil {
+		return "", err
+	}
+	cred, err := runAs(dir)
+	if err != nil {
+		return "", err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "--pgdata", data, "--username", "lc",
+		"--auth", "trust", "--encoding", "UTF8", "--locale", "C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	pg := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir,
+		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=500",
+		"-c", "shared_buffers=64MB", "-c", "log_min_messages=fatal")
+	// The server dies with the test binary, should Main not stop it.
+	pg.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	log, err := os.Create(filepath.Join(dir, "postgres.log"))
+	if err != nil {
+		return "", err
+	}
+	defer log.Close()
+	pg.Stdout, pg.Stderr = log, log
+	if err := pg.Start(); err != nil {
+		return "", fmt.Errorf("postgres: %w", err)
+	}
+	clusterP = pg
+	return (&url.URL{Scheme: "postgres", User: url.User("lc"), Path: "/postgres",
+		RawQuery: url.Values{"host": {dir}}.Encode()}).String(), nil
+}
+
+// runAs is who runs the cluster: this process's user, or, as root (which
+// PostgreSQL refuses to run as), nobody, given the directory.
+func runAs(dir string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, fmt.Errorf("running as root, and no unprivileged user to run PostgreSQL as: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func stopServer() {
+	if s := theSrv; s != nil {
+		close(s.quit)
+		<-s.ahead
+		for len(s.ready) > 0 {
+			s.drop(<-s.ready)
+		}
+		s.drops.Wait()
+		if s.template != "" {
+			s.exec(context.Background(), `DROP DATABASE IF EXISTS `+s.template+` WITH (FORCE)`)
+		}
+		s.admin.Close(context.Background())
+	}
+	if clusterP != nil {
+		clusterP.Process.Signal(syscall.SIGINT) // fast shutdown
+		done := make(chan struct{})
+		go func() { clusterP.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			clusterP.Process.Kill()
+			<-done
+		}
+	}
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+}

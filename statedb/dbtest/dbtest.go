@@ -1,0 +1,77 @@
+// Package dbtest gives tests a fresh STATEDB on the backend under test.
+//
+// By default that is SQLite: a file in the test's temporary directory.
+// With LORRY_CONTROLLER_TEST_STATEDB=postgres it is a new, empty
+// PostgreSQL database, made for the test and dropped after it, on the
+// server named by LORRY_CONTROLLER_TEST_POSTGRES (a postgres:// URL of a
+// role that may create databases) or, when that is unset, on a private
+// throwaway cluster that the test binary starts from the postgresql
+// package's initdb and postgres, listening only on a unix socket in a
+// temporary directory, as an unprivileged user when the tests run as
+// root. A package that uses it runs its tests through Main, which stops
+// that cluster at the end.
+package dbtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The environment variables that choose the backend and the server.
+const (
+	EnvBackend = "LORRY_CONTROLLER_TEST_STATEDB"
+	EnvServer  = "LORRY_CONTROLLER_TEST_POSTGRES"
+)
+
+// Postgres says whether the tests run on PostgreSQL.
+func Postgres() bool { return os.Getenv(EnvBackend) == "postgres" }
+
+// Place is where a test's STATEDB lives: the --statedb of a WEBAPP, the
+// first argument of statedb.Open. Each call is a new, empty database.
+func Place(t testing.TB) string {
+	t.Helper()
+	if !Postgres() {
+		return filepath.Join(t.TempDir(), "state.db")
+	}
+	return Database(t)
+}
+
+// Database is a new PostgreSQL database for t, dropped when t ends,
+// whatever the backend under test: tests of PostgreSQL itself use it. It
+// is empty, or, if Main was given a prepare function, a copy of the
+// database that prepare made (a migrated STATEDB, say).
+func Database(t testing.TB) string {
+	t.Helper()
+	srv, err := server()
+	if err != nil {
+		t.Fatalf("PostgreSQL for the tests: %v", err)
+	}
+	name, err := srv.take()
+	if err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() { srv.drop(name) })
+	return srv.url(name)
+}
+
+// prepare makes the database that each test's is a copy of.
+var prepare func(ctx context.Context, url string) error
+
+// Main runs the package's tests and then stops the private cluster, if
+// they started one. Given prepare, each test's database is a copy of one
+// database that prepare was run on, made once: migrating a STATEDB for
+// each test would cost more than the test.
+func Main(m *testing.M, prep ...func(ctx context.Context, url string) error) {
+	if len(prep) > 0 {
+		prepare = prep[0]
+	}
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the private cluster, if the tests started one, for a package
+// whose TestMain is its own.
+func Stop() { stopServer() }

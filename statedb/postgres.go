@@ -1,0 +1,205 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// PostgreSQL as the STATEDB: any number of WEBAPPs may share one database.
+// The connection's password comes from Options.Password, from the
+// address, or from libpq's password file (PGPASSFILE, ~/.pgpass); it is
+// never shown (Path leaves it out).
+
+// pgWriteLock is the key of the advisory lock that every write
+// transaction takes (see pgBeginWrite), and pgMigrateLock the one that
+// migrating takes.
+const (
+	pgWriteLock   = `1819435881`
+	pgMigrateLock = `1819435882`
+)
+
+// IsPostgres says whether place names a PostgreSQL database rather than a
+// SQLite file.
+func IsPostgres(place string) bool {
+	return strings.HasPrefix(place, "postgres://") || strings.HasPrefix(place, "postgresql://")
+}
+
+// Redact is place with any password left out.
+func Redact(place string) string {
+	if !IsPostgres(place) {
+		return place
+	}
+	u, err := url.Parse(place)
+	if err != nil {
+		return "postgres://…"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
+	shown := Redact(addr)
+	cfg, err := pgxpool.ParseConfig(addr)
+	if err != nil {
+		// pgx's message may quote the address.
+		return nil, fmt.Errorf("open %s: not a PostgreSQL address", shown)
+	}
+	if opts.Password != "" {
+		cfg.ConnConfig.Password = opts.Password
+	}
+	// Each statement is planned for its values: a plan made once for
+	// every value of "now" walks the wrong index of the run queue.
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	if opts.ApplicationName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
+	}
+	// The sessions hold their connections; a few more serve a session
+	// renewed after its connection broke.
+	cfg.MaxConns = 2 + readSessions + 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", shown, err)
+	}
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	sqlDB.SetMaxOpenConns(2 + readSessions + 2)
+	sqlDB.SetMaxIdleConns(2 + readSessions + 2)
+	db := newDB(sqlDB, shown, opts)
+	db.pg = true
+	db.closePool = pool.Close
+	return db.start(ctx)
+}
+
+// migratePostgres applies the steps not yet applied, in one transaction
+// under an advisory lock, so that WEBAPPs starting together migrate once.
+func (db *DB) migratePostgres(ctx context.Context, steps []migration, newest int) error {
+	conn := db.write.conn
+	if _, err := conn.ExecContext(ctx, `BEGIN; SELECT pg_advisory_xact_lock(`+pgMigrateLock+`);
+		CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	apply := func() error {
+		var have int
+		if err := conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+			return err
+		}
+		if err := checkVersion(have, newest); err != nil {
+			return err
+		}
+		for _, s := range steps {
+			if have >= s.n {
+				continue
+			}
+			if _, err := conn.ExecContext(ctx, s.body); err != nil {
+				return fmt.Errorf("migration %s: %w", s.name, err)
+			}
+			if _, err := conn.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
+				return err
+			}
+			if _, err := conn.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, s.n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := apply(); err != nil {
+		conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// renew gives s a new connection if its own broke (the server restarted,
+// or ended it), so that the next transaction finds one that works.
+func (db *DB) renew(ctx context.Context, s *session) {
+	if !db.pg || s.conn.PingContext(context.WithoutCancel(ctx)) == nil {
+		return
+	}
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.conn.Close()
+	s.stmts = map[string]*sql.Stmt{}
+	s.cache = sessionCache{}
+	conn, err := db.pool.Conn(context.WithoutCancel(ctx))
+	if err != nil {
+		// The next transaction fails on the broken one and tries again.
+		return
+	}
+	s.conn = conn
+}
+
+// pgArgs are args as PostgreSQL takes them: the schema keeps truth values
+// in integer columns, as SQLite does, and SQLite's driver binds a bool
+// as 0 or 1.
+func pgArgs(args []any) []any {
+	for i, a := range args {
+		switch v := a.(type) {
+		case bool:
+			args[i] = boolInt(v)
+		case *bool:
+			if v != nil {
+				args[i] = boolInt(*v)
+			}
+		}
+	}
+	return args
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// PostgreSQL's error classes and codes (SQLSTATE) that the health check
+// and the guards tell apart.
+const (
+	pgIntegrity   = "23"    // integrity constraint violation
+	pgDiskFull    = "53100" // disk full
+	pgResources   = "53"    // insufficient resources
+	pgConnection  = "08"    // connection exception
+	pgShutdown    = "57P"   // operator intervention: the server shut down or ended the session
+	pgUnavailable = "58"    // system error: I/O
+)
+
+// pgCode is err's SQLSTATE, "" if it is not PostgreSQL's.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// pgStorageFailure says whether err is PostgreSQL's failure to store or a
+// lost connection, not what a transaction decided.
+func pgStorageFailure(err error) bool {
+	code := pgCode(err)
+	for _, class := range []string{pgResources, pgConnection, pgShutdown, pgUnavailable} {
+		if strings.HasPrefix(code, class) {
+			return true
+		}
+	}
+	return code == "" && pgconn.Timeout(err)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -256,5 +257,36 @@ func TestCopyToPostgresRefusesOldSchema(t *testing.T) {
 	}
 	if _, err := CopyToPostgres(ctx, filepath.Join(t.TempDir(), "none.db"), "postgres://nowhere.invalid/db", CopyOptions{}); err == nil {
 		t.Errorf("copy of a missing file succeeded")
+	}
+}
+
+// TestCopyToPostgresAfterCrash copies the files of a STATEDB as a killed
+// WEBAPP leaves them, its last transactions still in the write-ahead log:
+// they are copied too.
+func TestCopyToPostgresAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	f := sqliteFixture(t, Options{})
+	f.lorries(t, "a", "b", "c")
+	dir := t.TempDir()
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(f.path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if suffix == "-wal" && len(b) == 0 {
+			t.Fatal("nothing in the write-ahead log")
+		}
+		if err := os.WriteFile(filepath.Join(dir, "state.db"+suffix), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts, err := CopyToPostgres(ctx, filepath.Join(dir, "state.db"), dbtest.Database(t), CopyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counts {
+		if c.Table == "lorries" && c.Target != 3 {
+			t.Errorf("%d lorries copied; want 3", c.Target)
+		}
 	}
 }

@@ -111,7 +111,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 			"       lorry-controller-webapp call [flags] METHOD PATH [key=value...]\n"+
 			"       lorry-controller-webapp token create|list|revoke [flags]\n"+
 			"       lorry-controller-webapp check-config [flags] [DIR | --git-dir DIR --rev REV]\n"+
-			"       lorry-controller-webapp backup [flags] FILE\n\n"+
+			"       lorry-controller-webapp backup [flags] FILE\n"+
+			"       lorry-controller-webapp migrate-statedb --from PATH --to postgres://... [flags]\n\n"+
 			"Serve the Lorry Controller /1.0 API and status page.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
@@ -223,6 +224,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "backup" {
 		os.Exit(backupMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "migrate-statedb" {
+		os.Exit(migrateStatedbMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {

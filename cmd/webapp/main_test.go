@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // waitLimit bounds every wait of these tests.
@@ -44,7 +46,8 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	// Tests of PostgreSQL get their databases from dbtest.
+	code := dbtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

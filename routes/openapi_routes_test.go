@@ -145,7 +145,8 @@ func form(kv ...string) url.Values {
 // answer against docs/openapi.yaml, so that no route's answers go
 // unchecked however the other tests change.
 func TestOpenAPIEveryRouteAnswered(t *testing.T) {
-	as := newAuthServer(t, func(s *Server) { s.HookSecret = []byte(testHookSecret) })
+	backups := t.TempDir()
+	as := newAuthServer(t, func(s *Server) { s.HookSecret = []byte(testHookSecret); s.App.BackupDirectory = backups })
 	as.conf.cfg = &confgit.Config{Commit: "c1", Lorries: []confgit.Lorry{
 		{Path: "a/b", Text: `{"a/b":{"type":"git","url":"https://gitlab.example.com/tools/widget.git"}}`, Type: "git",
 			Interval: time.Hour, Timeout: time.Minute},
@@ -160,7 +161,8 @@ func TestOpenAPIEveryRouteAnswered(t *testing.T) {
 	e.run(minionExchanges(as.build01))
 	e.run(hookExchanges(t))
 	e.run(signInExchanges(as.admin))
-	e.run([]exchange{{method: "POST", path: "/1.0/pretend-time", form: form("now", "5000"), want: 200}})
+	e.run([]exchange{{method: "POST", path: "/1.0/pretend-time", form: form("now", "5000"), want: 200},
+		{method: "POST", path: "/1.0/backup", form: form("keep", "2"), want: 200}})
 
 	// A runtime's archive needs a real CONFGIT.
 	repo := newConfRepo(t)

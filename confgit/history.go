@@ -31,7 +31,18 @@ const MaxHandedFiles = 4 << 20
 
 // ReadFiles returns the contents of the files at paths as commit holds
 // them, in the order of paths.
+//
+// A commit the clone does not hold (another WEBAPP sharing the STATEDB
+// read it) is fetched first.
 func (s *Source) ReadFiles(ctx context.Context, commit string, paths []string) ([][]byte, error) {
+	out, err := s.readFiles(ctx, commit, paths)
+	if s.fetchMissing(ctx, err) {
+		out, err = s.readFiles(ctx, commit, paths)
+	}
+	return out, err
+}
+
+func (s *Source) readFiles(ctx context.Context, commit string, paths []string) ([][]byte, error) {
 	s.packs.RLock()
 	defer s.packs.RUnlock()
 	repo, err := s.open()
@@ -77,7 +88,39 @@ func (s *Source) ReadFiles(ctx context.Context, commit string, paths []string) (
 // requirements.txt and is not the root of the configuration counts as a
 // runtime directory: anything else is ErrNoRuntime, so this never serves
 // other files of CONFGIT. Close the archive when done.
+//
+// A tree the clone does not hold (another WEBAPP sharing the STATEDB read
+// the commit that has it) is looked for again after a fetch.
 func (s *Source) RuntimeArchive(id string) (*Archive, error) {
+	a, err := s.runtimeArchive(id)
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), missingFetchTimeout)
+		defer cancel()
+		if s.fetchMissing(ctx, err) {
+			a, err = s.runtimeArchive(id)
+		}
+	}
+	return a, err
+}
+
+// missingFetchTimeout bounds a fetch for a runtime another WEBAPP read.
+const missingFetchTimeout = 2 * time.Minute
+
+// fetchMissing fetches URL into the clone when err says that what was
+// asked for is not in it, and says whether it did: then the caller looks
+// again.
+func (s *Source) fetchMissing(ctx context.Context, err error) bool {
+	if s.URL == "" || !(errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, ErrNoRuntime) ||
+		errors.Is(err, git.ErrRepositoryNotExists)) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, serr := s.sync(ctx)
+	return serr == nil
+}
+
+func (s *Source) runtimeArchive(id string) (*Archive, error) {
 	if !plumbing.IsHash(id) {
 		return nil, fmt.Errorf("runtime %q: %w", id, ErrNoRuntime)
 	}

@@ -426,3 +426,32 @@ func TestRuntimeArchive(t *testing.T) {
 		}
 	}
 }
+
+// TestReadWhatAnotherReplicaRead reads, through a clone that has not seen
+// it, a commit and a runtime that another clone of the same CONFGIT read:
+// the clone fetches them first, as a WEBAPP does for the jobs another
+// WEBAPP sharing its STATEDB handed out.
+func TestReadWhatAnotherReplicaRead(t *testing.T) {
+	repo := newTestRepo(t, "master")
+	repo.commit(scraperFiles())
+	mine := &Source{Dir: filepath.Join(t.TempDir(), "mine"), URL: repo.dir}
+	readOK(t, mine)
+	second := repo.commit(map[string]string{"conf/settings.yaml": "depth: 9\n", "runtimes/fn/requirements.txt": "requests==2.32.0\n"})
+	other := &Source{Dir: filepath.Join(t.TempDir(), "other"), URL: repo.dir}
+	cfg := readOK(t, other)
+	got, err := mine.ReadFiles(context.Background(), second, []string{"conf/settings.yaml"})
+	if err != nil || string(got[0]) != "depth: 9\n" {
+		t.Errorf("ReadFiles of the other's commit = %q, %v; want depth: 9", got, err)
+	}
+	var id string
+	for _, r := range cfg.Runtimes {
+		if r.Name == "fn" {
+			id = r.ID
+		}
+	}
+	a, err := (&Source{Dir: filepath.Join(t.TempDir(), "third"), URL: repo.dir}).RuntimeArchive(id)
+	if err != nil {
+		t.Fatalf("RuntimeArchive of the other's runtime: %v", err)
+	}
+	a.Close()
+}

@@ -55,6 +55,9 @@ func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
 }
 
 func (a *App) applyConfiguration(ctx context.Context) (ConfigResult, error) {
+	if a.firstApply == 0 {
+		a.firstApply = a.DB.Now()
+	}
 	ap := &configApply{app: a, ctx: ctx, batch: a.ConfigBatch}
 	if ap.batch <= 0 {
 		ap.batch = configBatch
@@ -153,7 +156,7 @@ func (a *configApply) sections(cfg *confgit.Config) error {
 		return err
 	}
 	a.commit = cfg.Commit
-	if a.mayKeep && cfg.Commit != "" && cfg.Commit == s.configApplied {
+	if a.mayKeep && cfg.Commit != "" {
 		var st struct {
 			statedb.ConfigState
 			partial bool
@@ -171,8 +174,10 @@ func (a *configApply) sections(cfg *confgit.Config) error {
 			return err
 		}
 		// Another process may have begun applying a configuration since,
-		// and not finished.
-		if st.Commit == cfg.Commit && !st.partial {
+		// and not finished. A commit applied whole is left as it is if
+		// this process applied it, or another did while this one ran:
+		// a process started since (a new version, say) applies it again.
+		if st.Commit == cfg.Commit && !st.partial && (cfg.Commit == s.configApplied || st.ReadAt >= s.firstApply) {
 			a.unchanged = true
 			return confgit.ErrSkipFiles
 		}

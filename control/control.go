@@ -143,6 +143,10 @@ type App struct {
 	// configApplied is the commit whose configuration this process last
 	// applied whole; configMu guards it.
 	configApplied string
+	// firstApply is the database's time of this process's first
+	// read of the configuration; configMu guards it. A commit that
+	// another process applied whole since then is this process's too.
+	firstApply int64
 	// tickMu makes the ticks and sweeps of Tick one at a time within the
 	// process, and guards ticked.
 	tickMu sync.Mutex

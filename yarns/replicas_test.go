@@ -429,6 +429,26 @@ func TestReplicaSessions(t *testing.T) {
 	r1 := startReplica(t, work, place, conf, "r1")
 	r2 := startReplica(t, work, place, conf, "r2")
 
+	// A commit is applied once: read again on either WEBAPP, nothing
+	// changes.
+	for i, r := range []*replica{r1, r2, r1, r2} {
+		req, _ := http.NewRequest("POST", r.url+"/1.0/read-configuration", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := `"added":0,"changed":0,"removed":0`
+		if i == 0 {
+			want = `"added":200,"changed":0,"removed":0`
+		}
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("read-configuration %d on %s: %d %s; want %s", i+1, r.name, resp.StatusCode, body, want)
+		}
+	}
+
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noRedirect.PostForm(r1.url+"/1.0/sign-in-html", url.Values{"token": {token}, "back": {"/1.0/status-html"}})
 	if err != nil {

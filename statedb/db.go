@@ -1,6 +1,8 @@
 // Package statedb is the WEBAPP's persistent state: settings, the run queue
 // of lorries, jobs and their output, upstream hosts and minions, in one
-// SQLite database. Every SQL statement of the project lives in this package.
+// SQLite database, or one PostgreSQL database that several WEBAPPs may
+// share (postgres.go; dialect.go says how one SQL serves both). Every SQL
+// statement of the project lives in this package.
 //
 // # Many writers
 //
@@ -34,8 +36,9 @@
 //     leaves its leases to expire. The owner names the process uniquely
 //     (host, pid and a random part).
 //
-// On SQLite every write transaction starts with BEGIN IMMEDIATE, so write
-// transactions of all processes run one at a time, and what one reads
+// On SQLite every write transaction starts with BEGIN IMMEDIATE, and on
+// PostgreSQL it takes one advisory lock, so write transactions of all
+// processes run one at a time, and what one reads
 // stays as read until it commits: there a guard fires only on what its
 // caller read in an earlier transaction, and the guards state the rules
 // for a database whose transactions run side by side.

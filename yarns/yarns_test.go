@@ -639,6 +639,14 @@ func cmdMinionStart(ts *testscript.TestScript, neg bool, args []string) {
 	} else {
 		flags = append(flags, "--lorry-cmd", filepath.Join(s.work, "lorry"))
 	}
+	// A scenario's own --webapp-url (a proxy's, say) is the minion's
+	// only one: repeated, the flag would add the WEBAPP's beside it.
+	for _, a := range args[1:] {
+		if a == "--webapp-url" || strings.HasPrefix(a, "--webapp-url=") {
+			flags = flags[2:]
+			break
+		}
+	}
 	s.minions[name] = s.startBin(ts, minionBin, bin, "minion-"+name+".log", append(flags, args[1:]...))
 }
 

@@ -132,7 +132,7 @@ type App struct {
 	ownerName string
 	// leaseMu guards kept, the stop functions of the leases being kept.
 	leaseMu sync.Mutex
-	kept    map[string]func()
+	kept    map[string]func() func()
 
 	// lsMu makes listing the hosts one at a time within the process.
 	lsMu sync.Mutex

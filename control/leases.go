@@ -150,9 +150,9 @@ func (a *App) keepLease(ctx context.Context, kind string, term time.Duration) co
 	stopped := make(chan struct{})
 	a.leaseMu.Lock()
 	if a.kept == nil {
-		a.kept = map[string]func(){}
+		a.kept = map[string]func() func(){}
 	}
-	a.kept[kind] = func() { close(done); <-stopped; cancel(nil) }
+	a.kept[kind] = func() func() { close(done); <-stopped; return func() { cancel(nil) } }
 	a.leaseMu.Unlock()
 	go func() {
 		defer close(stopped)
@@ -197,17 +197,25 @@ func (a *App) renewLease(ctx context.Context, tx *statedb.Tx, kind string) error
 	return nil
 }
 
-// releaseLease gives up the lease of kind once its work is done, even if
-// ctx ended; a failure is only logged, as the lease runs out anyway.
-func (a *App) releaseLease(ctx context.Context, kind string) {
-	ctx = context.WithoutCancel(ctx)
+// stopKeeping stops renewing the lease of kind (keepLease), if it is
+// renewed, and returns what ends the context of its work, for when the
+// work is done.
+func (a *App) stopKeeping(kind string) (end func()) {
 	a.leaseMu.Lock()
 	stop := a.kept[kind]
 	delete(a.kept, kind)
 	a.leaseMu.Unlock()
-	if stop != nil {
-		stop()
+	if stop == nil {
+		return func() {}
 	}
+	return stop()
+}
+
+// releaseLease gives up the lease of kind once its work is done, even if
+// ctx ended; a failure is only logged, as the lease runs out anyway.
+func (a *App) releaseLease(ctx context.Context, kind string) {
+	ctx = context.WithoutCancel(ctx)
+	defer a.stopKeeping(kind)()
 	a.Log.Debug("lease released", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
 	if err := a.DB.ReleaseLease(ctx, kind, a.owner()); err != nil {
 		a.Log.Warn("release lease", "kind", kind, "err", err)

@@ -221,7 +221,9 @@ func (sc *Scheduler) Run(ctx context.Context) {
 // the status page's chart of their waits. It returns what the ticks did.
 //
 // One Tick runs at a time, by any process: it holds the lease LeaseTick,
-// renewed in each of its transactions. A process that finds another
+// taken in its first transaction, renewed in each of the others and
+// given up in its last, so that a tick between events is two write
+// transactions, as it was before the lease. A process that finds another
 // holding it skips its round and does nothing: the other is ticking.
 func (a *App) Tick(ctx context.Context) (TickWork, error) {
 	return a.tick(ctx, 0)
@@ -233,19 +235,59 @@ func (a *App) Tick(ctx context.Context) (TickWork, error) {
 func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 	a.tickMu.Lock()
 	defer a.tickMu.Unlock()
-	var work TickWork
-	ctx, ok, err := a.takeLease(ctx, LeaseTick, wait)
-	if err != nil || (!ok && wait == 0) {
+	held := false
+	if wait > 0 {
+		var ok bool
+		var err error
+		ctx, ok, err = a.takeLease(ctx, LeaseTick, wait)
+		if err != nil {
+			return TickWork{}, err
+		}
+		if !ok {
+			return TickWork{}, busy("ticking the schedules")
+		}
+		held = true
+	}
+	// Given up in the last transaction; here only if that one failed.
+	defer func() {
+		if held {
+			a.releaseLease(ctx, LeaseTick)
+		}
+	}()
+	work, now, prev, err := a.tickAllDue(ctx, &held)
+	if err != nil || !held {
+		return work, err // !held: another process is ticking
+	}
+	if !a.ticked || now < prev {
+		if err := a.tickAllAhead(ctx, &work); err != nil {
+			return work, err
+		}
+	}
+	a.ticked = true
+	if err := a.endTick(ctx); err != nil {
 		return work, err
 	}
-	if !ok {
-		return work, busy("ticking the schedules")
-	}
-	defer a.releaseLease(ctx, LeaseTick)
-	var now, prev int64
+	held = false
+	return work, nil
+}
+
+// tickAllDue advances every entry whose next event has come, in
+// transactions of TickBatch entries, under the lease LeaseTick: taken in
+// the first transaction unless *held says it is held already, and *held
+// set when it is. Nothing is ticked, and *held stays false, when another
+// process holds it. It returns the time of this tick and of the last one.
+func (a *App) tickAllDue(ctx context.Context, held *bool) (work TickWork, now, prev int64, err error) {
 	for first, more := true, true; more; first = false {
+		took := false
 		err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
-			if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
+			if first && !*held {
+				ok, err := tx.TakeLease(ctx, LeaseTick, a.owner(), a.leaseTerm(LeaseTick))
+				if err != nil || !ok {
+					more = false
+					return err
+				}
+				took = true
+			} else if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
 				return err
 			}
 			if first {
@@ -265,27 +307,47 @@ func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 			return err
 		})
 		if err != nil {
-			return work, err
+			return work, now, prev, err
+		}
+		if took {
+			*held = true
+			// From here to "lease released" the lease is this process's.
+			a.Log.Debug("lease taken", "kind", LeaseTick, "owner", a.owner(), "at_ns", time.Now().UnixNano())
+		}
+		if !*held {
+			return work, now, prev, nil
 		}
 	}
-	if !a.ticked || now < prev {
-		for after, done := "", false; !done; {
-			err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
-				if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
-					return err
-				}
-				w, last, err := a.tickAhead(ctx, tx, after, TickBatch)
-				work.batch(w)
-				after, done = last, last == "" || w.Entries < TickBatch
+	return work, now, prev, nil
+}
+
+// tickAllAhead advances every entry ahead of the clock, in transactions
+// of TickBatch entries, under the lease LeaseTick, held.
+func (a *App) tickAllAhead(ctx context.Context, work *TickWork) error {
+	for after, done := "", false; !done; {
+		err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
+			if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
 				return err
-			})
-			if err != nil {
-				return work, err
 			}
+			w, last, err := a.tickAhead(ctx, tx, after, TickBatch)
+			work.batch(w)
+			after, done = last, last == "" || w.Entries < TickBatch
+			return err
+		})
+		if err != nil {
+			return err
 		}
 	}
-	a.ticked = true
-	return work, a.DB.Update(ctx, func(tx *statedb.Tx) error {
+	return nil
+}
+
+// endTick notes the time of the tick, ends the unconfirmed claims, samples
+// the queues and gives up the lease LeaseTick, held, in one transaction.
+func (a *App) endTick(ctx context.Context) error {
+	// A lease taken by waiting for it is renewed meanwhile: that stops
+	// here, as the lease is given up with this transaction.
+	defer a.stopKeeping(LeaseTick)()
+	return a.DB.Update(ctx, func(tx *statedb.Tx) error {
 		if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
 			return err
 		}
@@ -298,7 +360,10 @@ func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 			return err
 		}
 		// The status page's chart of queue waits needs a sample a minute.
-		_, err := tx.SampleQueues(ctx)
-		return err
+		if _, err := tx.SampleQueues(ctx); err != nil {
+			return err
+		}
+		a.Log.Debug("lease released", "kind", LeaseTick, "owner", a.owner(), "at_ns", time.Now().UnixNano())
+		return tx.ReleaseLease(ctx, LeaseTick, a.owner())
 	})
 }

@@ -41,7 +41,22 @@ const configBatch = 1000
 // It holds the lease LeaseConfig throughout, renewed in every
 // transaction; if another process holds it, it waits up to LeaseWait for
 // it and then answers an ErrBusy error, changing nothing.
+//
+// It waits for the run of StartConfiguration, or for ctx to end, which
+// leaves the run going.
 func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
+	run := a.StartConfiguration(ctx)
+	select {
+	case <-run.Done():
+		return run.Result()
+	case <-ctx.Done():
+		return ConfigResult{}, context.Cause(ctx)
+	}
+}
+
+// applyLocked applies the configuration under the lease, noting its
+// progress in run.
+func (a *App) applyLocked(ctx context.Context, run *ConfigRun) (ConfigResult, error) {
 	a.configMu.Lock()
 	defer a.configMu.Unlock()
 	ok, err := a.takeLease(ctx, LeaseConfig, configLeaseTerm, a.leaseWait())
@@ -52,11 +67,11 @@ func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
 		return ConfigResult{}, busy("applying the configuration")
 	}
 	defer a.releaseLease(ctx, LeaseConfig)
-	return a.applyConfiguration(ctx)
+	return a.applyConfiguration(ctx, run)
 }
 
-func (a *App) applyConfiguration(ctx context.Context) (ConfigResult, error) {
-	ap := &configApply{app: a, ctx: ctx, batch: a.ConfigBatch}
+func (a *App) applyConfiguration(ctx context.Context, run *ConfigRun) (ConfigResult, error) {
+	ap := &configApply{app: a, ctx: ctx, batch: a.ConfigBatch, run: run}
 	if ap.batch <= 0 {
 		ap.batch = configBatch
 	}
@@ -111,6 +126,7 @@ type configApply struct {
 	app   *App
 	ctx   context.Context // the caller's
 	batch int
+	run   *ConfigRun // its progress is noted here
 	// mayKeep says that a commit already applied whole may be left as
 	// it is, without reading its files.
 	mayKeep   bool
@@ -158,6 +174,7 @@ func (a *configApply) sections(cfg *confgit.Config) error {
 		}
 	}
 	a.commit = cfg.Commit
+	a.run.setCommit(cfg.Commit)
 	if a.mayKeep && cfg.Commit != "" && cfg.Commit == s.configApplied {
 		var st struct {
 			statedb.ConfigState
@@ -258,6 +275,7 @@ func (a *configApply) lorries(batch []confgit.Lorry) error {
 		a.changes.Unchanged += ch.Unchanged
 		a.count += len(lorries)
 		a.batches++
+		a.run.addLorries(len(lorries))
 		return nil
 	})
 }

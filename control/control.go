@@ -117,6 +117,11 @@ type App struct {
 	// DefaultLeaseWait.
 	LeaseWait time.Duration
 
+	// Background is the WEBAPP's own context: an application of the
+	// configuration runs until it ends, whatever its caller does; nil
+	// means it runs to its end.
+	Background context.Context
+
 	ownerOnce sync.Once
 	ownerName string
 
@@ -129,6 +134,9 @@ type App struct {
 	// configApplied is the commit whose configuration this process last
 	// applied whole; configMu guards it.
 	configApplied string
+	// configRuns keeps the applications of StartConfiguration one at a
+	// time.
+	configRuns configRuns
 	// tickMu makes the ticks and sweeps of Tick one at a time within the
 	// process, and guards ticked.
 	tickMu sync.Mutex

@@ -264,6 +264,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		JobMaxAge:         cfg.JobMaxAge,
 		FakeClock:         fake,
 		AllowLocalSources: cfg.AllowLocalSources,
+		Background:        ctx,
 	}
 	srv := &routes.Server{
 		App:        app,

@@ -76,15 +76,24 @@ func (a *App) applyConfiguration(ctx context.Context, run *ConfigRun) (ConfigRes
 		ap.batch = configBatch
 	}
 	var cfg *confgit.Config
-	var err error
-	if st, ok := a.Config.(ConfigStreamer); ok {
+	dr, err := ap.readDelta()
+	switch st, ok := a.Config.(ConfigStreamer); {
+	case dr != nil || err != nil:
+		if err == nil {
+			cfg, err = ap.applyDelta(dr)
+		}
+	case ok:
 		ap.mayKeep = true
 		cfg, err = st.ReadEach(ctx, ap.batch, ap.sections, ap.lorries)
-	} else {
+	default:
 		cfg, err = ap.readWhole(ctx)
 	}
 	if err == nil && !ap.unchanged {
-		err = ap.finish(ctx, cfg)
+		if dr != nil {
+			err = ap.finishDelta(ctx, cfg, dr)
+		} else {
+			err = ap.finish(ctx, cfg)
+		}
 	}
 	if ap.begun {
 		// The paths seen so far are let go of, whatever happened.
@@ -109,9 +118,13 @@ func (a *App) applyConfiguration(ctx context.Context, run *ConfigRun) (ConfigRes
 	}
 	a.configApplied = cfg.Commit
 	fileErrors := ap.fileErrors(cfg)
+	if dr != nil {
+		fileErrors = ap.errorsAfter(dr, fileErrors)
+	}
 	ch := ap.changes
 	a.Log.Info("configuration applied", "commit", cfg.Commit, "lorries", ap.count, "hosts", len(cfg.Hosts),
-		"added", ch.Added, "changed", ch.Changed, "removed", ch.Removed, "skipped", len(fileErrors), "batches", ap.batches)
+		"added", ch.Added, "changed", ch.Changed, "removed", ch.Removed, "skipped", len(fileErrors), "batches", ap.batches,
+		"files_read", ap.filesRead())
 	for _, e := range fileErrors {
 		a.Log.Warn("configuration file skipped", "file", e.File, "err", e.Error)
 	}
@@ -127,6 +140,9 @@ type configApply struct {
 	ctx   context.Context // the caller's
 	batch int
 	run   *ConfigRun // its progress is noted here
+	// delta is the configuration read as a change of the one before,
+	// nil when it is read whole.
+	delta *deltaRead
 	// mayKeep says that a commit already applied whole may be left as
 	// it is, without reading its files.
 	mayKeep   bool

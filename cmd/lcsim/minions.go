@@ -145,7 +145,8 @@ func (m *minionSim) run(ctx context.Context) {
 
 // ask asks for a job, and answers its id, or 0 for none.
 func (m *minionSim) ask(ctx context.Context) (int64, error) {
-	form := url.Values{"host": {"lcsim"}, "pid": {fmt.Sprint(m.pid)}, "kinds": {"lorry"}}
+	// As a minion that takes both kinds asks: without kinds.
+	form := url.Values{"host": {"lcsim"}, "pid": {fmt.Sprint(m.pid)}}
 	start := time.Now()
 	code, body, err := m.post(ctx, "give-me-job", form)
 	if ctx.Err() != nil {

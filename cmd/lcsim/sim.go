@@ -114,11 +114,16 @@ func (s *sim) spreadDue(ctx context.Context) error {
 	defer db.Close()
 	start := time.Now()
 	now, iv := start.Unix(), s.o.shape.Interval
-	// Integers of our own, written in: the placeholders differ between
-	// the databases.
+	var end int64
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(queue_pos), 0) + 1 FROM lorries`).Scan(&end); err != nil {
+		return fmt.Errorf("spread the due times: %w", err)
+	}
+	// Due in queue order, as a lorry handed out goes to the back of the
+	// queue and is due an interval later. Integers of our own, written
+	// in: the placeholders differ between the databases.
 	res, err := db.ExecContext(ctx, fmt.Sprintf(
-		`UPDATE lorries SET next_due = %d + ((queue_pos %% %d) + %d) %% %d WHERE schedule = '' AND running_job IS NULL`,
-		now, iv, iv, iv))
+		`UPDATE lorries SET next_due = %d + (queue_pos * %d) / %d WHERE schedule = '' AND running_job IS NULL`,
+		now, iv, end))
 	if err != nil {
 		return fmt.Errorf("spread the due times: %w", err)
 	}
@@ -219,9 +224,10 @@ func (s *sim) sample(ctx context.Context, w *webapp) (sampled, error) {
 	return sm, nil
 }
 
-// watch samples status and memory every few seconds until ctx ends.
+// watch samples status every 15 seconds until ctx ends: status counts
+// every lorry, which is not free with a million of them.
 func (s *sim) watch(ctx context.Context, w *webapp) {
-	for sleep(ctx, 5*time.Second) {
+	for sleep(ctx, 15*time.Second) {
 		sm, err := s.sample(ctx, w)
 		if err != nil {
 			continue

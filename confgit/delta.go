@@ -11,6 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"lorrycontroller.dev/lc/lorryspec"
 )
 
 // ErrReadWhole says that a commit cannot be read as a change of an earlier
@@ -25,6 +27,9 @@ var ErrReadWhole = errors.New("the configuration is to be read whole")
 type Delta struct {
 	Config *Config
 	Files  []string
+	// OldPaths are the lorry paths that Files defined at the earlier
+	// commit, as its lorries sections read them.
+	OldPaths []string
 }
 
 // ReadChange brings Dir up to date as Read does and reads the commit of
@@ -61,7 +66,7 @@ func (s *Source) ReadChange(ctx context.Context, old string, maxFiles int) (*Del
 	if err := diffTrees(newT, "", oldRoot, newT.root, &changed, maxFiles); err != nil {
 		return nil, err
 	}
-	d, err := readDelta(ctx, newT, changed, s.now())
+	d, err := readDelta(ctx, newT, oldRoot, changed, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +136,7 @@ func diffTrees(t *gitTree, prefix string, a, b *object.Tree, out *[]string, max 
 
 // readDelta reads the changed files of tree t that lorries sections
 // select.
-func readDelta(ctx context.Context, t *gitTree, changed []string, now time.Time) (*Delta, error) {
+func readDelta(ctx context.Context, t *gitTree, oldRoot *object.Tree, changed []string, now time.Time) (*Delta, error) {
 	data, _, err := t.conf()
 	if err != nil {
 		return nil, err
@@ -187,6 +192,9 @@ func readDelta(ctx context.Context, t *gitTree, changed []string, now time.Time)
 			continue
 		}
 		d.Files = append(d.Files, name)
+		if err := d.oldPaths(t, oldRoot, name, matched); err != nil {
+			return nil, err
+		}
 		f, err := t.root.FindEntry(name)
 		if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
 			continue // removed
@@ -203,4 +211,34 @@ func readDelta(ctx context.Context, t *gitTree, changed []string, now time.Time)
 		b.addFile(name, data, matched)
 	}
 	return d, b.flush()
+}
+
+// oldPaths adds to d.OldPaths the lorry paths that file name defined in
+// the tree oldRoot, if it was there, read by the sections that select it.
+func (d *Delta) oldPaths(t *gitTree, oldRoot *object.Tree, name string, sections []*lorriesSection) error {
+	f, err := oldRoot.FindEntry(name)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil
+	}
+	if err != nil || !isFile(f.Mode) {
+		return ErrReadWhole
+	}
+	data, err := t.blob(f.Hash)
+	if err != nil {
+		return ErrReadWhole
+	}
+	specs, err := lorryspec.ParseFile(data)
+	if err != nil {
+		// It was skipped then; the caller knows it from the errors
+		// recorded.
+		return nil
+	}
+	for key := range specs {
+		for _, ls := range sections {
+			if p := ls.prefix + "/" + key; ValidatePath(p) == nil {
+				d.OldPaths = append(d.OldPaths, p)
+			}
+		}
+	}
+	return nil
 }

@@ -90,7 +90,15 @@ func (a *configApply) readDelta() (*deltaRead, error) {
 				return nil
 			}
 		}
-		dr.old, err = tx.ConfigLorriesFrom(a.ctx, d.Files)
+		// Of the paths the changed files defined, those the database
+		// has from them: the lorries they define now, or defined.
+		was, err := tx.LorryFiles(a.ctx, d.OldPaths)
+		for p, f := range was {
+			if changed[f] {
+				dr.old = append(dr.old, p)
+			}
+		}
+		slices.Sort(dr.old)
 		return err
 	})
 	if err != nil {

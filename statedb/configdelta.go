@@ -5,44 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // The reads and writes of a configuration applied as a change of the one
 // before (control's delta read): only the lorries of the .lorry files
 // that changed are looked at.
-
-// ConfigLorriesFrom lists the configuration lorries (not generated) that
-// the files define now.
-func (tx *Tx) ConfigLorriesFrom(ctx context.Context, files []string) ([]string, error) {
-	var out []string
-	for len(files) > 0 {
-		n := min(len(files), 500)
-		args := make([]any, n)
-		for i, f := range files[:n] {
-			args[i] = f
-		}
-		rows, err := tx.query(ctx, `SELECT path FROM lorries WHERE generated = 0 AND from_path IN (`+
-			strings.TrimSuffix(strings.Repeat("?,", n), ",")+`) ORDER BY path`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("find the lorries of changed files: %w", err)
-		}
-		for rows.Next() {
-			var p string
-			if err := rows.Scan(&p); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find the lorries of changed files: %w", err)
-			}
-			out = append(out, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("find the lorries of changed files: %w", err)
-		}
-		files = files[n:]
-	}
-	return out, nil
-}
 
 // LorryFiles answers, of paths, those that are configuration lorries (not
 // generated), with the file that defines each.

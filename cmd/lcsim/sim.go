@@ -114,16 +114,15 @@ func (s *sim) spreadDue(ctx context.Context) error {
 	defer db.Close()
 	start := time.Now()
 	now, iv := start.Unix(), s.o.shape.Interval
-	var end int64
-	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(queue_pos), 0) + 1 FROM lorries`).Scan(&end); err != nil {
-		return fmt.Errorf("spread the due times: %w", err)
-	}
-	// Due in queue order, as a lorry handed out goes to the back of the
-	// queue and is due an interval later. Integers of our own, written
-	// in: the placeholders differ between the databases.
-	res, err := db.ExecContext(ctx, fmt.Sprintf(
-		`UPDATE lorries SET next_due = %d + (queue_pos * %d) / %d WHERE schedule = '' AND running_job IS NULL`,
-		now, iv, end))
+	// Due in queue order within each queue, as a lorry handed out goes
+	// to the back of the queue and is due an interval later, and each
+	// queue's lorries spread over the whole interval. Integers of our
+	// own, written in: the placeholders differ between the databases.
+	res, err := db.ExecContext(ctx, fmt.Sprintf(`UPDATE lorries SET next_due = r.due
+		FROM (SELECT path, %d + (ROW_NUMBER() OVER (PARTITION BY queue ORDER BY queue_pos) - 1) * %d
+				/ COUNT(*) OVER (PARTITION BY queue) AS due
+			FROM lorries WHERE schedule = '' AND running_job IS NULL) AS r
+		WHERE lorries.path = r.path`, now, iv))
 	if err != nil {
 		return fmt.Errorf("spread the due times: %w", err)
 	}

@@ -30,7 +30,7 @@ CONFIGS  := webapp.conf minion.conf
 ALERTS   := prometheus/lorry-controller-rules.yml prometheus/lorry-controller-rules.test.yml grafana/lorry-controller.json
 SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build run deps test bench fuzz screenshots check clean install uninstall
+.PHONY: all build run deps test bench bench-sim fuzz screenshots check clean install uninstall
 
 all: build
 
@@ -62,6 +62,13 @@ test: deps check
 # Benchmarks print their figures; see docs/performance.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+# The simulation of a large installation, a million lorries and 500
+# minions by default, against a real WEBAPP (docs/performance.md). LCSIM
+# passes it flags: make bench-sim LCSIM='--lorries 100000 --duration 1m'.
+LCSIM ?=
+bench-sim:
+	$(GO) run ./cmd/lcsim $(LCSIM)
 
 # Each fuzz target for FUZZTIME; make test runs only their seeds, in
 # testdata/fuzz/<target> beside each package. What a target finds is

@@ -40,7 +40,22 @@ const configBatch = 1000
 // It holds the lease LeaseConfig throughout, renewed in every
 // transaction; if another process holds it, it waits up to LeaseWait for
 // it and then answers an ErrBusy error, changing nothing.
+//
+// It waits for the run of StartConfiguration, or for ctx to end, which
+// leaves the run going.
 func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
+	run := a.StartConfiguration(ctx)
+	select {
+	case <-run.Done():
+		return run.Result()
+	case <-ctx.Done():
+		return ConfigResult{}, context.Cause(ctx)
+	}
+}
+
+// applyLocked applies the configuration under the lease, noting its
+// progress in run.
+func (a *App) applyLocked(ctx context.Context, run *ConfigRun) (ConfigResult, error) {
 	a.configMu.Lock()
 	defer a.configMu.Unlock()
 	ctx, ok, err := a.takeLease(ctx, LeaseConfig, a.leaseWait())
@@ -51,27 +66,36 @@ func (a *App) ApplyConfiguration(ctx context.Context) (ConfigResult, error) {
 		return ConfigResult{}, busy("applying the configuration")
 	}
 	defer a.releaseLease(ctx, LeaseConfig)
-	return a.applyConfiguration(ctx)
+	return a.applyConfiguration(ctx, run)
 }
 
-func (a *App) applyConfiguration(ctx context.Context) (ConfigResult, error) {
+func (a *App) applyConfiguration(ctx context.Context, run *ConfigRun) (ConfigResult, error) {
 	if a.firstApply == 0 {
 		a.firstApply = a.DB.Now()
 	}
-	ap := &configApply{app: a, ctx: ctx, batch: a.ConfigBatch}
+	ap := &configApply{app: a, ctx: ctx, batch: a.ConfigBatch, run: run}
 	if ap.batch <= 0 {
 		ap.batch = configBatch
 	}
 	var cfg *confgit.Config
-	var err error
-	if st, ok := a.Config.(ConfigStreamer); ok {
+	dr, err := ap.readDelta()
+	switch st, ok := a.Config.(ConfigStreamer); {
+	case dr != nil || err != nil:
+		if err == nil {
+			cfg, err = ap.applyDelta(dr)
+		}
+	case ok:
 		ap.mayKeep = true
 		cfg, err = st.ReadEach(ctx, ap.batch, ap.sections, ap.lorries)
-	} else {
+	default:
 		cfg, err = ap.readWhole(ctx)
 	}
 	if err == nil && !ap.unchanged {
-		err = ap.finish(ctx, cfg)
+		if dr != nil {
+			err = ap.finishDelta(ctx, cfg, dr)
+		} else {
+			err = ap.finish(ctx, cfg)
+		}
 	}
 	if ap.begun {
 		// The paths seen so far are let go of, whatever happened.
@@ -96,9 +120,13 @@ func (a *App) applyConfiguration(ctx context.Context) (ConfigResult, error) {
 	}
 	a.configApplied = cfg.Commit
 	fileErrors := ap.fileErrors(cfg)
+	if dr != nil {
+		fileErrors = ap.errorsAfter(dr, fileErrors)
+	}
 	ch := ap.changes
 	a.Log.Info("configuration applied", "commit", cfg.Commit, "lorries", ap.count, "hosts", len(cfg.Hosts),
-		"added", ch.Added, "changed", ch.Changed, "removed", ch.Removed, "skipped", len(fileErrors), "batches", ap.batches)
+		"added", ch.Added, "changed", ch.Changed, "removed", ch.Removed, "skipped", len(fileErrors), "batches", ap.batches,
+		"files_read", ap.filesRead())
 	for _, e := range fileErrors {
 		a.Log.Warn("configuration file skipped", "file", e.File, "err", e.Error)
 	}
@@ -113,6 +141,10 @@ type configApply struct {
 	app   *App
 	ctx   context.Context // the caller's
 	batch int
+	run   *ConfigRun // its progress is noted here
+	// delta is the configuration read as a change of the one before,
+	// nil when it is read whole.
+	delta *deltaRead
 	// mayKeep says that a commit already applied whole may be left as
 	// it is, without reading its files.
 	mayKeep   bool
@@ -156,6 +188,7 @@ func (a *configApply) sections(cfg *confgit.Config) error {
 		return err
 	}
 	a.commit = cfg.Commit
+	a.run.setCommit(cfg.Commit)
 	if a.mayKeep && cfg.Commit != "" {
 		var st struct {
 			statedb.ConfigState
@@ -258,6 +291,7 @@ func (a *configApply) lorries(batch []confgit.Lorry) error {
 		a.changes.Unchanged += ch.Unchanged
 		a.count += len(lorries)
 		a.batches++
+		a.run.addLorries(len(lorries))
 		return nil
 	})
 }

@@ -127,6 +127,10 @@ type App struct {
 	// Replica names this process to the others sharing the database and
 	// on the status page, and says where it is reached (Heartbeat).
 	Replica Replica
+	// Background is the WEBAPP's own context: an application of the
+	// configuration runs until it ends, whatever its caller does; nil
+	// means it runs to its end.
+	Background context.Context
 
 	ownerOnce sync.Once
 	ownerName string
@@ -147,6 +151,9 @@ type App struct {
 	// read of the configuration; configMu guards it. A commit that
 	// another process applied whole since then is this process's too.
 	firstApply int64
+	// configRuns keeps the applications of StartConfiguration one at a
+	// time.
+	configRuns configRuns
 	// tickMu makes the ticks and sweeps of Tick one at a time within the
 	// process, and guards ticked.
 	tickMu sync.Mutex

@@ -153,6 +153,11 @@ func checkReferer(r *http.Request) error {
 // What each button says when it worked. The body is the API's answer.
 
 func saidReadConfiguration(_ *http.Request, body []byte) string {
+	var going readConfigAccepted
+	if json.Unmarshal(body, &going) == nil && going.Applying != nil {
+		return fmt.Sprintf("Reading the configuration: %s lorries applied so far; Configuration shows how far it is.",
+			templates.Num(int(going.Applying.Lorries)))
+	}
 	var res readConfigResult
 	json.Unmarshal(body, &res)
 	msg := fmt.Sprintf("Configuration read: commit %s, %s lorries and %s upstream hosts; %d added, %d changed, %d removed.",

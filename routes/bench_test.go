@@ -516,7 +516,7 @@ func BenchmarkReadConfiguration(b *testing.B) {
 		hs := httptest.NewServer(s.Handler())
 		read := func() time.Duration {
 			start := time.Now()
-			resp, err := http.Post(hs.URL+"/1.0/read-configuration", "", nil)
+			resp, err := http.Post(hs.URL+"/1.0/read-configuration?wait=3600", "", nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/control"
@@ -22,8 +23,52 @@ type readConfigResult struct {
 	Removed int                 `json:"removed"`
 }
 
+// DefaultConfigWait is how long read-configuration waits for the
+// configuration to be applied before it answers 202 Accepted, the
+// application going on; ?wait= sets it per request.
+const DefaultConfigWait = time.Minute
+
+// maxConfigWait bounds ?wait=.
+const maxConfigWait = time.Hour
+
+// readConfigAccepted is the answer to a read-configuration that has not
+// ended within its wait: it goes on, and status shows how far it is.
+type readConfigAccepted struct {
+	OK       bool                    `json:"ok"`
+	Applying *control.ConfigProgress `json:"applying"`
+}
+
 func (s *Server) readConfiguration(w http.ResponseWriter, r *http.Request) error {
-	res, err := s.ApplyConfiguration(r.Context())
+	p, err := s.readParams(r)
+	if err != nil {
+		return err
+	}
+	secs, err := p.seconds("wait")
+	if err != nil {
+		return err
+	}
+	wait := DefaultConfigWait
+	if secs != nil {
+		wait = min(time.Duration(*secs)*time.Second, maxConfigWait)
+	}
+	// The application runs to its end whatever happens to this request.
+	run := s.StartConfiguration(r.Context())
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-run.Done():
+	case <-timer.C:
+		// A caller who joined the run after the one under way is shown
+		// that one's progress.
+		p, ok := s.ConfigRunning()
+		if !ok {
+			p = run.Progress()
+		}
+		return writeJSON(w, http.StatusAccepted, readConfigAccepted{OK: true, Applying: &p})
+	case <-r.Context().Done():
+		return context.Cause(r.Context())
+	}
+	res, err := run.Result()
 	if err != nil {
 		return configError(err)
 	}

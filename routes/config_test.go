@@ -21,10 +21,12 @@ type batchConfig struct {
 	failAfter int
 	between   func(batch int)
 	batches   []int // the size of each batch handed out
+	reads     int   // the calls of ReadEach
 }
 
 func (c *batchConfig) ReadEach(ctx context.Context, n int, sections func(*confgit.Config) error,
 	each func([]confgit.Lorry) error) (*confgit.Config, error) {
+	c.reads++
 	if c.err != nil {
 		return nil, c.err
 	}

@@ -106,8 +106,14 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			if err, isErr := v.(error); isErr && errors.Is(err, http.ErrAbortHandler) {
 				panic(v)
 			}
+			stack := string(debug.Stack())
+			// A panic raised again from another goroutine's carries the
+			// stack where it was first raised.
+			if p, ok := v.(interface{ PanicStack() string }); ok {
+				stack = p.PanicStack() + "\nraised again in:\n" + stack
+			}
 			s.Log.Error("handler panicked", "method", r.Method, "path", r.URL.Path,
-				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				"panic", fmt.Sprint(v), "stack", stack)
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": internalError})
 		}()
 		next.ServeHTTP(w, r)

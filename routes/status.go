@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
 )
@@ -34,9 +35,12 @@ type statusJSON struct {
 	RunningJobs  []int64             `json:"running_jobs"`
 	Minions      []minionJSON        `json:"minions"`
 	Config       statedb.ConfigState `json:"configuration"`
-	Timestamp    int64               `json:"timestamp"`
-	DiskFree     int64               `json:"disk_free"`
-	WarningMsg   string              `json:"warning_msg"`
+	// Applying is the application of the configuration under way in
+	// this WEBAPP, if any.
+	Applying   *control.ConfigProgress `json:"applying_configuration"`
+	Timestamp  int64                   `json:"timestamp"`
+	DiskFree   int64                   `json:"disk_free"`
+	WarningMsg string                  `json:"warning_msg"`
 	// AllowLocalSources is the WEBAPP's --allow-local-sources.
 	AllowLocalSources bool `json:"allow_local_sources"`
 	// Replicas are the WEBAPPs sharing the STATEDB.
@@ -72,6 +76,11 @@ func (s *Server) copyFailure() string {
 func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON, error) {
 	var st statusJSON
 	var err error
+	// Asked before the first read, which the transaction's snapshot
+	// starts at: a read that has ended by then is in the snapshot.
+	if p, ok := s.ConfigRunning(); ok {
+		st.Applying = &p
+	}
 	st.Timestamp = tx.Now
 	st.AllowLocalSources = s.AllowLocalSources
 	if st.RunningQueue, err = tx.RunningQueue(ctx); err != nil {

@@ -38,7 +38,7 @@ func growConfiguration(tb testing.TB, from, to int) growth {
 	c := &http.Client{Timeout: 10 * time.Minute}
 	read := func(lorries int) {
 		tb.Helper()
-		resp, err := c.Post(w.url+"/1.0/read-configuration", "", nil)
+		resp, err := c.Post(w.url+"/1.0/read-configuration?wait=3600", "", nil)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -52,10 +52,12 @@ type Config struct {
 	JobMaxAge     time.Duration
 	OutputLimit   int64
 	DebugFakeTime bool
-	LogLevel      string
-	Downstream    downstream.Config
-	ShutdownGrace time.Duration
-	PeriodicWork  bool
+	// DebugPprofListen is where Go's profiles are served, "" for nowhere.
+	DebugPprofListen string
+	LogLevel         string
+	Downstream       downstream.Config
+	ShutdownGrace    time.Duration
+	PeriodicWork     bool
 	// ConfigFile is the --config file, "" for none.
 	ConfigFile string
 	// InsecureNoAuth, ReadAccess and MetricsAccess say who must show a
@@ -134,6 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.JobMaxAge, "job-max-age", 30*24*time.Hour, "default age beyond which remove-old-jobs forgets finished jobs")
 	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
 	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
+	registerDebugFlags(fs, &c)
 	c.Downstream.RegisterFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
@@ -265,6 +268,11 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	stopPprof, err := startPprof(cfg.DebugPprofListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	db, err := openStateDB(ctx, cfg, clk, fake, log)
 	if err != nil {
 		return err
@@ -292,6 +300,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		AllowLocalSources: cfg.AllowLocalSources,
 		BackupDirectory:   cfg.BackupDirectory,
 		LeaseTerm:         cfg.ReplicaLease,
+		Background:        ctx,
 	}
 	if err := app.EndRestoredJobs(ctx); err != nil {
 		return err

@@ -83,7 +83,7 @@ func TestTwoWebappsOneDatabase(t *testing.T) {
 			t.Fatalf("POST %s = %d %s %v", route, code, b, err)
 		}
 	}
-	mustPost(apps[0], "/1.0/read-configuration", nil)
+	mustPost(apps[0], "/1.0/read-configuration?wait=3600", nil)
 	const hostLimit = 3
 	mustPost(apps[1], "/1.0/set-host-max-jobs", url.Values{"host": {"limited"}, "max_jobs": {strconv.Itoa(hostLimit)}})
 
@@ -183,7 +183,7 @@ func TestTwoWebappsOneDatabase(t *testing.T) {
 					case err != nil && ctx.Err() == nil:
 						fail("POST %s: %v", route, err)
 						return
-					case err == nil && code != 200 && code != http.StatusConflict:
+					case err == nil && code != 200 && code != http.StatusAccepted && code != http.StatusConflict:
 						fail("POST %s = %d %s", route, code, b)
 						return
 					}

@@ -54,6 +54,9 @@ type BackupResult struct {
 // which must not exist, and checks the copy; see above. The copy has mode
 // 0600, as it holds what the database does.
 func (db *DB) Backup(ctx context.Context, file string) (BackupResult, error) {
+	if db.pg {
+		return BackupResult{}, fmt.Errorf("back up %s: a PostgreSQL database is backed up with pg_dump: %w", db.path, ErrInvalid)
+	}
 	return BackupFile(ctx, db.path, file, db.Now())
 }
 

@@ -16,6 +16,7 @@ import (
 // would: the finished job is there with its output, the running one ends
 // as lost at once, and its lorry is handed out again.
 func TestBackupCopiesAndRestores(t *testing.T) {
+	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.lorries(t, "a", "b")
@@ -140,6 +141,7 @@ func TestBackupCopiesAndRestores(t *testing.T) {
 }
 
 func TestBackupRefuses(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	exists := filepath.Join(dir, "exists")

@@ -64,9 +64,6 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	if opts.Password != "" {
 		cfg.ConnConfig.Password = opts.Password
 	}
-	// Each statement is planned for its values: a plan made once for
-	// every value of "now" walks the wrong index of the run queue.
-	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	if opts.ApplicationName != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
 	}

@@ -166,6 +166,12 @@ func (a *configApply) readWhole(ctx context.Context) (*confgit.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.applyRead(cfg)
+}
+
+// applyRead applies a configuration read whole: its sections, then its
+// lorries in batches.
+func (a *configApply) applyRead(cfg *confgit.Config) (*confgit.Config, error) {
 	if err := a.sections(cfg); err != nil {
 		return nil, err
 	}

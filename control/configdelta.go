@@ -114,18 +114,7 @@ func (a *configApply) readDelta() (*deltaRead, error) {
 
 // applyDelta applies the sections and the lorries of the changed files.
 func (a *configApply) applyDelta(dr *deltaRead) (*confgit.Config, error) {
-	cfg := dr.d.Config
-	if err := a.sections(cfg); err != nil {
-		return nil, err
-	}
-	for rest := cfg.Lorries; len(rest) > 0; {
-		n := min(a.batch, len(rest))
-		if err := a.lorries(rest[:n]); err != nil {
-			return nil, err
-		}
-		rest = rest[n:]
-	}
-	return cfg, nil
+	return a.applyRead(dr.d.Config)
 }
 
 // finishDelta removes the lorries that the changed files no longer

@@ -4,7 +4,8 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 # The packages whose tests run again on PostgreSQL (statedb/dbtest): a
-# private throwaway cluster, or LORRY_CONTROLLER_TEST_POSTGRES.
+# private throwaway cluster, or LORRY_CONTROLLER_TEST_POSTGRES. The yarns
+# scenarios run again there too, each WEBAPP on a database of its own.
 PGPKGS  := ./statedb/... ./control/
 
 # Where make install puts things. DESTDIR goes in front of every path, for
@@ -58,6 +59,7 @@ deps:
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m $(PGPKGS)
+	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m -run '^TestScenarios$$' ./yarns/
 
 # Benchmarks print their figures; see docs/performance.md.
 bench:

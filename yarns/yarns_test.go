@@ -290,6 +290,9 @@ type scenario struct {
 	// t is the script's own test, which ends right after the script.
 	t    testscript.T
 	work string
+	// statedb is the WEBAPP's --statedb: a file in work, or a database
+	// of its own on PostgreSQL ($STATEDB in the script).
+	statedb string
 	// envNames are the variables handed on to the binaries, read afresh
 	// from the script's environment at each start.
 	envNames []string
@@ -340,7 +343,17 @@ func setup(env *testscript.Env) error {
 	}
 	env.Setenv("MINION_HOST", host)
 	s := &scenario{t: env.T(), work: env.WorkDir, minions: map[string]*process{}, servers: map[string]*httptest.Server{},
-		fakes: map[string]fakeHost{}}
+		fakes: map[string]fakeHost{}, statedb: filepath.Join(env.WorkDir, "state.db")}
+	if dbtest.Postgres() {
+		// Dropped last, after every process of the script has stopped.
+		place, drop, err := dbtest.Create()
+		if err != nil {
+			return err
+		}
+		env.Defer(drop)
+		s.statedb = place
+	}
+	env.Setenv("STATEDB", s.statedb)
 	for _, kv := range env.Vars {
 		k, _, _ := strings.Cut(kv, "=")
 		s.envNames = append(s.envNames, k)
@@ -527,7 +540,7 @@ func (s *scenario) startWebapp(ts *testscript.TestScript) {
 	args := []string{
 		"--listen", listen,
 		"--addr-file", addrFile,
-		"--statedb", filepath.Join(s.work, "state.db"),
+		"--statedb", s.statedb,
 		"--confgit-url", filepath.Join(s.work, "confgit"),
 		"--configuration-directory", filepath.Join(s.work, "confgit-clone"),
 		"--debug-fake-time",
@@ -594,7 +607,7 @@ func cmdFakeNow(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("fake-now: stop the webapp first; pretend-time moves the clock of a running one")
 	}
 	ctx := context.Background()
-	db, err := statedb.Open(ctx, filepath.Join(s.work, "state.db"), statedb.Options{})
+	db, err := statedb.Open(ctx, s.statedb, statedb.Options{})
 	ts.Check(err)
 	defer db.Close()
 	ts.Check(db.Update(ctx, func(tx *statedb.Tx) error { return tx.SetFakeNow(ctx, now) }))

@@ -46,7 +46,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	stateDB := fs.String("statedb", "", "`path` of the state database; default: statedb of the --config file")
+	stateDB := fs.String("statedb", "", "`path` of the state database, or its postgres:// URL; default: statedb of the --config file")
+	passwordFile := fs.String("statedb-password-file", "", "`file` of a PostgreSQL state database's password (else PGPASSFILE)")
 	configFile := fs.String("config", "", "the WEBAPP's configuration `file`, to find its state database")
 	role := fs.String("role", "", "role of the new token: admin or minion")
 	name := fs.String("name", "", "`name` of the new token: a person or the minions' machine")
@@ -93,7 +94,7 @@ Flags:
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	if verb != "create" {
+	if verb != "create" && !statedb.IsPostgres(path) {
 		// Only create may make the database: a typo elsewhere should not
 		// leave an empty one behind.
 		if _, err := os.Stat(path); err != nil {
@@ -101,7 +102,18 @@ Flags:
 		}
 	}
 	ctx := context.Background()
-	db, err := statedb.Open(ctx, path, statedb.Options{})
+	opts := statedb.Options{}
+	if *passwordFile != "" {
+		password, warning, err := secretfile.Read(*passwordFile)
+		if err != nil {
+			return fail(1, "--statedb-password-file: %v", err)
+		}
+		if warning != "" {
+			fmt.Fprintln(stderr, "lorry-controller-webapp token:", warning)
+		}
+		opts.Password = password
+	}
+	db, err := statedb.Open(ctx, path, opts)
 	if err != nil {
 		return fail(1, "%v", err)
 	}

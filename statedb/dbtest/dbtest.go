@@ -14,6 +14,7 @@ package dbtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,6 +55,20 @@ func Database(t testing.TB) string {
 	}
 	t.Cleanup(func() { srv.drop(name) })
 	return srv.url(name)
+}
+
+// Create is Database for a caller without a testing.TB (a scenario's
+// setup): the new database's address and what drops it.
+func Create() (url string, drop func(), err error) {
+	srv, err := server()
+	if err != nil {
+		return "", nil, fmt.Errorf("PostgreSQL for the tests: %w", err)
+	}
+	name, err := srv.take()
+	if err != nil {
+		return "", nil, fmt.Errorf("create test database: %w", err)
+	}
+	return srv.url(name), func() { srv.drop(name) }, nil
 }
 
 // prepare makes the database that each test's is a copy of.

@@ -84,6 +84,15 @@ type metrics struct {
 	running map[int64]bool
 }
 
+// diskPath is the file whose disk the disk metrics tell of: the SQLite
+// STATEDB's, or none for a PostgreSQL one, whose disk is the server's.
+func diskPath(place string) string {
+	if statedb.IsPostgres(place) {
+		return ""
+	}
+	return place
+}
+
 // metricsHandler serves GET /metrics in the Prometheus text format: the
 // WEBAPP's figures, the requests' durations and the Go runtime's.
 func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler {
@@ -91,7 +100,7 @@ func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler 
 		db:           s.DB,
 		ghostTimeout: int64(s.GhostTimeout.Seconds()),
 		log:          s.Log,
-		path:         s.DB.Path(),
+		path:         diskPath(s.DB.Path()),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lorry_controller_job_duration_seconds",
 			Help:    "How long jobs ran, by kind and by how they ended, observed as they end.",

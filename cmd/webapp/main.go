@@ -322,6 +322,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		deliver = d.Run
 	}
 
+	// The schedules tick once before the first request: an event missed
+	// while the WEBAPP was stopped fires before a minion can ask, not
+	// whenever the scheduler's first tick comes round.
+	if _, err := app.Tick(ctx); err != nil {
+		log.Warn("first tick", "err", err)
+	}
 	lns, addr, err := listen(cfg, log)
 	if err != nil {
 		return err

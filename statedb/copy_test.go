@@ -107,6 +107,9 @@ type copyView struct {
 	Token      Token
 	Session    Session
 	Deliveries []Delivery
+	// Live are the counts of live jobs, which are not copied: the
+	// target's triggers make them.
+	Live liveCounts
 }
 
 func viewForCopy(t *testing.T, db *DB, s copySecrets) copyView {
@@ -132,6 +135,9 @@ func viewForCopy(t *testing.T, db *DB, s copySecrets) copyView {
 			}
 		}
 		if v.Hosts, err = tx.Hosts(ctx); err != nil {
+			return err
+		}
+		if v.Live, err = tx.runningByQueueAndHost(ctx, ""); err != nil {
 			return err
 		}
 		if v.Limits, err = tx.HostLimits(ctx); err != nil {
@@ -164,6 +170,9 @@ func TestCopyToPostgres(t *testing.T) {
 	f := sqliteFixture(t, Options{Notify: allEvents()})
 	secrets := fillForCopy(t, f)
 	before := viewForCopy(t, f.db, secrets)
+	if before.Live.all == 0 {
+		t.Fatal("the source has no live job")
+	}
 	if len(before.Jobs.Jobs) != 9 || len(before.Deliveries) == 0 || len(before.Lorries) != 23 {
 		t.Fatalf("the source has %d jobs, %d notifications, %d lorries; want 9, some, 23",
 			len(before.Jobs.Jobs), len(before.Deliveries), len(before.Lorries))

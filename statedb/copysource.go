@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -88,8 +89,13 @@ func (s *sqliteSource) close() {
 	s.db.Close()
 }
 
+// kept are the tables that triggers keep from other tables: they are not
+// copied, since the target's triggers fill them as the rows they count
+// are copied.
+var kept = []string{"live_jobs"}
+
 // tables lists the SQLite schema's tables with their columns, each after
-// the tables its foreign keys refer to.
+// the tables its foreign keys refer to, but for the kept ones.
 func (s *sqliteSource) tables(ctx context.Context) ([]copyTable, error) {
 	names, err := queryStrings(ctx, s.conn, `SELECT name FROM sqlite_schema
 		WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
@@ -99,6 +105,9 @@ func (s *sqliteSource) tables(ctx context.Context) ([]copyTable, error) {
 	byName := map[string]copyTable{}
 	refs := map[string][]string{}
 	for _, name := range names {
+		if slices.Contains(kept, name) {
+			continue
+		}
 		cols, err := queryStrings(ctx, s.conn, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, name)
 		if err != nil {
 			return nil, err

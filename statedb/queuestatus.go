@@ -53,8 +53,9 @@ func (tx *Tx) QueueStates(ctx context.Context) ([]QueueState, error) {
 }
 
 // runningByQueueAndHost counts the live (claimed or running) jobs by
-// queue, those on the minion host named, and all of them. The running jobs are few (one per busy minion), so
-// this is cheap however long the run queue is.
+// queue, those on the minion host named, and all of them, from the
+// counts that the triggers on jobs keep in live_jobs: a few rows (one per
+// queue and host that ever ran a job), whatever the jobs table holds.
 func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (liveCounts, error) {
 	rows, err := tx.query(ctx, liveCountQuery)
 	if err != nil {
@@ -77,10 +78,8 @@ func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (liveCount
 	return c, rows.Err()
 }
 
-// liveCountQuery counts the live jobs by queue and host, from their
-// partial index alone.
-const liveCountQuery = `SELECT queue, host, COUNT(*) FROM jobs INDEXED BY jobs_live_queue
-	WHERE ` + liveStatus + ` GROUP BY queue, host`
+// liveCountQuery reads the counts of live jobs by queue and host.
+const liveCountQuery = `SELECT queue, host, n FROM live_jobs WHERE n > 0`
 
 // liveCounts are the live jobs by queue, on one host, and in all.
 type liveCounts struct {

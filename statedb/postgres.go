@@ -200,3 +200,25 @@ func pgStorageFailure(err error) bool {
 	}
 	return code == "" && pgconn.Timeout(err)
 }
+
+// pgInTransaction says, without a round trip, whether the PostgreSQL
+// connection c is in a transaction, which may have failed: an error if
+// it is not.
+func pgInTransaction(c *sql.Conn) error {
+	var status byte
+	err := c.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("not a PostgreSQL connection: %T", dc)
+		}
+		status = sc.Conn().PgConn().TxStatus()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if status != 'T' && status != 'E' {
+		return errors.New("the transaction ended")
+	}
+	return nil
+}

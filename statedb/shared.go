@@ -142,7 +142,8 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		}
 		db.recordWrite(err)
 	}
-	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
+	sp := savepoints{s: s, pg: s.pg}
+	if err := sp.begin(ctx); err != nil {
 		db.renew(ctx, s)
 		fail(fmt.Errorf("begin: %w", err))
 		return
@@ -157,7 +158,7 @@ func (db *DB) runShared(batch []*sharedWrite) {
 			w.err = err
 			continue
 		}
-		if _, err := tx.exec(ctx, `SAVEPOINT shared`); err != nil {
+		if err := sp.mark(ctx, tx); err != nil {
 			s.conn.ExecContext(ctx, `ROLLBACK`)
 			s.cache.forget()
 			fail(fmt.Errorf("savepoint: %w", err))
@@ -170,10 +171,9 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		var err error
 		if w.err != nil {
 			s.cache.forget()
-			_, err = tx.exec(ctx, `ROLLBACK TO shared`)
-		}
-		if err == nil {
-			_, err = tx.exec(ctx, `RELEASE shared`)
+			err = sp.undo(ctx, tx)
+		} else {
+			err = sp.keep(ctx, tx)
 		}
 		// SQLite ends the whole transaction on some errors (an
 		// interrupted write among them); the savepoint is gone then,
@@ -200,4 +200,77 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		return
 	}
 	db.recordWrite(storageErr)
+}
+
+// savepoints put each call of a shared transaction under a savepoint of
+// its own. On SQLite each statement is a call into the library: the
+// savepoint is made before the call and released after it. On PostgreSQL
+// each is a round trip to the server, which costs more than the
+// statement: the savepoint is made in the round trip of the BEGIN, and
+// afterwards in that of the previous one's RELEASE, and COMMIT releases
+// the last one.
+type savepoints struct {
+	s  *session
+	pg bool
+	// made says that a savepoint is made and no call has run under it;
+	// open that one was kept and is to be released.
+	made, open bool
+}
+
+func (sp *savepoints) begin(ctx context.Context) error {
+	if !sp.pg {
+		_, err := sp.s.conn.ExecContext(ctx, sp.s.begin)
+		return err
+	}
+	_, err := sp.s.conn.ExecContext(ctx, sp.s.begin+`; SAVEPOINT shared`)
+	sp.made = err == nil
+	return err
+}
+
+// mark makes the savepoint of the next call.
+func (sp *savepoints) mark(ctx context.Context, tx *Tx) error {
+	var err error
+	switch {
+	case !sp.pg:
+		_, err = tx.exec(ctx, `SAVEPOINT shared`)
+	case sp.made:
+	case sp.open:
+		_, err = sp.s.conn.ExecContext(ctx, `RELEASE shared; SAVEPOINT shared`)
+	default:
+		_, err = sp.s.conn.ExecContext(ctx, `SAVEPOINT shared`)
+	}
+	sp.made, sp.open = false, false
+	return err
+}
+
+// keep keeps the work of the call under the savepoint. On PostgreSQL,
+// where the release waits for the next round trip, the connection's own
+// state says whether the call ended the transaction: a COMMIT or RELEASE
+// outside one is only a warning there.
+func (sp *savepoints) keep(ctx context.Context, tx *Tx) error {
+	if sp.pg {
+		if err := pgInTransaction(sp.s.conn); err != nil {
+			return err
+		}
+		sp.open = true
+		return nil
+	}
+	_, err := tx.exec(ctx, `RELEASE shared`)
+	return err
+}
+
+// undo undoes the work of the call under the savepoint.
+func (sp *savepoints) undo(ctx context.Context, tx *Tx) error {
+	if sp.pg {
+		if err := pgInTransaction(sp.s.conn); err != nil {
+			return err
+		}
+		_, err := sp.s.conn.ExecContext(ctx, `ROLLBACK TO shared; RELEASE shared`)
+		return err
+	}
+	_, err := tx.exec(ctx, `ROLLBACK TO shared`)
+	if err == nil {
+		_, err = tx.exec(ctx, `RELEASE shared`)
+	}
+	return err
 }

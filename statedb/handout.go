@@ -2,7 +2,6 @@ package statedb
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -69,47 +68,41 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 		return again, err
 	}
 
-	running, max, err := tx.handOutSettings(ctx)
+	st, err := tx.handOutState(ctx, m.Host)
 	if err != nil {
 		return a, err
 	}
-	if !running {
+	if !st.running {
 		return Assignment{Idle: "the queue is stopped"}, nil
 	}
-	// The live jobs are counted once, before the due probe when max_jobs
-	// needs them, after it otherwise, so that an idle poll never counts.
+	// The live jobs are counted before the due probe's answer is looked
+	// at when max_jobs needs them, after it otherwise, so that an idle
+	// poll never counts.
 	var live *liveCounts
 	count := func() error {
 		c, err := tx.runningByQueueAndHost(ctx, m.Host)
 		live = &c
 		return err
 	}
-	if max != nil {
+	if st.max != nil {
 		if err := count(); err != nil {
 			return a, err
 		}
-		if live.all >= *max {
-			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", live.all, *max)}, nil
+		if live.all >= *st.max {
+			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", live.all, *st.max)}, nil
 		}
 	}
-
-	// The partial index answers "is anything due?" at once, so an idle poll
-	// never walks the queue; only when something is due is the queue walked
-	// in order to find the first one.
-	var any int
-	err = tx.queryRow(ctx, `SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ? LIMIT 1`, tx.Now).Scan(&any)
-	if errors.Is(err, sql.ErrNoRows) {
+	// Only when something is due is the queue walked in order to find
+	// the first one.
+	if !st.anyDue {
 		return Assignment{Idle: "no lorry is due"}, nil
-	}
-	if err != nil {
-		return a, fmt.Errorf("find due lorry: %w", err)
 	}
 	if live == nil {
 		if err := count(); err != nil {
 			return a, err
 		}
 	}
-	l, idle, err := tx.pickLorry(ctx, m, *live)
+	l, idle, err := tx.pickLorry(ctx, m, *live, st.hostMax)
 	if err != nil {
 		return a, err
 	}

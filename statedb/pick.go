@@ -21,17 +21,13 @@ func takesQueue(q string, queues, ignore []string) bool {
 
 // pickLorry finds the entry to hand to minion m within every limit but
 // the global max_jobs: the queue's threads as of now, the minion host's
-// cap and the minion's queues. Each open queue offers its first due entry
+// cap (hostMax) and the minion's queues. Each open queue offers its first due entry
 // by its sort order; of those, the one first in the run queue is taken.
 // A queue that is full, or not the minion's, is never looked into, so a
 // full queue of many due entries costs nothing. When nothing may be
 // handed out, idle says why.
-func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lorry, idle string, err error) {
+func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts, hostMax *int64) (l Lorry, idle string, err error) {
 	qs, err := tx.queues(ctx)
-	if err != nil {
-		return Lorry{}, "", err
-	}
-	hostMax, err := tx.HostMaxJobs(ctx, m.Host)
 	if err != nil {
 		return Lorry{}, "", err
 	}
@@ -62,6 +58,36 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 		return Lorry{}, "this minion takes none of the queues", nil
 	}
 	kind := m.onlyKind()
+	noneDue := func() string {
+		why := "no lorry is due in the queues this minion takes"
+		if kind != "" {
+			why = "no " + kind + " is due in the queues this minion takes"
+		}
+		if len(full) > 0 {
+			why += " that are not full (full: " + strings.Join(full, ", ") + ")"
+		}
+		return why
+	}
+	if tx.pg {
+		// Nothing is kept between transactions on PostgreSQL: the
+		// choices of the open queues are found, and the first of them
+		// read, in one statement, a round trip.
+		query, args := firstHeadQuery, []any{tx.Now, askJSON(open)}
+		if kind != "" {
+			query, args = firstHeadOfKindQuery, append(args, kind)
+		}
+		l, err = scanLorry(tx.queryRow(ctx, query, args...))
+		if errors.Is(err, sql.ErrNoRows) {
+			return Lorry{}, noneDue(), nil
+		}
+		if err != nil {
+			return Lorry{}, "", fmt.Errorf("read due lorry: %w", err)
+		}
+		if l.RunningJob != nil || l.NextDue > tx.Now || open[l.Queue] == "" || kind != "" && l.Kind != kind {
+			return Lorry{}, "", fmt.Errorf("the entry %q chosen for a hand-out is not due", l.Path)
+		}
+		return l, "", nil
+	}
 	for try := 0; ; try++ {
 		var heads map[string]sql.NullInt64
 		if kind != "" {
@@ -79,14 +105,7 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts) (l Lor
 			}
 		}
 		if !pos.Valid {
-			why := "no lorry is due in the queues this minion takes"
-			if kind != "" {
-				why = "no " + kind + " is due in the queues this minion takes"
-			}
-			if len(full) > 0 {
-				why += " that are not full (full: " + strings.Join(full, ", ") + ")"
-			}
-			return Lorry{}, why, nil
+			return Lorry{}, noneDue(), nil
 		}
 		l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = ?`, pos.Int64))
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -161,16 +180,7 @@ func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string
 // a queue whose head is of the other kind still offers the next one of
 // this kind. The choices are not kept: they are not every minion's.
 func (tx *Tx) queueHeadsOfKind(ctx context.Context, open map[string]string, kind string) (map[string]sql.NullInt64, error) {
-	ask := []byte{'{'}
-	for _, name := range slices.Sorted(maps.Keys(open)) {
-		if len(ask) > 1 {
-			ask = append(ask, ',')
-		}
-		ask = append(appendJSONString(ask, name), ':')
-		ask = appendJSONString(ask, open[name])
-	}
-	ask = append(ask, '}')
-	rows, err := tx.query(ctx, headsOfKindQuery, tx.Now, string(ask), kind)
+	rows, err := tx.query(ctx, headsOfKindQuery, tx.Now, askJSON(open), kind)
 	if err != nil {
 		return nil, fmt.Errorf("find due lorries of kind %s: %w", kind, err)
 	}
@@ -193,6 +203,28 @@ func (tx *Tx) queueHeadsOfKind(ctx context.Context, open map[string]string, kind
 // headsOfKindQuery is headsQuery with each queue's entries narrowed to the
 // kind ?3.
 var headsOfKindQuery = strings.ReplaceAll(headsQuery, "WHERE queue = j.key AND", "WHERE queue = j.key AND kind = ?3 AND")
+
+// askJSON is the JSON object of the queues of open, names to sorts, as
+// headsQuery takes it.
+func askJSON(open map[string]string) string {
+	ask := []byte{'{'}
+	for _, name := range slices.Sorted(maps.Keys(open)) {
+		if len(ask) > 1 {
+			ask = append(ask, ',')
+		}
+		ask = append(appendJSONString(ask, name), ':')
+		ask = appendJSONString(ask, open[name])
+	}
+	return string(append(ask, '}'))
+}
+
+// firstHeadQuery reads the entry first in the run queue of the choices
+// of headsQuery, and firstHeadOfKindQuery that of headsOfKindQuery: no
+// row when none is due.
+var (
+	firstHeadQuery       = `SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(h.pos) FROM (` + headsQuery + `) AS h (queue, pos))`
+	firstHeadOfKindQuery = `SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(h.pos) FROM (` + headsOfKindQuery + `) AS h (queue, pos))`
+)
 
 // appendJSONString appends s to b as a JSON string.
 func appendJSONString(b []byte, s string) []byte {

@@ -76,23 +76,37 @@ func (tx *Tx) MaxJobs(ctx context.Context) (*int64, error) {
 	return &n, nil
 }
 
-// handOutSettings is RunningQueue and MaxJobs in one statement, as every
-// hand-out reads both.
-func (tx *Tx) handOutSettings(ctx context.Context) (running bool, max *int64, err error) {
+// handOutState is what every hand-out reads first: whether the queue
+// runs, max_jobs, the max_jobs of the asking minion's host, and whether
+// any entry is due at all.
+type handOutState struct {
+	running      bool
+	max, hostMax *int64
+	anyDue       bool
+}
+
+// handOutState reads the hand-out's state for a minion on host, in one
+// statement: on PostgreSQL each statement is a round trip. The partial
+// index of idle entries by due time answers "is anything due?" at once.
+func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, error) {
 	var run, limit sql.NullString
-	err = tx.queryRow(ctx, `SELECT (SELECT value FROM settings WHERE key = ?), (SELECT value FROM settings WHERE key = ?)`,
-		settingRunningQueue, settingMaxJobs).Scan(&run, &limit)
+	var hostMax, due sql.NullInt64
+	err := tx.queryRow(ctx, `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
+			(SELECT max_jobs FROM host_limits WHERE host = ?3),
+			(SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ?4 LIMIT 1)`,
+		settingRunningQueue, settingMaxJobs, host, tx.Now).Scan(&run, &limit, &hostMax, &due)
 	if err != nil {
-		return false, nil, fmt.Errorf("read settings %s and %s: %w", settingRunningQueue, settingMaxJobs, err)
+		return handOutState{}, fmt.Errorf("read the hand-out's settings: %w", err)
 	}
+	st := handOutState{running: !run.Valid || run.String == "1", hostMax: nullInt(hostMax), anyDue: due.Valid}
 	if limit.Valid {
 		n, err := strconv.ParseInt(limit.String, 10, 64)
 		if err != nil {
-			return false, nil, fmt.Errorf("setting %s holds %q: %w", settingMaxJobs, limit.String, err)
+			return handOutState{}, fmt.Errorf("setting %s holds %q: %w", settingMaxJobs, limit.String, err)
 		}
-		max = &n
+		st.max = &n
 	}
-	return !run.Valid || run.String == "1", max, nil
+	return st, nil
 }
 
 // SetMaxJobs sets the limit on running jobs; nil removes it.

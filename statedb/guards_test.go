@@ -38,22 +38,21 @@ func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	f.lorries(t, "a")
+	stale := f.lorry(t, "a")
 	a := f.mustGive(t, MinionID{Name: "m", Host: "h", PID: 1})
 	other := f.second(t, Options{})
-	var l Lorry
 	err := other.Update(ctx, func(tx *Tx) error {
-		var err error
-		if l, err = tx.Lorry(ctx, "a"); err != nil {
-			return err
-		}
-		return tx.markRunning(ctx, "a", a.Job.ID+1)
+		_, err := tx.claimLorry(ctx, MinionID{Name: "m2", Host: "h", PID: 2}, stale)
+		return err
 	})
 	wantTaken(t, "a second hand-out of a running lorry", err)
-	if l.RunningJob == nil || *l.RunningJob != a.Job.ID {
-		t.Errorf("running job %v; want %d kept", l.RunningJob, a.Job.ID)
-	}
 	if got := f.lorry(t, "a"); got.RunningJob == nil || *got.RunningJob != a.Job.ID {
 		t.Errorf("after the refused hand-out: running job %v; want %d", got.RunningJob, a.Job.ID)
+	}
+	var jobs int
+	f.view(t, func(tx *Tx) error { return tx.queryRow(ctx, `SELECT COUNT(*) FROM jobs`).Scan(&jobs) })
+	if jobs != 1 {
+		t.Errorf("%d jobs after the refused hand-out; want 1: its job undone", jobs)
 	}
 }
 

@@ -172,17 +172,32 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, 
 	if l.CommitID != "" {
 		text = l.Text
 	}
+	args := []any{l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
+		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue}
 	var id int64
-	err := tx.queryRow(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
-			text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'claimed', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
-		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue).Scan(&id)
-	if err != nil {
-		return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
-	}
-	if err := tx.markRunning(ctx, l.Path, id); err != nil {
-		return Assignment{}, err
+	if tx.pg {
+		// One round trip: the job made, and the lorry marked running as
+		// markRunning does, in one statement.
+		var marked int64
+		err := tx.queryRow(ctx, `WITH job AS (`+insertClaimedJob+`),
+			marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
+					queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
+				WHERE path = ?1 AND running_job IS NULL RETURNING 1)
+			SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`, args...).Scan(&id, &marked)
+		if err != nil {
+			return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
+		}
+		if marked == 0 {
+			return Assignment{}, fmt.Errorf("mark %q running with job %d: it has a live job: %w", l.Path, id, ErrTaken)
+		}
+	} else {
+		err := tx.queryRow(ctx, insertClaimedJob, args...).Scan(&id)
+		if err != nil {
+			return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
+		}
+		if err := tx.markRunning(ctx, l.Path, id); err != nil {
+			return Assignment{}, err
+		}
 	}
 	l.RunningJob = &id
 	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,
@@ -190,6 +205,12 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, 
 		Text: text, CommitID: l.CommitID, Runtime: l.Runtime}
 	return Assignment{Job: j, Lorry: l}, nil
 }
+
+// insertClaimedJob makes the job of a claim, given its path, kind,
+// minion, host, pid, start, timeout, spec, commit, runtime and queue.
+const insertClaimedJob = `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
+		text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'claimed', ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id`
 
 // markRunning gives the lorry at path the live job id, if it has none:
 // a lorry has one live job at most, whatever else writes. ErrTaken if it

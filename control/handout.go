@@ -205,13 +205,8 @@ type UpdateResult struct {
 func (a *App) UpdateJob(ctx context.Context, u statedb.JobUpdate) (UpdateResult, error) {
 	res := UpdateResult{LeaseTerms: a.LeaseTerms()}
 	err := a.DB.UpdateShared(ctx, func(tx *statedb.Tx) error {
-		var err error
-		if res.Kill, err = tx.UpdateJob(ctx, u); err != nil {
-			return err
-		}
-		if u.Minion.Name != "" {
-			res.Retire, _, err = tx.MinionRetired(ctx, u.Minion.Name)
-		}
+		reply, err := tx.UpdateJob(ctx, u)
+		res.Kill, res.Retire = reply.Kill, reply.Retire
 		return err
 	})
 	if err != nil {

@@ -2,6 +2,8 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"lorrycontroller.dev/lc/wire"
@@ -41,12 +43,47 @@ type JobUpdate struct {
 // alive, and finishes it when Exit is set. It answers whether the minion
 // should kill the job, which is also how a lorry-timeout is delivered.
 // ErrNotFound: no such job; ErrConflict: the job is over or belongs to
-// another minion.
-func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (kill bool, err error) {
-	j, err := tx.Job(ctx, u.ID)
+// another minion. It also answers whether the minion named is retired.
+func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (UpdateReply, error) {
+	j, retire, err := tx.jobAndRetire(ctx, u.ID, u.Minion.Name)
 	if err != nil {
-		return false, err
+		return UpdateReply{}, err
 	}
+	kill, err := tx.updateJob(ctx, u, j)
+	return UpdateReply{Kill: kill, Retire: retire}, err
+}
+
+// UpdateReply is what a minion's report is answered: whether to kill the
+// job, and whether the minion named in the report is retired.
+type UpdateReply struct {
+	Kill, Retire bool
+}
+
+// jobAndRetire reads job id and whether the minion named is retired, in
+// one statement.
+func (tx *Tx) jobAndRetire(ctx context.Context, id int64, minion string) (Job, bool, error) {
+	var retire int
+	row := tx.queryRow(ctx, `SELECT `+jobColumns+`, COALESCE((SELECT retire FROM minions WHERE name = ?), 0)
+		FROM jobs WHERE id = ?`, minion, id)
+	j, err := scanJob(scanAlso{row, []any{&retire}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return j, false, fmt.Errorf("no job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return j, false, fmt.Errorf("read job %d: %w", id, err)
+	}
+	return j, retire != retireNo, nil
+}
+
+// scanAlso scans the columns its caller asks for and then those of also.
+type scanAlso struct {
+	row  scanner
+	also []any
+}
+
+func (s scanAlso) Scan(dest ...any) error { return s.row.Scan(append(dest, s.also...)...) }
+
+func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job) (kill bool, err error) {
 	if !j.Live() {
 		return false, fmt.Errorf("job %d is %s: %w", j.ID, j.Status, ErrConflict)
 	}

@@ -108,7 +108,9 @@ func (f *fixture) report(t *testing.T, u JobUpdate) (bool, error) {
 	var kill bool
 	err := f.db.Update(context.Background(), func(tx *Tx) error {
 		var err error
-		kill, err = tx.UpdateJob(context.Background(), u)
+		var r UpdateReply
+		r, err = tx.UpdateJob(context.Background(), u)
+		kill = r.Kill
 		return err
 	})
 	return kill, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // StopJob asks the minion running job id to kill it. ErrConflict if the job
@@ -177,10 +178,7 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 		if err := tx.runAgainAfter(ctx, j.Path); err != nil {
 			return err
 		}
-		if err := tx.recordEnd(ctx, j, e, ""); err != nil {
-			return err
-		}
-		return tx.freeMinion(ctx, j, e.heard)
+		return tx.recordEnd(ctx, j, e, "")
 	}
 	// lorryState is the state the job left its lorry in, kept with the
 	// job; "" when the job was not its lorry's run.
@@ -211,10 +209,7 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 			return err
 		}
 	}
-	if err := tx.recordEnd(ctx, j, e, lorryState); err != nil {
-		return err
-	}
-	return tx.freeMinion(ctx, j, e.heard)
+	return tx.recordEnd(ctx, j, e, lorryState)
 }
 
 // lastError is what j's end e leaves as its lorry's last_run_error: ""
@@ -242,29 +237,78 @@ func (tx *Tx) lastError(ctx context.Context, j Job, e jobEnd) (string, error) {
 }
 
 // recordEnd writes the end e of job j and the state it left its lorry
-// in. A job ends once: the row must still be live and as j was read
-// (its updated time unchanged), else ErrTaken, and the transaction,
-// whatever it did to the lorry, is undone.
+// in, and frees its minion (freeMinion). A job ends once: the row must
+// still be live and as j was read (its updated time unchanged), else
+// ErrTaken, and the transaction, whatever it did to the lorry, is undone.
+// On PostgreSQL the two writes are one statement, a round trip.
 func (tx *Tx) recordEnd(ctx context.Context, j Job, e jobEnd, lorryState string) error {
-	res, err := tx.exec(ctx, `UPDATE jobs SET status = ?, exit = ?, ended = ?, updated = ?, disk_usage = ?,
-			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, error_class = ?,
-			output_carry = ?, lorry_state = ?
-		WHERE id = ? AND `+liveStatus+` AND updated = ?`,
-		e.status, e.exit, tx.Now, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk, e.class,
-		[]byte{}, lorryState, j.ID, j.Updated)
-	if err != nil {
-		return fmt.Errorf("end job %d: %w", j.ID, err)
+	args := []any{e.status, e.exit, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
+		j.nextChunk, e.class, []byte{}, lorryState, j.ID, j.Updated}
+	var ended int64
+	if tx.pg {
+		query, args := pgEndQuery, append(args, j.Minion, j.ID)
+		if e.heard {
+			query, args = pgEndHeardQuery, append(args, tx.Now)
+		}
+		err := tx.queryRow(ctx, query, args...).Scan(&ended)
+		if err != nil {
+			return fmt.Errorf("end job %d: %w", j.ID, err)
+		}
+	} else {
+		res, err := tx.exec(ctx, recordEndQuery, args...)
+		if err != nil {
+			return fmt.Errorf("end job %d: %w", j.ID, err)
+		}
+		if ended, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("end job %d: %w", j.ID, err)
+		}
 	}
-	return taken(res, fmt.Sprintf("end job %d as %s: it ended or changed meanwhile", j.ID, e.status))
+	if ended == 0 {
+		return fmt.Errorf("end job %d as %s: it ended or changed meanwhile: %w", j.ID, e.status, ErrTaken)
+	}
+	if tx.pg {
+		return nil
+	}
+	return tx.freeMinion(ctx, j, e.heard)
+}
+
+// recordEndQuery ends a job, given its status, exit, the time, its disk
+// usage, output counters, error class, carry, lorry state, id and the
+// updated time it was read with.
+const recordEndQuery = `UPDATE jobs SET status = ?1, exit = ?2, ended = ?3, updated = ?3, disk_usage = ?4,
+		output_bytes = ?5, head_bytes = ?6, tail_bytes = ?7, cut_bytes = ?8, next_chunk = ?9, error_class = ?10,
+		output_carry = ?11, lorry_state = ?12
+	WHERE id = ?13 AND ` + liveStatus + ` AND updated = ?14`
+
+// freeMinionQuery frees the minion ?1 of job ?2, and freeHeardMinionQuery
+// records it seen at ?3 as well.
+const (
+	freeMinionQuery      = `UPDATE minions SET job_id = NULL WHERE name = ?1 AND job_id = ?2`
+	freeHeardMinionQuery = `UPDATE minions SET job_id = NULL, last_seen = ?3 WHERE name = ?1 AND job_id = ?2`
+)
+
+// pgEndQuery and pgEndHeardQuery are recordEndQuery and freeMinionQuery,
+// or freeHeardMinionQuery, in one statement for PostgreSQL, the minion's
+// arguments after the job's: the minion is freed only if the job ended.
+var (
+	pgEndQuery      = pgEnd(freeMinionQuery)
+	pgEndHeardQuery = pgEnd(freeHeardMinionQuery)
+)
+
+func pgEnd(free string) string {
+	free = strings.NewReplacer("?1", "?15", "?2", "?16", "?3", "?17").Replace(free)
+	return `WITH ended AS (` + recordEndQuery + ` RETURNING 1),
+		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
+	SELECT COUNT(*) FROM ended`
 }
 
 // freeMinion records that j's minion no longer has it.
 func (tx *Tx) freeMinion(ctx context.Context, j Job, heard bool) error {
 	var err error
 	if heard {
-		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL, last_seen = ? WHERE name = ? AND job_id = ?`, tx.Now, j.Minion, j.ID)
+		_, err = tx.exec(ctx, freeHeardMinionQuery, j.Minion, j.ID, tx.Now)
 	} else {
-		_, err = tx.exec(ctx, `UPDATE minions SET job_id = NULL WHERE name = ? AND job_id = ?`, j.Minion, j.ID)
+		_, err = tx.exec(ctx, freeMinionQuery, j.Minion, j.ID)
 	}
 	if err != nil {
 		return fmt.Errorf("free minion %s: %w", j.Minion, err)

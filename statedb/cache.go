@@ -16,8 +16,10 @@ import (
 //   - PRAGMA data_version changes when another connection, of this process
 //     or another, commits: then everything kept is dropped (Tx.queues,
 //     which every hand-out calls first). PostgreSQL has no such counter,
-//     nor temporary triggers: there the queue list and the choices are
-//     read in each transaction.
+//     nor temporary triggers: there a trigger counts the changes to the
+//     queues in queues_version, which each hand-out reads with its
+//     settings, and the queue list is kept while the count stays
+//     (Tx.queuesAt); the choices are found in each transaction.
 //   - The write session's own changes to the entries of a queue are named
 //     by temporary triggers in temp.touched_queues; the choices of those
 //     queues are found again (Tx.keptHeads).
@@ -193,5 +195,25 @@ func (tx *Tx) queues(ctx context.Context) ([]Queue, error) {
 		return nil, err
 	}
 	c.queues, c.queuesVersion = qs, version
+	return qs, nil
+}
+
+// queuesAt is queues for a hand-out, which on PostgreSQL has read the
+// count of changes to the queues (handOutState): the list is kept while
+// the count stays.
+func (tx *Tx) queuesAt(ctx context.Context, st handOutState) ([]Queue, error) {
+	if !tx.pg {
+		return tx.queues(ctx)
+	}
+	c := &tx.s.cache
+	if c.queues != nil && c.queuesVersion == st.queuesVersion {
+		return c.queues, nil
+	}
+	qs, err := tx.readQueues(ctx)
+	if err != nil {
+		c.forget()
+		return nil, err
+	}
+	c.queues, c.queuesVersion = qs, st.queuesVersion
 	return qs, nil
 }

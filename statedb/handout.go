@@ -102,7 +102,7 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 			return a, err
 		}
 	}
-	l, idle, err := tx.pickLorry(ctx, m, *live, st.hostMax)
+	l, idle, err := tx.pickLorry(ctx, m, *live, st)
 	if err != nil {
 		return a, err
 	}

@@ -21,13 +21,14 @@ func takesQueue(q string, queues, ignore []string) bool {
 
 // pickLorry finds the entry to hand to minion m within every limit but
 // the global max_jobs: the queue's threads as of now, the minion host's
-// cap (hostMax) and the minion's queues. Each open queue offers its first due entry
+// cap and the minion's queues, st as read first. Each open queue offers its first due entry
 // by its sort order; of those, the one first in the run queue is taken.
 // A queue that is full, or not the minion's, is never looked into, so a
 // full queue of many due entries costs nothing. When nothing may be
 // handed out, idle says why.
-func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts, hostMax *int64) (l Lorry, idle string, err error) {
-	qs, err := tx.queues(ctx)
+func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts, st handOutState) (l Lorry, idle string, err error) {
+	hostMax := st.hostMax
+	qs, err := tx.queuesAt(ctx, st)
 	if err != nil {
 		return Lorry{}, "", err
 	}

@@ -651,3 +651,31 @@ func TestNewLorriesDueFromWhenAdded(t *testing.T) {
 		t.Errorf("schedule taken away: next_due %d; want now, %d", got, added+300)
 	}
 }
+
+// TestHandOutSeesQueuesChangedElsewhere checks that a hand-out follows a
+// change to the queues committed by another connection (another WEBAPP
+// sharing the database), though each session keeps the queue list
+// between its transactions.
+func TestHandOutSeesQueuesChangedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.lorries(t, "a", "b", "c")
+	setThreads := func(db *DB, n int64) {
+		t.Helper()
+		err := db.Update(ctx, func(tx *Tx) error {
+			return tx.SetConfigQueues(ctx, QueueConfig{Queues: []Queue{{Name: "q", Threads: &n}},
+				Lorries: map[string]string{"a": "q", "b": "q", "c": "q"}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setThreads(f.db, 1)
+	f.mustGive(t, MinionID{Name: "m1", Host: "h", PID: 1})
+	f.idle(t, MinionID{Name: "m2", Host: "h", PID: 2}, "queues full: q")
+
+	other := f.second(t, Options{})
+	setThreads(other, 2)
+	f.mustGive(t, MinionID{Name: "m2", Host: "h", PID: 2})
+	f.idle(t, MinionID{Name: "m3", Host: "h", PID: 3}, "queues full: q")
+}

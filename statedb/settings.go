@@ -83,6 +83,9 @@ type handOutState struct {
 	running      bool
 	max, hostMax *int64
 	anyDue       bool
+	// queuesVersion is the count of changes to the queues, on
+	// PostgreSQL (queuesAt).
+	queuesVersion int64
 }
 
 // handOutState reads the hand-out's state for a minion on host, in one
@@ -91,14 +94,17 @@ type handOutState struct {
 func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, error) {
 	var run, limit sql.NullString
 	var hostMax, due sql.NullInt64
-	err := tx.queryRow(ctx, `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
-			(SELECT max_jobs FROM host_limits WHERE host = ?3),
-			(SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ?4 LIMIT 1)`,
-		settingRunningQueue, settingMaxJobs, host, tx.Now).Scan(&run, &limit, &hostMax, &due)
+	var version int64
+	query, dest := handOutStateQuery, []any{&run, &limit, &hostMax, &due}
+	if tx.pg {
+		query, dest = pgHandOutStateQuery, append(dest, &version)
+	}
+	err := tx.queryRow(ctx, query, settingRunningQueue, settingMaxJobs, host, tx.Now).Scan(dest...)
 	if err != nil {
 		return handOutState{}, fmt.Errorf("read the hand-out's settings: %w", err)
 	}
-	st := handOutState{running: !run.Valid || run.String == "1", hostMax: nullInt(hostMax), anyDue: due.Valid}
+	st := handOutState{running: !run.Valid || run.String == "1", hostMax: nullInt(hostMax), anyDue: due.Valid,
+		queuesVersion: version}
 	if limit.Valid {
 		n, err := strconv.ParseInt(limit.String, 10, 64)
 		if err != nil {
@@ -108,6 +114,15 @@ func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, erro
 	}
 	return st, nil
 }
+
+// handOutStateQuery reads handOutState, and pgHandOutStateQuery the
+// count of changes to the queues as well.
+const (
+	handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
+		(SELECT max_jobs FROM host_limits WHERE host = ?3),
+		(SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ?4 LIMIT 1)`
+	pgHandOutStateQuery = handOutStateQuery + `, (SELECT n FROM queues_version)`
+)
 
 // SetMaxJobs sets the limit on running jobs; nil removes it.
 func (tx *Tx) SetMaxJobs(ctx context.Context, n *int64) error {

@@ -179,11 +179,7 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, 
 		// One round trip: the job made, and the lorry marked running as
 		// markRunning does, in one statement.
 		var marked int64
-		err := tx.queryRow(ctx, `WITH job AS (`+insertClaimedJob+`),
-			marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
-					queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
-				WHERE path = ?1 AND running_job IS NULL RETURNING 1)
-			SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`, args...).Scan(&id, &marked)
+		err := tx.queryRow(ctx, pgClaimQuery, args...).Scan(&id, &marked)
 		if err != nil {
 			return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
 		}
@@ -211,6 +207,14 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, 
 const insertClaimedJob = `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
 		text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'claimed', ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id`
+
+// pgClaimQuery is insertClaimedJob and markRunning in one statement, for
+// PostgreSQL: the new job's id, and 1 if the lorry was marked running.
+const pgClaimQuery = `WITH job AS (` + insertClaimedJob + `),
+		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
+				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
+			WHERE path = ?1 AND running_job IS NULL RETURNING 1)
+	SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`
 
 // markRunning gives the lorry at path the live job id, if it has none:
 // a lorry has one live job at most, whatever else writes. ErrTaken if it

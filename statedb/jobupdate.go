@@ -63,8 +63,7 @@ type UpdateReply struct {
 // one statement.
 func (tx *Tx) jobAndRetire(ctx context.Context, id int64, minion string) (Job, bool, error) {
 	var retire int
-	row := tx.queryRow(ctx, `SELECT `+jobColumns+`, COALESCE((SELECT retire FROM minions WHERE name = ?), 0)
-		FROM jobs WHERE id = ?`, minion, id)
+	row := tx.queryRow(ctx, jobAndRetireQuery, minion, id)
 	j, err := scanJob(scanAlso{row, []any{&retire}})
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, false, fmt.Errorf("no job %d: %w", id, ErrNotFound)
@@ -74,6 +73,9 @@ func (tx *Tx) jobAndRetire(ctx context.Context, id int64, minion string) (Job, b
 	}
 	return j, retire != retireNo, nil
 }
+
+const jobAndRetireQuery = `SELECT ` + jobColumns + `, COALESCE((SELECT retire FROM minions WHERE name = ?), 0)
+	FROM jobs WHERE id = ?`
 
 // scanAlso scans the columns its caller asks for and then those of also.
 type scanAlso struct {

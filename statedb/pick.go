@@ -257,7 +257,10 @@ func appendJSONString(b []byte, s string) []byte {
 // out once a tick has fired it, which moves its next_due off cron_next.
 // The probe is a scalar subquery, not an EXISTS, which PostgreSQL would
 // answer by hashing every due entry of every queue when its statistics
-// are behind a large change of the queue.
+// are behind a large change of the queue; and it asks for the earliest
+// due time, which both databases read from the end of the index, rather
+// than for any due entry, which PostgreSQL answers with a scan of the
+// table when it guesses that many are due.
 const headsQuery = `SELECT j.key, CASE
 		WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
@@ -265,8 +268,8 @@ const headsQuery = `SELECT j.key, CASE
 		WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
 			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
 			ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
-		WHEN (SELECT 1 FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1 LIMIT 1) = 1
+		WHEN (SELECT MIN(next_due) FROM lorries INDEXED BY lorries_queue_due
+			WHERE queue = j.key AND running_job IS NULL) <= ?1
 		THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
 			WHERE queue = j.key AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
 				AND next_due <= ?1

@@ -679,3 +679,34 @@ func TestHandOutSeesQueuesChangedElsewhere(t *testing.T) {
 	f.mustGive(t, MinionID{Name: "m2", Host: "h", PID: 2})
 	f.idle(t, MinionID{Name: "m3", Host: "h", PID: 3}, "queues full: q")
 }
+
+// TestHandOutStateQueryPlan checks that the due probe of every hand-out
+// reads the partial index of idle entries from its end, on SQLite; its
+// PostgreSQL plan is checked by TestPostgresHandOutPlans.
+func TestHandOutStateQueryPlan(t *testing.T) {
+	sqliteOnly(t)
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.view(t, func(tx *Tx) error {
+		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+handOutStateQuery, settingRunningQueue, settingMaxJobs, "h", tx.Now)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var lorries []string
+		for rows.Next() {
+			var id, parent, unused int64
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			if strings.Contains(detail, "lorries") {
+				lorries = append(lorries, detail)
+			}
+		}
+		if len(lorries) != 1 || !strings.HasPrefix(lorries[0], "SEARCH lorries USING ") || !strings.Contains(lorries[0], "INDEX lorries_idle_due") {
+			t.Errorf("the due probe reads lorries by %q; want one search of lorries_idle_due", lorries)
+		}
+		return rows.Err()
+	})
+}

@@ -90,10 +90,13 @@ type handOutState struct {
 
 // handOutState reads the hand-out's state for a minion on host, in one
 // statement: on PostgreSQL each statement is a round trip. The partial
-// index of idle entries by due time answers "is anything due?" at once.
+// index of idle entries by due time answers "is anything due?" at once,
+// from its first entry: asked for any due entry instead, PostgreSQL may
+// guess that many are due and scan the table for one.
 func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, error) {
 	var run, limit sql.NullString
-	var hostMax, due sql.NullInt64
+	var hostMax sql.NullInt64
+	var due sql.NullBool
 	var version int64
 	query, dest := handOutStateQuery, []any{&run, &limit, &hostMax, &due}
 	if tx.pg {
@@ -103,7 +106,7 @@ func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, erro
 	if err != nil {
 		return handOutState{}, fmt.Errorf("read the hand-out's settings: %w", err)
 	}
-	st := handOutState{running: !run.Valid || run.String == "1", hostMax: nullInt(hostMax), anyDue: due.Valid,
+	st := handOutState{running: !run.Valid || run.String == "1", hostMax: nullInt(hostMax), anyDue: due.Valid && due.Bool,
 		queuesVersion: version}
 	if limit.Valid {
 		n, err := strconv.ParseInt(limit.String, 10, 64)
@@ -120,7 +123,7 @@ func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, erro
 const (
 	handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
 		(SELECT max_jobs FROM host_limits WHERE host = ?3),
-		(SELECT 1 FROM lorries WHERE running_job IS NULL AND next_due <= ?4 LIMIT 1)`
+		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?4`
 	pgHandOutStateQuery = handOutStateQuery + `, (SELECT n FROM queues_version)`
 )
 

@@ -86,15 +86,8 @@ const maxPrepareTries = 3
 func (a *App) HandOut(ctx context.Context, m statedb.MinionID) (HandOut, error) {
 	for range maxPrepareTries {
 		var as statedb.Assignment
-		var retired bool
 		err := a.DB.UpdateShared(ctx, func(tx *statedb.Tx) error {
 			var err error
-			if retired, _, err = tx.MinionRetired(ctx, m.Name); err != nil {
-				return err
-			}
-			if retired {
-				return tx.TouchRetiredMinion(ctx, m)
-			}
 			if as, err = tx.GiveMeJob(ctx, m); err != nil || as.Idle != "" || as.Lorry.Schedule == "" {
 				return err
 			}
@@ -103,7 +96,7 @@ func (a *App) HandOut(ctx context.Context, m statedb.MinionID) (HandOut, error) 
 		if err != nil {
 			return HandOut{}, err
 		}
-		if retired {
+		if as.Retired {
 			// Told at every request until un-retired, so that a retired
 			// minion started again by hand exits again.
 			a.Log.Info("retired minion told to exit", "minion", m.Name, "pid", m.PID)

@@ -42,7 +42,7 @@ func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
 	a := f.mustGive(t, MinionID{Name: "m", Host: "h", PID: 1})
 	other := f.second(t, Options{})
 	err := other.Update(ctx, func(tx *Tx) error {
-		_, err := tx.claimLorry(ctx, MinionID{Name: "m2", Host: "h", PID: 2}, stale)
+		_, _, err := tx.claimLorry(ctx, MinionID{Name: "m2", Host: "h", PID: 2}, stale)
 		return err
 	})
 	wantTaken(t, "a second hand-out of a running lorry", err)

@@ -17,6 +17,9 @@ type Assignment struct {
 	// Idle, when set, says why there is no job: then Job and Lorry are
 	// empty.
 	Idle string
+	// Retired says that the minion is retired, and is to exit: there is
+	// no job for it (Idle says so too).
+	Retired bool
 }
 
 // MinionID names the minion process asking for or reporting on a job.
@@ -45,14 +48,18 @@ func (m MinionID) onlyKind() string {
 // max_jobs, the limits of the queues and of m's host and the queues m
 // takes (see pickLorry), or
 // says in Idle why there is nothing to do. Either way the minion is
-// recorded as seen. A minion that asks again
+// recorded as seen. A retired minion gets nothing, and is told so
+// (Retired). A minion that asks again
 // while it owns a running job gets that job again; a minion that comes back
 // with a new pid has its old job ended as lost, since the minion killed what
 // was left of the job before asking.
 func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
-	a, err := tx.giveMeJob(ctx, m)
-	if err != nil {
+	a, touched, err := tx.giveMeJob(ctx, m)
+	if err != nil || touched {
 		return a, err
+	}
+	if a.Retired {
+		return a, tx.TouchRetiredMinion(ctx, m)
 	}
 	// The minion's row is written once, with the job it has now.
 	var job *int64
@@ -62,18 +69,28 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	return a, tx.touchMinion(ctx, m, job)
 }
 
-func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
-	var a Assignment
-	if again, ok, err := tx.endOwnedJobs(ctx, m); err != nil || ok {
-		return again, err
-	}
-
-	st, err := tx.handOutState(ctx, m.Host)
+// giveMeJob is GiveMeJob but for recording the minion, which a claim on
+// PostgreSQL does in its own statement: touched says so.
+func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched bool, err error) {
+	st, err := tx.handOutState(ctx, m)
 	if err != nil {
-		return a, err
+		return a, false, err
+	}
+	if st.retired {
+		return Assignment{Retired: true, Idle: "the minion is retired"}, false, nil
+	}
+	again, ok, ended, err := tx.endOwnedJobs(ctx, m)
+	if err != nil || ok {
+		return again, false, err
+	}
+	if ended {
+		// A job ended as lost leaves its lorry due again.
+		if st, err = tx.handOutState(ctx, m); err != nil {
+			return a, false, err
+		}
 	}
 	if !st.running {
-		return Assignment{Idle: "the queue is stopped"}, nil
+		return Assignment{Idle: "the queue is stopped"}, false, nil
 	}
 	// The live jobs are counted before the due probe's answer is looked
 	// at when max_jobs needs them, after it otherwise, so that an idle
@@ -86,53 +103,52 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	}
 	if st.max != nil {
 		if err := count(); err != nil {
-			return a, err
+			return a, false, err
 		}
 		if live.all >= *st.max {
-			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", live.all, *st.max)}, nil
+			return Assignment{Idle: fmt.Sprintf("%d jobs running, max_jobs is %d", live.all, *st.max)}, false, nil
 		}
 	}
 	// Only when something is due is the queue walked in order to find
 	// the first one.
 	if !st.anyDue {
-		return Assignment{Idle: "no lorry is due"}, nil
+		return Assignment{Idle: "no lorry is due"}, false, nil
 	}
 	if live == nil {
 		if err := count(); err != nil {
-			return a, err
+			return a, false, err
 		}
 	}
 	l, idle, err := tx.pickLorry(ctx, m, *live, st)
 	if err != nil {
-		return a, err
+		return a, false, err
 	}
 	if idle != "" {
-		return Assignment{Idle: idle}, nil
+		return Assignment{Idle: idle}, false, nil
 	}
-
 	return tx.claimLorry(ctx, m, l)
 }
 
 // endOwnedJobs deals with the live jobs that minion m owns as it asks for
 // work: the job it asks for again (returned, with ok), and those of an earlier
-// process of m, which are lost.
-func (tx *Tx) endOwnedJobs(ctx context.Context, m MinionID) (again Assignment, ok bool, err error) {
+// process of m, which are lost (ended says that there were some).
+func (tx *Tx) endOwnedJobs(ctx context.Context, m MinionID) (again Assignment, ok, ended bool, err error) {
 	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND `+liveStatus, m.Name)
 	if err != nil {
-		return Assignment{}, false, fmt.Errorf("find jobs of minion %s: %w", m.Name, err)
+		return Assignment{}, false, false, fmt.Errorf("find jobs of minion %s: %w", m.Name, err)
 	}
 	var owned []Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
 			rows.Close()
-			return Assignment{}, false, err
+			return Assignment{}, false, false, err
 		}
 		owned = append(owned, j)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Assignment{}, false, err
+		return Assignment{}, false, false, err
 	}
 	for _, j := range owned {
 		// A minion kills what is left of its job of an earlier run
@@ -147,25 +163,27 @@ func (tx *Tx) endOwnedJobs(ctx context.Context, m MinionID) (again Assignment, o
 		if j.Host == m.Host && j.PID == m.PID {
 			l, err := tx.Lorry(ctx, j.Path)
 			if err == nil {
-				return Assignment{Job: j, Lorry: l, Again: true}, true, nil
+				return Assignment{Job: j, Lorry: l, Again: true}, true, false, nil
 			}
 			if !errors.Is(err, ErrNotFound) {
-				return Assignment{}, false, err
+				return Assignment{}, false, false, err
 			}
 			// The minion never saw the job, and its spec is gone with the
 			// lorry: the job never ran and never will.
 			msg = fmt.Sprintf("the lorry was removed before minion %s started the job", m.Name)
 		}
 		if err := tx.endReadJob(ctx, j, jobEnd{status: StatusLost, why: msg}); err != nil {
-			return Assignment{}, false, err
+			return Assignment{}, false, false, err
 		}
+		ended = true
 	}
-	return Assignment{}, false, nil
+	return Assignment{}, false, ended, nil
 }
 
 // claimLorry hands l out to minion m: it creates the job and marks l
-// running.
-func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, error) {
+// running, and on PostgreSQL records the minion with its job as
+// touchMinion does (touched).
+func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (a Assignment, touched bool, err error) {
 	// A scraper's job keeps its spec, commit and runtime, so that it is
 	// handed them again if the minion asks again after CONFGIT moved on.
 	var text string
@@ -181,25 +199,25 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, 
 		var marked int64
 		err := tx.queryRow(ctx, pgClaimQuery, args...).Scan(&id, &marked)
 		if err != nil {
-			return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
+			return Assignment{}, false, fmt.Errorf("create job for %q: %w", l.Path, err)
 		}
 		if marked == 0 {
-			return Assignment{}, fmt.Errorf("mark %q running with job %d: it has a live job: %w", l.Path, id, ErrTaken)
+			return Assignment{}, false, fmt.Errorf("mark %q running with job %d: it has a live job: %w", l.Path, id, ErrTaken)
 		}
 	} else {
 		err := tx.queryRow(ctx, insertClaimedJob, args...).Scan(&id)
 		if err != nil {
-			return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
+			return Assignment{}, false, fmt.Errorf("create job for %q: %w", l.Path, err)
 		}
 		if err := tx.markRunning(ctx, l.Path, id); err != nil {
-			return Assignment{}, err
+			return Assignment{}, false, err
 		}
 	}
 	l.RunningJob = &id
 	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,
 		Started: tx.Now, Updated: tx.Now, Status: StatusClaimed, Timeout: l.Timeout,
 		Text: text, CommitID: l.CommitID, Runtime: l.Runtime}
-	return Assignment{Job: j, Lorry: l}, nil
+	return Assignment{Job: j, Lorry: l}, tx.pg, nil
 }
 
 // insertClaimedJob makes the job of a claim, given its path, kind,
@@ -208,12 +226,15 @@ const insertClaimedJob = `INSERT INTO jobs (path, kind, minion, host, pid, start
 		text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'claimed', ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id`
 
-// pgClaimQuery is insertClaimedJob and markRunning in one statement, for
-// PostgreSQL: the new job's id, and 1 if the lorry was marked running.
+// pgClaimQuery is insertClaimedJob, markRunning and touchMinion in one
+// statement, for PostgreSQL: the new job's id, and 1 if the lorry was
+// marked running.
 const pgClaimQuery = `WITH job AS (` + insertClaimedJob + `),
 		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
 				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
-			WHERE path = ?1 AND running_job IS NULL RETURNING 1)
+			WHERE path = ?1 AND running_job IS NULL RETURNING 1),
+		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
+			VALUES (?3, ?4, ?5, ?6, (SELECT id FROM job))` + minionSeen + `)
 	SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`
 
 // markRunning gives the lorry at path the live job id, if it has none:

@@ -24,17 +24,21 @@ type Minion struct {
 // touchMinion records that minion m was heard from now, and which job it
 // has (nil: none).
 func (tx *Tx) touchMinion(ctx context.Context, m MinionID, job *int64) error {
-	_, err := tx.exec(ctx, `INSERT INTO minions (name, host, pid, last_seen, job_id) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET host = excluded.host, pid = excluded.pid,
-			last_seen = excluded.last_seen, job_id = excluded.job_id,
-			heard = CASE WHEN minions.host = excluded.host AND minions.pid = excluded.pid
-				THEN minions.heard + 1 ELSE 1 END`,
+	_, err := tx.exec(ctx, `INSERT INTO minions (name, host, pid, last_seen, job_id) VALUES (?, ?, ?, ?, ?)`+minionSeen,
 		m.Name, m.Host, m.PID, tx.Now, job)
 	if err != nil {
 		return fmt.Errorf("record minion %s: %w", m.Name, err)
 	}
 	return nil
 }
+
+// minionSeen ends the insert of a minion's row that records it seen,
+// whether or not it has one.
+const minionSeen = `
+	ON CONFLICT (name) DO UPDATE SET host = excluded.host, pid = excluded.pid,
+		last_seen = excluded.last_seen, job_id = excluded.job_id,
+		heard = CASE WHEN minions.host = excluded.host AND minions.pid = excluded.pid
+			THEN minions.heard + 1 ELSE 1 END`
 
 // Minions lists the minions ever heard from, by name.
 func (tx *Tx) Minions(ctx context.Context) ([]Minion, error) {

@@ -97,7 +97,7 @@ func TestPostgresHandOutPlans(t *testing.T) {
 				query string
 				args  []any
 			}{
-				{"hand-out state", pgHandOutStateQuery, []any{settingRunningQueue, settingMaxJobs, "h", tx.Now}},
+				{"hand-out state", pgHandOutStateQuery, []any{settingRunningQueue, settingMaxJobs, "h", tx.Now, "m"}},
 				{"first head", firstHeadQuery, []any{tx.Now, ask}},
 				{"first head of kind", firstHeadOfKindQuery, []any{tx.Now, ask, "lorry"}},
 				{"claim", pgClaimQuery, []any{"group001/repo000001", "lorry", "m", "h", 1, tx.Now, tx.Now, 0,

@@ -688,7 +688,7 @@ func TestHandOutStateQueryPlan(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.view(t, func(tx *Tx) error {
-		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+handOutStateQuery, settingRunningQueue, settingMaxJobs, "h", tx.Now)
+		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+handOutStateQuery, settingRunningQueue, settingMaxJobs, "h", tx.Now, "m")
 		if err != nil {
 			return err
 		}

@@ -77,37 +77,39 @@ func (tx *Tx) MaxJobs(ctx context.Context) (*int64, error) {
 }
 
 // handOutState is what every hand-out reads first: whether the queue
-// runs, max_jobs, the max_jobs of the asking minion's host, and whether
-// any entry is due at all.
+// runs, max_jobs, the max_jobs of the asking minion's host, whether any
+// entry is due at all, and whether the minion is retired.
 type handOutState struct {
 	running      bool
 	max, hostMax *int64
 	anyDue       bool
+	// retired says that the minion asking is retired.
+	retired bool
 	// queuesVersion is the count of changes to the queues, on
 	// PostgreSQL (queuesAt).
 	queuesVersion int64
 }
 
-// handOutState reads the hand-out's state for a minion on host, in one
+// handOutState reads the hand-out's state for minion m, in one
 // statement: on PostgreSQL each statement is a round trip. The partial
 // index of idle entries by due time answers "is anything due?" at once,
 // from its first entry: asked for any due entry instead, PostgreSQL may
 // guess that many are due and scan the table for one.
-func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, error) {
+func (tx *Tx) handOutState(ctx context.Context, m MinionID) (handOutState, error) {
 	var run, limit sql.NullString
 	var hostMax sql.NullInt64
 	var due sql.NullBool
-	var version int64
-	query, dest := handOutStateQuery, []any{&run, &limit, &hostMax, &due}
+	var retire, version int64
+	query, dest := handOutStateQuery, []any{&run, &limit, &hostMax, &due, &retire}
 	if tx.pg {
 		query, dest = pgHandOutStateQuery, append(dest, &version)
 	}
-	err := tx.queryRow(ctx, query, settingRunningQueue, settingMaxJobs, host, tx.Now).Scan(dest...)
+	err := tx.queryRow(ctx, query, settingRunningQueue, settingMaxJobs, m.Host, tx.Now, m.Name).Scan(dest...)
 	if err != nil {
 		return handOutState{}, fmt.Errorf("read the hand-out's settings: %w", err)
 	}
 	st := handOutState{running: !run.Valid || run.String == "1", hostMax: nullInt(hostMax), anyDue: due.Valid && due.Bool,
-		queuesVersion: version}
+		retired: retire != retireNo, queuesVersion: version}
 	if limit.Valid {
 		n, err := strconv.ParseInt(limit.String, 10, 64)
 		if err != nil {
@@ -123,7 +125,8 @@ func (tx *Tx) handOutState(ctx context.Context, host string) (handOutState, erro
 const (
 	handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
 		(SELECT max_jobs FROM host_limits WHERE host = ?3),
-		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?4`
+		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?4,
+		COALESCE((SELECT retire FROM minions WHERE name = ?5), 0)`
 	pgHandOutStateQuery = handOutStateQuery + `, (SELECT n FROM queues_version)`
 )
 

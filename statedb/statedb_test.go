@@ -861,3 +861,24 @@ func TestConfigLorriesInBatches(t *testing.T) {
 		t.Errorf("queue = %q; want %q", got, want)
 	}
 }
+
+// TestRestartedMinionGetsWhatItsLostJobLeftDue checks that a minion
+// coming back with a new pid is handed the lorry that its old job, ended
+// as lost in the same hand-out, left due: a run was asked for while the
+// job ran, and nothing else is due.
+func TestRestartedMinionGetsWhatItsLostJobLeftDue(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.lorries(t, "a")
+	first := f.mustGive(t, m1)
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.RunLorryNow(context.Background(), "a")
+		return err
+	})
+	next := f.mustGive(t, MinionID{Name: "m1", Host: "h", PID: 2})
+	if next.Lorry.Path != "a" || next.Job.ID == first.Job.ID {
+		t.Errorf("restarted minion got job %d of %q; want a new job of a", next.Job.ID, next.Lorry.Path)
+	}
+	if j := f.job(t, first.Job.ID); j.Status != StatusLost {
+		t.Errorf("old job = %s; want lost", j.Status)
+	}
+}

@@ -79,14 +79,16 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 	if st.retired {
 		return Assignment{Retired: true, Idle: "the minion is retired"}, false, nil
 	}
-	again, ok, ended, err := tx.endOwnedJobs(ctx, m)
-	if err != nil || ok {
-		return again, false, err
-	}
-	if ended {
-		// A job ended as lost leaves its lorry due again.
-		if st, err = tx.handOutState(ctx, m); err != nil {
-			return a, false, err
+	if st.owns {
+		again, ok, ended, err := tx.endOwnedJobs(ctx, m)
+		if err != nil || ok {
+			return again, false, err
+		}
+		if ended {
+			// A job ended as lost leaves its lorry due again.
+			if st, err = tx.handOutState(ctx, m); err != nil {
+				return a, false, err
+			}
 		}
 	}
 	if !st.running {
@@ -97,6 +99,10 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 	// poll never counts.
 	var live *liveCounts
 	count := func() error {
+		if st.live != nil {
+			live = st.live
+			return nil
+		}
 		c, err := tx.runningByQueueAndHost(ctx, m.Host)
 		live = &c
 		return err

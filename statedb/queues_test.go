@@ -382,6 +382,8 @@ func TestLiveCounts(t *testing.T) {
 		`UPDATE jobs SET status = 'claimed' WHERE path = 'b'`,
 		`DELETE FROM jobs WHERE path = 'd'`,
 		`DELETE FROM jobs WHERE path = 'a'`,
+		`INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout, queue)
+			VALUES ('e', 'lorry', 'm5', 'h1', 1, 0, 0, 'running', 0, 'q ''x'' "y"')`,
 		`UPDATE jobs SET status = 'finished'`,
 	}
 	counts := func(tx *Tx, query string) map[string]int64 {
@@ -413,6 +415,28 @@ func TestLiveCounts(t *testing.T) {
 			real := counts(tx, `SELECT queue, host, COUNT(*) FROM jobs WHERE `+liveStatus+` GROUP BY queue, host`)
 			if !maps.Equal(kept, real) {
 				t.Errorf("after %s:\nkept counts %v\nlive jobs   %v", strings.Join(strings.Fields(step), " "), kept, real)
+			}
+			// As a hand-out reads them, for a minion on h1.
+			got, err := tx.runningByQueueAndHost(ctx, "h1")
+			if err != nil {
+				return err
+			}
+			if st, err := tx.handOutState(ctx, MinionID{Name: "m", Host: "h1"}); err != nil {
+				return err
+			} else if st.live != nil {
+				got = *st.live
+			}
+			want := liveCounts{byQueue: map[string]int64{}}
+			for k, n := range real {
+				q, h, _ := strings.Cut(k, "/")
+				want.byQueue[q] += n
+				want.all += n
+				if h == "h1" {
+					want.onHost += n
+				}
+			}
+			if !maps.Equal(got.byQueue, want.byQueue) || got.all != want.all || got.onHost != want.onHost {
+				t.Errorf("after %s: a hand-out counts %+v; want %+v", strings.Join(strings.Fields(step), " "), got, want)
 			}
 			return nil
 		})

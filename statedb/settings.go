@@ -3,6 +3,7 @@ package statedb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -78,16 +79,21 @@ func (tx *Tx) MaxJobs(ctx context.Context) (*int64, error) {
 
 // handOutState is what every hand-out reads first: whether the queue
 // runs, max_jobs, the max_jobs of the asking minion's host, whether any
-// entry is due at all, and whether the minion is retired.
+// entry is due at all, whether the minion is retired, and whether it has
+// a live job.
 type handOutState struct {
 	running      bool
 	max, hostMax *int64
 	anyDue       bool
-	// retired says that the minion asking is retired.
-	retired bool
+	// retired says that the minion asking is retired, and owns that it
+	// has a live job (endOwnedJobs).
+	retired, owns bool
 	// queuesVersion is the count of changes to the queues, on
 	// PostgreSQL (queuesAt).
 	queuesVersion int64
+	// live are the counts of live jobs, read with the rest on
+	// PostgreSQL, where each statement is a round trip; nil on SQLite.
+	live *liveCounts
 }
 
 // handOutState reads the hand-out's state for minion m, in one
@@ -95,21 +101,27 @@ type handOutState struct {
 // index of idle entries by due time answers "is anything due?" at once,
 // from its first entry: asked for any due entry instead, PostgreSQL may
 // guess that many are due and scan the table for one.
-func (tx *Tx) handOutState(ctx context.Context, m MinionID) (handOutState, error) {
+func (tx *Tx) handOutState(ctx context.Context, m MinionID) (st handOutState, err error) {
 	var run, limit sql.NullString
 	var hostMax sql.NullInt64
 	var due sql.NullBool
 	var retire, version int64
-	query, dest := handOutStateQuery, []any{&run, &limit, &hostMax, &due, &retire}
+	var live sql.NullString
+	query, dest := handOutStateQuery, []any{&run, &limit, &hostMax, &due, &retire, &st.owns}
 	if tx.pg {
-		query, dest = pgHandOutStateQuery, append(dest, &version)
+		query, dest = pgHandOutStateQuery, append(dest, &version, &live)
 	}
-	err := tx.queryRow(ctx, query, settingRunningQueue, settingMaxJobs, m.Host, tx.Now, m.Name).Scan(dest...)
+	err = tx.queryRow(ctx, query, settingRunningQueue, settingMaxJobs, m.Host, tx.Now, m.Name).Scan(dest...)
 	if err != nil {
 		return handOutState{}, fmt.Errorf("read the hand-out's settings: %w", err)
 	}
-	st := handOutState{running: !run.Valid || run.String == "1", hostMax: nullInt(hostMax), anyDue: due.Valid && due.Bool,
-		retired: retire != retireNo, queuesVersion: version}
+	st.running, st.hostMax, st.anyDue = !run.Valid || run.String == "1", nullInt(hostMax), due.Valid && due.Bool
+	st.retired, st.queuesVersion = retire != retireNo, version
+	if tx.pg {
+		if st.live, err = parseLiveCounts(live.String, m.Host); err != nil {
+			return handOutState{}, err
+		}
+	}
 	if limit.Valid {
 		n, err := strconv.ParseInt(limit.String, 10, 64)
 		if err != nil {
@@ -126,9 +138,38 @@ const (
 	handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
 		(SELECT max_jobs FROM host_limits WHERE host = ?3),
 		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?4,
-		COALESCE((SELECT retire FROM minions WHERE name = ?5), 0)`
-	pgHandOutStateQuery = handOutStateQuery + `, (SELECT n FROM queues_version)`
+		COALESCE((SELECT retire FROM minions WHERE name = ?5), 0),
+		EXISTS (SELECT 1 FROM jobs WHERE minion = ?5 AND ` + liveStatus + `)`
+	pgHandOutStateQuery = handOutStateQuery + `, (SELECT n FROM queues_version),
+		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_jobs WHERE n > 0)`
 )
+
+// parseLiveCounts reads the counts of live jobs as pgHandOutStateQuery
+// gives them, a JSON array of [queue, host, count], or "" for none, as
+// liveCounts for a minion on host.
+func parseLiveCounts(text, host string) (*liveCounts, error) {
+	c := &liveCounts{byQueue: map[string]int64{}}
+	if text == "" {
+		return c, nil
+	}
+	var rows [][3]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &rows); err != nil {
+		return nil, fmt.Errorf("read the counts of live jobs: %w", err)
+	}
+	for _, r := range rows {
+		var q, h string
+		var n int64
+		if err := errors.Join(json.Unmarshal(r[0], &q), json.Unmarshal(r[1], &h), json.Unmarshal(r[2], &n)); err != nil {
+			return nil, fmt.Errorf("read the counts of live jobs: %w", err)
+		}
+		c.byQueue[q] += n
+		c.all += n
+		if h == host {
+			c.onHost += n
+		}
+	}
+	return c, nil
+}
 
 // SetMaxJobs sets the limit on running jobs; nil removes it.
 func (tx *Tx) SetMaxJobs(ctx context.Context, n *int64) error {

@@ -39,7 +39,9 @@ var errClosed = errors.New("the state database is closed")
 // error of fn undoes fn's work alone; a commit that fails fails them all.
 // With many minions asking at once, this spends one commit (its log
 // writes and its checkpoints) on many jobs. fn must be as for Update: its
-// effects outside the database wait until UpdateShared returns nil.
+// effects outside the database wait until UpdateShared returns nil. On
+// PostgreSQL fn may run twice, its first run undone (runWhole): it must
+// set what it tells its caller, never add to it.
 func (db *DB) UpdateShared(ctx context.Context, fn func(*Tx) error) error {
 	w := &sharedWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
 	db.shared.mu.Lock()
@@ -142,6 +144,9 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		}
 		db.recordWrite(err)
 	}
+	if s.pg && db.runWhole(ctx, batch, fail) {
+		return
+	}
 	sp := savepoints{s: s, pg: s.pg}
 	if err := sp.begin(ctx); err != nil {
 		db.renew(ctx, s)
@@ -200,6 +205,54 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		return
 	}
 	db.recordWrite(storageErr)
+}
+
+// runWhole runs batch as runShared does, but without a savepoint for
+// each call: on PostgreSQL each savepoint is a round trip of its own. If
+// every call succeeds, the transaction commits (fail reports a commit
+// that fails) and done is true. If a call fails, the whole transaction is
+// rolled back, every call's error cleared, and done is false: runShared
+// then runs the batch again under savepoints, so that the failed call's
+// error undoes its own work alone. The calls' effects outside the
+// database wait for UpdateShared to return, so running them again is
+// safe; a failed call is rare (a report of a job another replica ended,
+// say), and costs its batch a second run.
+func (db *DB) runWhole(ctx context.Context, batch []*sharedWrite, fail func(error)) (done bool) {
+	s := db.write
+	undo := func() bool {
+		s.conn.ExecContext(ctx, `ROLLBACK`)
+		s.cache.forget()
+		for _, w := range batch {
+			w.err = nil
+		}
+		return false
+	}
+	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
+		db.renew(ctx, s)
+		return undo()
+	}
+	tx := db.newTx(s)
+	tx.shared = true
+	for _, w := range batch {
+		if err := w.ctx.Err(); err != nil {
+			w.err = err
+			continue
+		}
+		// A call that ended the transaction would leave the next ones
+		// to commit statement by statement: it is caught at once.
+		if err := runCall(w.fn, tx); err != nil || pgInTransaction(s.conn) != nil {
+			return undo()
+		}
+	}
+	if _, err := s.conn.ExecContext(ctx, `COMMIT`); err != nil {
+		s.conn.ExecContext(ctx, `ROLLBACK`)
+		s.cache.forget()
+		db.renew(ctx, s)
+		fail(fmt.Errorf("commit: %w", err))
+		return true
+	}
+	db.recordWrite(nil)
+	return true
 }
 
 // savepoints put each call of a shared transaction under a savepoint of

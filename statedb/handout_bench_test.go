@@ -3,10 +3,10 @@ package statedb
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"lorrycontroller.dev/lc/clock"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // BenchmarkHandOutKinds hands out and ends jobs from 100,000 lorries in 50
@@ -14,12 +14,13 @@ import (
 // walk of each queue's index passes 1,980 entries not yet due before the
 // first due one. "any" is a minion that takes every kind, "kinds" one
 // started with --kinds lorry. Each job ends at once and its lorry is due
-// again, so every hand-out finds the same queues.
+// again, so every hand-out finds the same queues. It runs on PostgreSQL
+// with LORRY_CONTROLLER_TEST_STATEDB=postgres.
 func BenchmarkHandOutKinds(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock.Fake{}
 	clk.Set(1_000_000)
-	db, err := Open(ctx, filepath.Join(b.TempDir(), "state.db"), Options{Clock: clk})
+	db, err := Open(ctx, dbtest.Place(b), Options{Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,9 @@
 -- a count within the range, where counting the index took a walk of up to
 -- a million entries (45 ms for a lorry's page at a million lorries). An
 -- empty range has no row, so the table stays as small as the queue is
--- dense, however far the positions move on.
+-- dense, however far the positions move on. A later migration that builds
+-- lorries anew drops these triggers with the old table: it must create
+-- them again, and count the ranges again.
 CREATE TABLE lorry_buckets (
 	bucket INTEGER PRIMARY KEY,
 	n      INTEGER NOT NULL

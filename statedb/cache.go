@@ -41,8 +41,9 @@ type sessionCache struct {
 	// active is the entry in force of each threads-schedule, by its text.
 	active map[string]activeEntry
 	// heads is each queue's choice for a hand-out (queueHeads) in the
-	// second headsAt, kept with the queue list.
-	heads   map[string]sql.NullInt64
+	// second headsAt, kept with the queue list, by the kind of entry the
+	// minion takes ("" for any).
+	heads   map[string]map[string]sql.NullInt64
 	headsAt int64
 }
 
@@ -65,15 +66,16 @@ END;
 CREATE TEMP TRIGGER lorries_touched_delete AFTER DELETE ON main.lorries BEGIN
 	INSERT OR IGNORE INTO touched_queues VALUES (old.queue);
 END;
-CREATE TEMP TRIGGER lorries_touched_update AFTER UPDATE OF queue, queue_pos, running_job, next_due, schedule, cron_next ON main.lorries BEGIN
+CREATE TEMP TRIGGER lorries_touched_update AFTER UPDATE OF queue, queue_pos, running_job, next_due, schedule, cron_next, kind ON main.lorries BEGIN
 	INSERT OR IGNORE INTO touched_queues VALUES (old.queue), (new.queue);
 END;`
 
-// keptHeads is the map of each queue's choice for a hand-out kept for
-// tx.Now's second, without the choices of the queues whose entries were
-// changed since (temp.touched_queues), which it empties; n sizes a new
-// map. The caller fills in the choices it finds.
-func (tx *Tx) keptHeads(ctx context.Context, n int) (map[string]sql.NullInt64, error) {
+// keptHeads is the map of each queue's choice for a hand-out to a minion
+// that takes kind ("" for any) kept for tx.Now's second, without the
+// choices of the queues whose entries were changed since
+// (temp.touched_queues), which it empties; n sizes a new map. The caller
+// fills in the choices it finds.
+func (tx *Tx) keptHeads(ctx context.Context, kind string, n int) (map[string]sql.NullInt64, error) {
 	if tx.pg {
 		// PostgreSQL has no temporary triggers: nothing is kept.
 		return make(map[string]sql.NullInt64, n), nil
@@ -97,12 +99,17 @@ func (tx *Tx) keptHeads(ctx context.Context, n int) (map[string]sql.NullInt64, e
 	}
 	c := &tx.s.cache
 	if c.heads == nil || c.headsAt != tx.Now {
-		c.heads, c.headsAt = make(map[string]sql.NullInt64, n), tx.Now
+		c.heads, c.headsAt = map[string]map[string]sql.NullInt64{}, tx.Now
 	}
-	for _, q := range touched {
-		delete(c.heads, q)
+	for _, heads := range c.heads {
+		for _, q := range touched {
+			delete(heads, q)
+		}
 	}
-	return c.heads, nil
+	if c.heads[kind] == nil {
+		c.heads[kind] = make(map[string]sql.NullInt64, n)
+	}
+	return c.heads[kind], nil
 }
 
 // threadsSchedule parses a stored schedule once per session: a hand-out

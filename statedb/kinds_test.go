@@ -63,3 +63,42 @@ func TestGiveMeJobKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestKindChoicesKeptApart has a minion of any kind and one of lorries
+// only take turns within one second, while the session keeps each one's
+// choices for a hand-out: neither is handed the other's choice, nor an
+// entry the other has just taken.
+func TestKindChoicesKeptApart(t *testing.T) {
+	f := newFixture(t, Options{})
+	var want []NewLorry
+	for _, p := range []string{"s1-scraper", "l1-lorry", "s2-scraper", "l2-lorry"} {
+		kind := "lorry"
+		if p[3:] == "scraper" {
+			kind = "scraper"
+		}
+		want = append(want, NewLorry{Path: p, Text: fmt.Sprintf(`{%q:{}}`, p), Kind: kind, Interval: 100, Timeout: 50})
+	}
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.SetConfigLorries(context.Background(), want, Kept{})
+		return err
+	})
+	anyKind := func(n int) MinionID { return MinionID{Name: fmt.Sprintf("any-%d", n), Host: "h", PID: 1} }
+	lorries := func(n int) MinionID {
+		return MinionID{Name: fmt.Sprintf("lorries-%d", n), Host: "h", PID: 1, Kinds: []string{"lorry"}}
+	}
+	for i, step := range []struct {
+		m    MinionID
+		want string
+	}{
+		{anyKind(1), "s1-scraper"},
+		{lorries(1), "l1-lorry"},
+		{anyKind(2), "s2-scraper"},
+		{lorries(2), "l2-lorry"},
+	} {
+		if a := f.mustGive(t, step.m); a.Lorry.Path != step.want {
+			t.Errorf("hand-out %d to %s: got %s; want %s", i, step.m.Name, a.Lorry.Path, step.want)
+		}
+	}
+	f.idle(t, anyKind(3), "every entry is running")
+	f.idle(t, lorries(3), "every lorry is running")
+}

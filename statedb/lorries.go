@@ -162,15 +162,22 @@ type LorryCounts struct {
 //
 // Each count is a query of its own that an index answers: one pass over
 // the table, as it was, read every row of a million lorries, specs and
-// all, and took a second for every status page.
+// all, and took a second for every status page. On SQLite the total is
+// the sum of the counts the triggers keep by range of queue positions
+// (lorry_buckets): counting the smallest index of a million entries took
+// 10 ms.
 func (tx *Tx) CountLorries(ctx context.Context) (LorryCounts, error) {
 	var c LorryCounts
+	total := `SELECT COALESCE(SUM(n), 0) FROM lorry_buckets`
+	if tx.pg {
+		total = `SELECT COUNT(*) FROM lorries`
+	}
 	for _, q := range []struct {
 		sql  string
 		args []any
 		n    *int64
 	}{
-		{`SELECT COUNT(*) FROM lorries`, nil, &c.Total},
+		{total, nil, &c.Total},
 		{`SELECT COUNT(*) FROM lorries WHERE running_job IS NULL AND next_due <= ?`, []any{tx.Now}, &c.Due},
 		{`SELECT COUNT(*) FROM lorries WHERE last_run_exit != 0 OR last_run_error != ''`, nil, &c.Failing},
 		// The lorries running are found from their jobs, which are few.

@@ -90,12 +90,7 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts, st han
 		return l, "", nil
 	}
 	for try := 0; ; try++ {
-		var heads map[string]sql.NullInt64
-		if kind != "" {
-			heads, err = tx.queueHeadsOfKind(ctx, open, kind)
-		} else {
-			heads, err = tx.queueHeads(ctx, qs, open)
-		}
+		heads, err := tx.queueHeads(ctx, qs, open, kind)
 		if err != nil {
 			return Lorry{}, "", err
 		}
@@ -124,17 +119,20 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts, st han
 	}
 }
 
-// queueHeads answers each open queue's choice for a hand-out: its first
-// due idle entry by its sort order (the run-queue order, the one due
-// longest, or the one due most recently), or NULL when none is due. The
-// choices are kept through the second, in which no entry falls due that
-// was not due at its start, and only the queues whose entries changed
-// since (temp.touched_queues), and those not asked yet, are asked again:
-// one search of a queue's index each, however many entries it holds.
-// The caller has read qs with Queues, which drops the kept choices when
-// another connection has committed.
-func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string) (map[string]sql.NullInt64, error) {
-	heads, err := tx.keptHeads(ctx, len(qs))
+// queueHeads answers each open queue's choice for a hand-out to a minion
+// that takes kind ("" for any): its first due idle entry (of that kind)
+// by its sort order (the run-queue order, the one due longest, or the one
+// due most recently), or NULL when none is due. The choices are kept
+// through the second, in which no entry falls due that was not due at its
+// start, and only the queues whose entries changed since
+// (temp.touched_queues), and those not asked yet, are asked again: one
+// search of a queue's index each, however many entries it holds. The
+// choices for each kind are kept apart: a minion that takes only lorries
+// asking after one that takes anything finds its own kept, and does not
+// walk every open queue again. The caller has read qs with Queues, which
+// drops the kept choices when another connection has committed.
+func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string, kind string) (map[string]sql.NullInt64, error) {
+	heads, err := tx.keptHeads(ctx, kind, len(qs))
 	if err != nil {
 		return nil, err
 	}
@@ -156,47 +154,25 @@ func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string
 		return heads, nil
 	}
 	ask = append(ask, '}')
-	rows, err := tx.query(ctx, headsQuery, tx.Now, string(ask))
+	query, args, what := headsQuery, []any{tx.Now, string(ask)}, "find due lorries"
+	if kind != "" {
+		query, args, what = headsOfKindQuery, append(args, kind), "find due lorries of kind "+kind
+	}
+	rows, err := tx.query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("find due lorries: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var q string
 		var pos sql.NullInt64
 		if err := rows.Scan(&q, &pos); err != nil {
-			return nil, fmt.Errorf("find due lorries: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		heads[q] = pos
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find due lorries: %w", err)
-	}
-	return heads, nil
-}
-
-// queueHeadsOfKind is queueHeads for a minion that takes only entries of
-// kind: each open queue's first due idle entry of that kind. The entries
-// of the other kind are passed over in the walk of each queue's index, so
-// a queue whose head is of the other kind still offers the next one of
-// this kind. The choices are not kept: they are not every minion's.
-func (tx *Tx) queueHeadsOfKind(ctx context.Context, open map[string]string, kind string) (map[string]sql.NullInt64, error) {
-	rows, err := tx.query(ctx, headsOfKindQuery, tx.Now, askJSON(open), kind)
-	if err != nil {
-		return nil, fmt.Errorf("find due lorries of kind %s: %w", kind, err)
-	}
-	defer rows.Close()
-	heads := make(map[string]sql.NullInt64, len(open))
-	for rows.Next() {
-		var q string
-		var pos sql.NullInt64
-		if err := rows.Scan(&q, &pos); err != nil {
-			return nil, fmt.Errorf("find due lorries of kind %s: %w", kind, err)
-		}
-		heads[q] = pos
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find due lorries of kind %s: %w", kind, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return heads, nil
 }

@@ -249,14 +249,28 @@ func TestHostLorriesTakeTheHostsQueue(t *testing.T) {
 
 // TestHeadsQueryPlan checks that the hand-out reaches the lorries only by
 // an index, in subqueries of one queue each: never in a join over the due
-// entries of all open queues, which runs a subquery per due entry.
+// entries of all open queues, which runs a subquery per due entry. The
+// hand-out to a minion of one kind must keep to the same plan.
 func TestHeadsQueryPlan(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		query string
+		args  []any
+	}{
+		{"any", headsQuery, nil},
+		{"kind", headsOfKindQuery, []any{"lorry"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testHeadsQueryPlan(t, c.query, c.args) })
+	}
+}
+
+func testHeadsQueryPlan(t *testing.T, query string, kind []any) {
 	sqliteOnly(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.update(t, func(tx *Tx) error {
-		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+headsQuery, tx.Now,
-			`{"a": "fifo", "b": "lifo", "c": "queue-order"}`)
+		rows, err := tx.query(ctx, `EXPLAIN QUERY PLAN `+query, append([]any{tx.Now,
+			`{"a": "fifo", "b": "lifo", "c": "queue-order"}`}, kind...)...)
 		if err != nil {
 			return err
 		}

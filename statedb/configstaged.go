@@ -27,6 +27,9 @@ import (
 // apply stages its lorries; "1" while it adds them one by one.
 const configPartStaged = "staged"
 
+// stagedChunk is how many staged lorries one statement puts in place.
+const stagedChunk = 2000
+
 // stagingMode is the value of config_partial for an apply begun now:
 // staged if the run queue is empty.
 func (tx *Tx) stagingMode(ctx context.Context) (string, error) {
@@ -189,8 +192,15 @@ func (tx *Tx) insertStaged(ctx context.Context) error {
 	}
 	// A scheduled lorry is first due at its first event, its stateful
 	// cron started when it was staged, as the schedule of a lorry added
-	// one by one is (configStmts' setSchedule).
-	if _, err := tx.exec(ctx, `INSERT INTO lorries
+	// one by one is (configStmts' setSchedule). One statement for all of
+	// them held memory in proportion (40 MiB for 100,000 lorries), so
+	// it is a statement for each stagedChunk.
+	var first, last int64
+	if err := tx.queryRow(ctx, `SELECT MIN(seq), MAX(seq) FROM config_staged`).Scan(&first, &last); err != nil {
+		return fmt.Errorf("read staged lorries: %w", err)
+	}
+	for from := first - 1; from < last; from += stagedChunk {
+		if _, err := tx.exec(ctx, `INSERT INTO lorries
 		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due,
 		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python,
 		 upstream_url, max_backoff, hard_fail_after, queue,
@@ -203,8 +213,10 @@ func (tx *Tx) insertStaged(ctx context.Context) error {
 		 s.schedule, CASE WHEN s.schedule = '' THEN 0 ELSE s.added END,
 		 CASE WHEN s.schedule = '' THEN 0 ELSE s.added - 1 END,
 		 CASE WHEN s.schedule = '' THEN 0 ELSE s.first_due END
-		FROM config_staged AS s ORDER BY s.seq`, bottom, DefaultQueue); err != nil {
-		return fmt.Errorf("add the staged lorries: %w", err)
+		FROM config_staged AS s WHERE s.seq > ? AND s.seq <= ? ORDER BY s.seq`,
+			bottom, DefaultQueue, from, from+stagedChunk); err != nil {
+			return fmt.Errorf("add the staged lorries: %w", err)
+		}
 	}
 	for i, create := range creates {
 		if _, err := tx.s.conn.ExecContext(tx.stmtContext(ctx), create); err != nil {

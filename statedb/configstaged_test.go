@@ -11,13 +11,13 @@ import (
 	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
-// stagedConfig is a configuration with something of every kind of
-// lorry: scheduled, in a named queue or none, a scraper with its runtime,
-// with and without backoff settings.
-func stagedConfig() []NewLorry {
+// stagedConfig is a configuration of n lorries with something of every
+// kind of lorry: scheduled, in a named queue or none, a scraper with its
+// runtime, with and without backoff settings.
+func stagedConfig(n int) []NewLorry {
 	var want []NewLorry
-	for i := range 7 {
-		p := fmt.Sprintf("x/p%02d", i)
+	for i := range n {
+		p := fmt.Sprintf("x/p%04d", i)
 		l := NewLorry{Path: p, Text: `{"` + p + `":{"type":"git"}}`, Kind: "lorry", FromPath: "x.lorry",
 			Interval: 100 + int64(i), Timeout: 50, UpstreamURL: "https://git.example.org/" + p}
 		switch i % 4 {
@@ -79,7 +79,7 @@ func (f *fixture) applyConfig(t *testing.T, want []NewLorry) LorryChanges {
 	var ch LorryChanges
 	f.update(t, func(tx *Tx) error { return tx.BeginConfigLorries(ctx) })
 	for rest := want; len(rest) > 0; {
-		n := min(2, len(rest))
+		n := min(500, len(rest))
 		f.update(t, func(tx *Tx) error {
 			c, err := tx.AddConfigLorries(ctx, rest[:n])
 			ch.Added += c.Added
@@ -107,7 +107,8 @@ func (f *fixture) applyConfig(t *testing.T, want []NewLorry) LorryChanges {
 // place at once; the lorries are as a configuration applied lorry by
 // lorry makes them.
 func TestStagedConfigLikeOneByOne(t *testing.T) {
-	want := stagedConfig()
+	// More than one statement's worth.
+	want := stagedConfig(stagedChunk + 7)
 	staged := newFixture(t, Options{})
 	ch := staged.applyConfig(t, want)
 	if ch.Added != len(want) {
@@ -124,7 +125,7 @@ func TestStagedConfigLikeOneByOne(t *testing.T) {
 	}
 	// The staged ones follow the queue from its start, and a lorry
 	// added later goes after them.
-	if p := staged.lorry(t, "x/p00").QueuePos; p != 0 {
+	if p := staged.lorry(t, "x/p0000").QueuePos; p != 0 {
 		t.Errorf("first staged lorry at %d; want 0", p)
 	}
 	staged.applyConfig(t, append(want, NewLorry{Path: "x/z", Text: "{}", Kind: "lorry", Interval: 1, Timeout: 1}))
@@ -163,7 +164,7 @@ func TestStagedConfigKeepsIndexes(t *testing.T) {
 	if len(before) < 10 {
 		t.Fatalf("lorries has %d indexes; want a dozen or so", len(before))
 	}
-	f.applyConfig(t, stagedConfig())
+	f.applyConfig(t, stagedConfig(7))
 	if after := indexes(); !slices.Equal(after, before) {
 		t.Errorf("indexes after a staged apply %v; want %v", after, before)
 	}
@@ -175,12 +176,12 @@ func TestStagedConfigKeepsIndexes(t *testing.T) {
 func TestStagedConfigTakesOverHostLorry(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	want := stagedConfig()
+	want := stagedConfig(7)
 	f.update(t, func(tx *Tx) error { return tx.BeginConfigLorries(ctx) })
 	f.update(t, func(tx *Tx) error { _, err := tx.AddConfigLorries(ctx, want); return err })
 	f.update(t, func(tx *Tx) error {
 		_, _, err := tx.SetHostLorries(ctx, "h", []NewLorry{
-			{Path: "x/p00", Text: `{"host":1}`, Kind: "lorry", Interval: 9, Timeout: 9},
+			{Path: "x/p0000", Text: `{"host":1}`, Kind: "lorry", Interval: 9, Timeout: 9},
 			{Path: "h/other", Text: `{"host":2}`, Kind: "lorry", Interval: 9, Timeout: 9},
 		})
 		return err
@@ -195,8 +196,8 @@ func TestStagedConfigTakesOverHostLorry(t *testing.T) {
 		}
 		return tx.EndConfigLorries(ctx)
 	})
-	if l := f.lorry(t, "x/p00"); l.Generated || l.Text != want[0].Text || l.Interval != want[0].Interval {
-		t.Errorf("x/p00 generated %v, text %s, interval %d; want the configuration's, %s, %d",
+	if l := f.lorry(t, "x/p0000"); l.Generated || l.Text != want[0].Text || l.Interval != want[0].Interval {
+		t.Errorf("x/p0000 generated %v, text %s, interval %d; want the configuration's, %s, %d",
 			l.Generated, l.Text, l.Interval, want[0].Text, want[0].Interval)
 	}
 	if l := f.lorry(t, "h/other"); !l.Generated {
@@ -213,7 +214,7 @@ func TestStagedConfigTakesOverHostLorry(t *testing.T) {
 func TestStagedConfigStoppedHalfway(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	want := stagedConfig()
+	want := stagedConfig(7)
 	f.update(t, func(tx *Tx) error { return tx.BeginConfigLorries(ctx) })
 	f.update(t, func(tx *Tx) error { _, err := tx.AddConfigLorries(ctx, want[:3]); return err })
 	// PostgreSQL applies lorry by lorry.
@@ -228,7 +229,7 @@ func TestStagedConfigStoppedHalfway(t *testing.T) {
 		}
 		return tx.BeginConfigLorries(ctx)
 	})
-	if q := f.queue(t); !slices.Equal(q, []string{"x/p00", "x/p01", "x/p02"}) {
+	if q := f.queue(t); !slices.Equal(q, []string{"x/p0000", "x/p0001", "x/p0002"}) {
 		t.Errorf("queue once the next apply began %v; want the three staged", q)
 	}
 	var partial bool

@@ -99,6 +99,13 @@ func BenchmarkFirstConfig(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	// The peak of the whole process, the configuration built above
+	// (some 30 MiB) included.
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-MiB")
 }
 
 // cpuTime is the CPU time the process has used, user and system.

@@ -134,42 +134,6 @@ func TestStagedConfigLikeOneByOne(t *testing.T) {
 	}
 }
 
-// The indexes of lorries are there after a staged apply, as the schema
-// has them.
-func TestStagedConfigKeepsIndexes(t *testing.T) {
-	sqliteOnly(t)
-	f := newFixture(t, Options{})
-	indexes := func() []string {
-		var out []string
-		f.view(t, func(tx *Tx) error {
-			rows, err := tx.query(context.Background(), `SELECT name, sql FROM sqlite_master
-				WHERE type = 'index' AND tbl_name = 'lorries' ORDER BY name`)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var name string
-				var sql *string
-				if err := rows.Scan(&name, &sql); err != nil {
-					return err
-				}
-				out = append(out, fmt.Sprint(name, " ", sql != nil && *sql != ""))
-			}
-			return rows.Err()
-		})
-		return out
-	}
-	before := indexes()
-	if len(before) < 10 {
-		t.Fatalf("lorries has %d indexes; want a dozen or so", len(before))
-	}
-	f.applyConfig(t, stagedConfig(7))
-	if after := indexes(); !slices.Equal(after, before) {
-		t.Errorf("indexes after a staged apply %v; want %v", after, before)
-	}
-}
-
 // A lorry that a host's listing puts at a staged path before the staged
 // lorries are in place is taken over by the configuration, as it is when
 // applied lorry by lorry; the host's other lorries stay.

@@ -198,6 +198,11 @@ func (tx *Tx) insertStaged(ctx context.Context) error {
 			bottom, DefaultQueue, from, from+stagedChunk); err != nil {
 			return fmt.Errorf("add the staged lorries: %w", err)
 		}
+		// Their pages are free for the next chunk's, so the file grows
+		// by the lorries, not by the lorries and their staging.
+		if _, err := tx.exec(ctx, `DELETE FROM config_staged WHERE seq > ? AND seq <= ?`, from, from+stagedChunk); err != nil {
+			return fmt.Errorf("clear staged lorries: %w", err)
+		}
 	}
 	return nil
 }

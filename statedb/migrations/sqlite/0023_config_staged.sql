@@ -1,8 +1,7 @@
 -- The lorries of a configuration applied to an empty run queue, held
 -- here batch by batch until all of them are read, and then put into
--- lorries in one statement, its indexes built after the rows
--- (lorryconfig.go, flushStaged). seq is the order they were given in,
--- added when.
+-- lorries in one transaction (configstaged.go). seq is the order they
+-- were given in, added when.
 CREATE TABLE config_staged (
 	seq             INTEGER PRIMARY KEY,
 	path            TEXT NOT NULL,

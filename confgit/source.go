@@ -137,6 +137,11 @@ func (s *Source) now() time.Time {
 // batch, and returns the Config with the Errors and Kept of every file
 // but no Lorries. An error from sections or each ends the read and is
 // returned. Nothing of the configuration is kept after it returns.
+//
+// each runs on a goroutine of its own, one batch at a time and in order,
+// while the files of the next batch are read; it has returned from its
+// last call when ReadEach returns, and a panic of it is raised again by
+// ReadEach.
 func (s *Source) ReadEach(ctx context.Context, n int, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("batches of %d lorries", n)
@@ -161,10 +166,13 @@ func (s *Source) ReadEach(ctx context.Context, n int, sections func(*Config) err
 		theirs = sections(c)
 		return theirs
 	}
-	cfg, err := walk(ctx, t, s.now(), n, withCommit, func(batch []Lorry) error {
-		theirs = each(batch)
-		return theirs
-	})
+	// The batches are applied on another goroutine while the next ones
+	// are read; each sees them in order, one at a time.
+	pipe := newBatchPipe(each)
+	cfg, err := walk(ctx, t, s.now(), n, withCommit, pipe.send)
+	if eachErr := pipe.close(); eachErr != nil {
+		return nil, eachErr
+	}
 	if err != nil && err == theirs {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
@@ -482,4 +483,53 @@ func TestReadEachHandsOutBatches(t *testing.T) {
 		func([]Lorry) error { return stop }); err != stop {
 		t.Errorf("each failing: %v; want its error", err)
 	}
+}
+
+// ReadEach reads the next batch while each applies the one before, on
+// another goroutine: each still gets the batches one at a time and in
+// order. An error of each stops the reading, and a panic of each is
+// raised again by ReadEach.
+func TestReadEachReadsAheadOfEach(t *testing.T) {
+	upstream := newTestRepo(t, "master")
+	files := map[string]string{ConfFile: simpleConf}
+	for i := range 20 {
+		files[fmt.Sprintf("lorries/f%02d.lorry", i)] = fmt.Sprintf(`{"p%02d": {"type": "git", "url": "u"}}`, i)
+	}
+	upstream.commit(files)
+	src := &Source{Dir: t.TempDir(), URL: upstream.dir}
+
+	var got []string
+	var inEach atomic.Int32
+	_, err := src.ReadEach(context.Background(), 1, func(*Config) error { return nil }, func(ls []Lorry) error {
+		if inEach.Add(1) != 1 {
+			t.Error("each called again before it returned")
+		}
+		defer inEach.Add(-1)
+		got = append(got, ls[0].Path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 20 || got[0] != "delta/p00" || got[19] != "delta/p19" {
+		t.Errorf("each got %v; want the 20 lorries in order", got)
+	}
+
+	stop := errors.New("stop")
+	var calls atomic.Int32
+	if _, err := src.ReadEach(context.Background(), 1, func(*Config) error { return nil },
+		func([]Lorry) error { calls.Add(1); return stop }); err != stop {
+		t.Errorf("each failing: %v; want its error", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("each called %d times after its first failed; want once", n)
+	}
+
+	defer func() {
+		if v := recover(); v != "boom" {
+			t.Errorf("ReadEach with each panicking: recovered %v; want its panic", v)
+		}
+	}()
+	src.ReadEach(context.Background(), 1, func(*Config) error { return nil }, func([]Lorry) error { panic("boom") })
+	t.Error("ReadEach returned after each panicked")
 }

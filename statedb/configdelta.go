@@ -32,6 +32,9 @@ func (tx *Tx) LorryFiles(ctx context.Context, paths []string) (map[string]string
 // keep, and answers how many. A running job of one is left to finish, as
 // RemoveUnseenLorries leaves it.
 func (tx *Tx) RemoveUnseenPaths(ctx context.Context, paths []string) (int, error) {
+	if err := tx.flushStaged(ctx); err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, p := range paths {
 		res, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ? AND generated = 0

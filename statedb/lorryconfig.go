@@ -117,7 +117,16 @@ const removeBatch = 1000
 // BeginConfigLorries starts applying a configuration's lorries. Until
 // CompleteConfigLorries, ConfigPartial says so, to every process.
 func (tx *Tx) BeginConfigLorries(ctx context.Context) error {
-	if err := tx.setSetting(ctx, settingConfigPart, "1"); err != nil {
+	// What an apply left staged when it stopped is put in place first,
+	// as if its lorries had gone straight into the run queue.
+	if err := tx.flushStaged(ctx); err != nil {
+		return fmt.Errorf("start applying the configuration: %w", err)
+	}
+	part, err := tx.stagingMode(ctx)
+	if err != nil {
+		return fmt.Errorf("start applying the configuration: %w", err)
+	}
+	if err := tx.setSetting(ctx, settingConfigPart, part); err != nil {
 		return fmt.Errorf("start applying the configuration: %w", err)
 	}
 	if _, err := tx.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS config_seen (path TEXT PRIMARY KEY) WITHOUT ROWID`); err != nil {
@@ -133,6 +142,9 @@ func (tx *Tx) BeginConfigLorries(ctx context.Context) error {
 // BeginConfigLorries is applied whole: its last RemoveUnseenLorries is
 // done.
 func (tx *Tx) CompleteConfigLorries(ctx context.Context) error {
+	if err := tx.flushStaged(ctx); err != nil {
+		return fmt.Errorf("complete applying the configuration: %w", err)
+	}
 	if err := tx.deleteSetting(ctx, settingConfigPart); err != nil {
 		return fmt.Errorf("complete applying the configuration: %w", err)
 	}
@@ -150,6 +162,9 @@ func (tx *Tx) ConfigPartial(ctx context.Context) (bool, error) {
 // EndConfigLorries forgets the paths that the configuration applied
 // since BeginConfigLorries defines.
 func (tx *Tx) EndConfigLorries(ctx context.Context) error {
+	if err := tx.flushStaged(ctx); err != nil {
+		return fmt.Errorf("end applying the configuration: %w", err)
+	}
 	if _, err := tx.exec(ctx, `DELETE FROM temp.config_seen`); err != nil {
 		return fmt.Errorf("end applying the configuration: %w", err)
 	}
@@ -163,13 +178,32 @@ func (tx *Tx) EndConfigLorries(ctx context.Context) error {
 // records the new commit, whose files its next job gets. Lorries
 // generated from upstream hosts are not touched, unless the
 // configuration names the same path, which then takes it over. A path
-// given twice since BeginConfigLorries is ErrInvalid.
+// given twice since BeginConfigLorries is ErrInvalid. On SQLite, the
+// lorries of a configuration begun on an empty run queue are staged, and
+// reach it all at once at the next step (configstaged.go).
 func (tx *Tx) AddConfigLorries(ctx context.Context, want []NewLorry) (LorryChanges, error) {
-	var ch LorryChanges
-	existing, err := tx.configLorries(ctx, want)
+	list, err := tx.seeConfigLorries(ctx, want)
 	if err != nil {
-		return ch, err
+		return LorryChanges{}, err
 	}
+	staging, err := tx.staging(ctx)
+	if err != nil {
+		return LorryChanges{}, err
+	}
+	if staging {
+		return tx.stageConfigLorries(ctx, want)
+	}
+	existing, err := tx.storedConfigLorries(ctx, list)
+	if err != nil {
+		return LorryChanges{}, err
+	}
+	return tx.applyConfigLorries(ctx, want, existing)
+}
+
+// applyConfigLorries is AddConfigLorries once the paths of want are
+// recorded as seen: existing are the stored lorries at those paths.
+func (tx *Tx) applyConfigLorries(ctx context.Context, want []NewLorry, existing map[string]configHave) (LorryChanges, error) {
+	var ch LorryChanges
 	var bottom int64
 	if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(queue_pos), -1) FROM lorries`).Scan(&bottom); err != nil {
 		return ch, fmt.Errorf("read queue: %w", err)
@@ -257,22 +291,22 @@ type configHave struct {
 	queue                string
 }
 
-// configLorries records the paths of want as seen since
-// BeginConfigLorries, and returns the stored lorries at those paths. A
-// path seen before, or twice in want, is ErrInvalid.
-func (tx *Tx) configLorries(ctx context.Context, want []NewLorry) (map[string]configHave, error) {
+// seeConfigLorries records the paths of want as seen since
+// BeginConfigLorries, and returns them as a JSON list. A path seen
+// before, or twice in want, is ErrInvalid.
+func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, error) {
 	paths := make([]string, len(want))
 	given := make(map[string]bool, len(want))
 	for i, l := range want {
 		if given[l.Path] {
-			return nil, fmt.Errorf("lorry %q given twice: %w", l.Path, ErrInvalid)
+			return "", fmt.Errorf("lorry %q given twice: %w", l.Path, ErrInvalid)
 		}
 		given[l.Path] = true
 		paths[i] = l.Path
 	}
 	list, err := json.Marshal(paths)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	// One statement each for the whole batch: a statement for each lorry
 	// cost more than the rest of the apply.
@@ -280,22 +314,28 @@ func (tx *Tx) configLorries(ctx context.Context, want []NewLorry) (map[string]co
 	err = tx.queryRow(ctx, `SELECT value FROM json_each(?) WHERE value IN (SELECT path FROM temp.config_seen) LIMIT 1`,
 		string(list)).Scan(&twice)
 	if err == nil {
-		return nil, fmt.Errorf("lorry %q given twice: %w", twice, ErrInvalid)
+		return "", fmt.Errorf("lorry %q given twice: %w", twice, ErrInvalid)
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("read lorries: %w", err)
+		return "", fmt.Errorf("read lorries: %w", err)
 	}
 	if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path) SELECT value FROM json_each(?)`, string(list)); err != nil {
-		return nil, fmt.Errorf("read lorries: %w", err)
+		return "", fmt.Errorf("read lorries: %w", err)
 	}
+	return string(list), nil
+}
+
+// storedConfigLorries returns the stored lorries at the paths of list, a
+// JSON list.
+func (tx *Tx) storedConfigLorries(ctx context.Context, list string) (map[string]configHave, error) {
 	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, commit_id,
 		runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url,
-		max_backoff, hard_fail_after, queue FROM lorries WHERE path IN (SELECT value FROM json_each(?))`, string(list))
+		max_backoff, hard_fail_after, queue FROM lorries WHERE path IN (SELECT value FROM json_each(?))`, list)
 	if err != nil {
 		return nil, fmt.Errorf("read lorries: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[string]configHave, len(want))
+	out := map[string]configHave{}
 	for rows.Next() {
 		var p string
 		var h configHave
@@ -316,6 +356,9 @@ func (tx *Tx) configLorries(ctx context.Context, want []NewLorry) (map[string]co
 // (those of broken definitions) from RemoveUnseenLorries, as if the
 // configuration applied since BeginConfigLorries defined them.
 func (tx *Tx) KeepConfigLorries(ctx context.Context, kept Kept) error {
+	if err := tx.flushStaged(ctx); err != nil {
+		return err
+	}
 	for _, p := range kept.Paths {
 		if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path) VALUES (?) ON CONFLICT DO NOTHING`, p); err != nil {
 			return fmt.Errorf("keep lorry %q: %w", p, err)
@@ -338,6 +381,9 @@ func (tx *Tx) KeepConfigLorries(ctx context.Context, kept Kept) error {
 // left to finish; it just has no lorry to report to. Lorries generated
 // from upstream hosts are not touched.
 func (tx *Tx) RemoveUnseenLorries(ctx context.Context, after string, limit int) (int, string, error) {
+	if err := tx.flushStaged(ctx); err != nil {
+		return 0, "", err
+	}
 	rows, err := tx.query(ctx, `SELECT path FROM lorries
 		WHERE path > ? AND generated = 0 AND path NOT IN (SELECT path FROM temp.config_seen)
 		ORDER BY path LIMIT ?`, after, limit)

@@ -162,16 +162,13 @@ type LorryCounts struct {
 //
 // Each count is a query of its own that an index answers: one pass over
 // the table, as it was, read every row of a million lorries, specs and
-// all, and took a second for every status page. On SQLite the total is
-// the sum of the counts the triggers keep by range of queue positions
+// all, and took a second for every status page. The total is the sum of
+// the counts the triggers keep by range of queue positions
 // (lorry_buckets): counting the smallest index of a million entries took
-// 10 ms.
+// 10 ms on SQLite, and 160 ms on PostgreSQL.
 func (tx *Tx) CountLorries(ctx context.Context) (LorryCounts, error) {
 	var c LorryCounts
 	total := `SELECT COALESCE(SUM(n), 0) FROM lorry_buckets`
-	if tx.pg {
-		total = `SELECT COUNT(*) FROM lorries`
-	}
 	for _, q := range []struct {
 		sql  string
 		args []any

@@ -210,7 +210,7 @@ func (tx *Tx) CountLorriesMatching(ctx context.Context, f LorryFilter) (int64, e
 }
 
 // QueuePosition is the 1-based place of the lorry at path in the run
-// queue. On SQLite it is the entries of the ranges of queue positions
+// queue: the entries of the ranges of queue positions
 // before the lorry's (lorry_buckets) and those of its own range up to it:
 // a walk of at most 16,384 entries of the index, where counting every
 // entry before it walked up to a million.
@@ -220,10 +220,6 @@ func (tx *Tx) QueuePosition(ctx context.Context, path string) (int64, error) {
 			+ (SELECT COUNT(*) FROM lorries INDEXED BY lorries_queue
 				WHERE queue_pos BETWEEN (l.queue_pos >> 14) << 14 AND l.queue_pos)
 		FROM lorries AS l WHERE l.path = ?`
-	if tx.pg {
-		query = `SELECT COUNT(*) FROM lorries
-		WHERE queue_pos <= (SELECT queue_pos FROM lorries WHERE path = ?)`
-	}
 	err := tx.queryRow(ctx, query, path).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		n, err = 0, nil

@@ -7,7 +7,7 @@ import (
 )
 
 // A configuration applied to an empty run queue (the first read of a
-// new database) is staged on SQLite: AddConfigLorries puts each batch
+// new database) is staged: AddConfigLorries puts each batch
 // into config_staged, a table without indexes, without looking up the
 // lorries that cannot be there, and the first step after the last batch
 // (KeepConfigLorries, RemoveUnseenLorries, RemoveUnseenPaths,
@@ -26,8 +26,12 @@ import (
 // The setting config_partial says that an apply is staging, so that a
 // process that takes over after one stopped halfway puts in place what
 // it staged (BeginConfigLorries does), as if its lorries had gone
-// straight into the run queue. PostgreSQL applies every configuration
-// lorry by lorry.
+// straight into the run queue.
+//
+// On PostgreSQL staging spares each lorry its index entries and the
+// counts of lorry_buckets, which a statement trigger keeps once for each
+// statement that adds lorries: added one by one, a first read of
+// 100,000 lorries took 17.9 s, staged 9.1 s.
 
 // configPartStaged is the value of the setting config_partial while an
 // apply stages its lorries; "1" while it adds them one by one.
@@ -39,9 +43,6 @@ const stagedChunk = 2000
 // stagingMode is the value of config_partial for an apply begun now:
 // staged if the run queue is empty.
 func (tx *Tx) stagingMode(ctx context.Context) (string, error) {
-	if tx.pg {
-		return "1", nil
-	}
 	var some bool
 	if err := tx.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM lorries)`).Scan(&some); err != nil {
 		return "", fmt.Errorf("read lorries: %w", err)
@@ -57,9 +58,6 @@ func (tx *Tx) stagingMode(ctx context.Context) (string, error) {
 
 // staging says whether the apply under way stages its lorries.
 func (tx *Tx) staging(ctx context.Context) (bool, error) {
-	if tx.pg {
-		return false, nil
-	}
 	v, _, err := tx.setting(ctx, settingConfigPart)
 	return v == configPartStaged, err
 }

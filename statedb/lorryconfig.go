@@ -380,13 +380,16 @@ func (tx *Tx) KeepConfigLorries(ctx context.Context, kept Kept) error {
 // next time, "" when none is left. A running job of a removed lorry is
 // left to finish; it just has no lorry to report to. Lorries generated
 // from upstream hosts are not touched.
+//
+// The paths seen are asked for with NOT EXISTS, not NOT IN: PostgreSQL
+// answers NOT IN with a hash of the paths seen only while they fit in
+// its work_mem, and otherwise looks each lorry up in a list of them, a
+// million times a million at a million lorries.
 func (tx *Tx) RemoveUnseenLorries(ctx context.Context, after string, limit int) (int, string, error) {
 	if err := tx.flushStaged(ctx); err != nil {
 		return 0, "", err
 	}
-	rows, err := tx.query(ctx, `SELECT path FROM lorries
-		WHERE path > ? AND generated = 0 AND path NOT IN (SELECT path FROM temp.config_seen)
-		ORDER BY path LIMIT ?`, after, limit)
+	rows, err := tx.query(ctx, removedLorriesQuery, after, limit)
 	if err != nil {
 		return 0, "", fmt.Errorf("find removed lorries: %w", err)
 	}
@@ -413,6 +416,13 @@ func (tx *Tx) RemoveUnseenLorries(ctx context.Context, after string, limit int) 
 	}
 	return len(paths), paths[len(paths)-1], nil
 }
+
+// removedLorriesQuery finds the configuration lorries after ?1 that the
+// configuration applied does not define, ?2 at most, in path order.
+const removedLorriesQuery = `SELECT path FROM lorries
+	WHERE path > ?1 AND generated = 0
+		AND NOT EXISTS (SELECT 1 FROM temp.config_seen AS s WHERE s.path = lorries.path)
+	ORDER BY path LIMIT ?2`
 
 // configStmts are the statements AddConfigLorries runs for each lorry.
 type configStmts struct {

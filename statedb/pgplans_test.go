@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"lorrycontroller.dev/lc/statedb/dbtest"
@@ -133,4 +134,41 @@ func TestPostgresHandOutPlans(t *testing.T) {
 	check("statistics of 1,000 lorries, 20,000 in the run queue")
 	f.update(t, func(tx *Tx) error { _, err := tx.exec(ctx, `ANALYZE`); return err })
 	check("statistics fresh")
+}
+
+// TestPostgresRemovedLorriesPlan checks that finding the lorries a
+// configuration no longer defines is an anti join on PostgreSQL, with
+// more paths seen than its work_mem holds: asked with NOT IN, PostgreSQL
+// looked each lorry up in the list of paths seen, and the first read of a
+// million lorries never ended.
+func TestPostgresRemovedLorriesPlan(t *testing.T) {
+	if !dbtest.Postgres() {
+		t.Skip("a test of PostgreSQL's plans")
+	}
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	f.update(t, func(tx *Tx) error {
+		if err := tx.BeginConfigLorries(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `SET LOCAL work_mem = '64kB'`); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path)
+			SELECT 'group/repo' || i FROM generate_series(1, 20000) AS i`); err != nil {
+			return err
+		}
+		for _, q := range []struct{ name, sql string }{
+			{"removed lorries", removedLorriesQuery},
+		} {
+			var text string
+			if err := tx.queryRow(ctx, `EXPLAIN (FORMAT JSON) `+q.sql, "", 1000).Scan(&text); err != nil {
+				return err
+			}
+			if strings.Contains(text, "SubPlan") {
+				t.Errorf("%s: the paths seen are looked up in a subplan, once a lorry:\n%s", q.name, text)
+			}
+		}
+		return nil
+	})
 }

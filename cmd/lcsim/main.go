@@ -132,7 +132,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := s.drivePhase(ctx); err != nil {
 		return err
 	}
-	s.rep.DBSize = dbSize(statedb)
+	s.rep.DBSize = dbSize(ctx, statedb)
 	s.rep.print(stdout, o)
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -178,11 +179,20 @@ func (w *webapp) get(ctx context.Context, c *http.Client, path string) (time.Dur
 	return time.Since(start), resp.StatusCode, n, err
 }
 
-// dbSize is the size of the SQLite state database with its WAL; -1 for
-// one that is no file.
-func dbSize(statedb string) int64 {
+// dbSize is the size of the SQLite state database with its WAL, or of
+// the PostgreSQL database (pg_database_size); -1 if it cannot be told.
+func dbSize(ctx context.Context, statedb string) int64 {
 	if strings.Contains(statedb, "://") {
-		return -1
+		db, err := sql.Open("pgx", statedb)
+		if err != nil {
+			return -1
+		}
+		defer db.Close()
+		var n int64
+		if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+			return -1
+		}
+		return n
 	}
 	var n int64
 	for _, suffix := range []string{"", "-wal", "-shm"} {

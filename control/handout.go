@@ -197,7 +197,7 @@ type UpdateResult struct {
 // successful end it has the Downstream Host finish the repository.
 func (a *App) UpdateJob(ctx context.Context, u statedb.JobUpdate) (UpdateResult, error) {
 	res := UpdateResult{LeaseTerms: a.LeaseTerms()}
-	err := a.DB.UpdateShared(ctx, func(tx *statedb.Tx) error {
+	err := a.DB.UpdateReports(ctx, func(tx *statedb.Tx) error {
 		reply, err := tx.UpdateJob(ctx, u)
 		res.Kill, res.Retire = reply.Kill, reply.Retire
 		return err

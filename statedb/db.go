@@ -37,11 +37,13 @@
 //     (host, pid and a random part).
 //
 // On SQLite every write transaction starts with BEGIN IMMEDIATE, and on
-// PostgreSQL it takes one advisory lock, so write transactions of all
+// PostgreSQL it takes advisory locks, so write transactions of all
 // processes run one at a time, and what one reads
 // stays as read until it commits: there a guard fires only on what its
 // caller read in an earlier transaction, and the guards state the rules
-// for a database whose transactions run side by side.
+// for a database whose transactions run side by side. The one exception
+// is PostgreSQL's job reports, which run beside the hand-outs, each under
+// a lock of its own (pgBeginClaims and pgBeginReports say how).
 //
 // One assumption of one writer remains, and the lease is its answer: a
 // configuration is applied in steps, several transactions long
@@ -124,14 +126,17 @@ type DB struct {
 	lastWrite atomic.Pointer[writeOutcome]
 	// outOfSpace is the last real write that failed for lack of space,
 	// nil once a real write commits; see CheckWrites.
-	outOfSpace  atomic.Pointer[writeOutcome]
-	shared      sharedWrites
-	clock       clock.Clock
-	path        string
-	pg          bool
-	closePool   func()
-	outputLimit int64
-	notify      map[string]bool
+	outOfSpace atomic.Pointer[writeOutcome]
+	// shared runs the UpdateShared calls on the write session, and
+	// reports the UpdateReports calls: on SQLite the same, on
+	// PostgreSQL on a session of their own.
+	shared, reports *sharedWrites
+	clock           clock.Clock
+	path            string
+	pg              bool
+	closePool       func()
+	outputLimit     int64
+	notify          map[string]bool
 }
 
 // Options tune a DB. The zero value is the real clock and the default
@@ -240,14 +245,32 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 		return fail(err)
 	}
 	db.health <- s
-	db.startSharedWriter()
+	begin := db.write.begin
+	if db.pg {
+		begin = pgBeginClaims
+	}
+	db.shared = db.startSharedWriter(db.write, begin)
+	db.reports = db.shared
+	if db.pg {
+		rs, err := db.newSession(ctx, false)
+		if err != nil {
+			return fail(err)
+		}
+		db.reports = db.startSharedWriter(rs, pgBeginReports)
+	}
 	return db, nil
 }
 
 // Close closes the database. It must not be called while transactions run.
 func (db *DB) Close() error {
-	db.stopSharedWriter()
 	var errs []error
+	if db.reports != nil && db.reports != db.shared {
+		db.reports.close()
+		errs = append(errs, db.reports.s.close())
+	}
+	if db.shared != nil {
+		db.shared.close()
+	}
 	if db.write != nil {
 		errs = append(errs, db.write.close())
 	}
@@ -291,8 +314,40 @@ type session struct {
 const (
 	sqliteBeginWrite = `BEGIN IMMEDIATE`
 	sqliteBeginRead  = `BEGIN`
-	pgBeginWrite     = `BEGIN; SELECT pg_advisory_xact_lock(` + pgWriteLock + `)`
+	pgBeginWrite     = `BEGIN; SELECT pg_advisory_xact_lock(` + pgWriteLock + `); SELECT pg_advisory_xact_lock(` + pgReportLock + `)`
 	pgBeginRead      = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+)
+
+// On PostgreSQL the job reports and the hand-outs, the job protocol's two
+// shared transactions (UpdateReports, UpdateShared), run side by side,
+// each under a lock of its own, and every other write transaction takes
+// both (pgBeginWrite), in that order, before it touches a row:
+//
+//   - A hand-out takes the write lock, so that hand-outs, on every
+//     WEBAPP, run one at a time, and the running jobs it counts are
+//     counted up by no one else meanwhile. It first takes the jobs that
+//     reports ended off those counts (pgFoldEnded).
+//   - A report takes the report lock. It only ends or updates a job that
+//     runs, whose lorry no hand-out may claim: the rows the two write
+//     are others', but for a job's end, which adds a row to
+//     live_jobs_ended rather than count down the hand-outs' row of
+//     live_jobs. A count a hand-out reads while a report's transaction
+//     runs is too high, never too low, until that report commits.
+//   - What a hand-out and a report might both write (the job of a minion
+//     come back with a new pid, ended as lost by its hand-out while its
+//     old report is under way) is guarded in SQL as between any two
+//     writers; a deadlock between them is the server's to break, and the
+//     shared transaction runs again (runWhole).
+const (
+	pgBeginClaims  = `BEGIN; SELECT pg_advisory_xact_lock(` + pgWriteLock + `); ` + pgFoldEnded
+	pgBeginReports = `BEGIN; SELECT pg_advisory_xact_lock(` + pgReportLock + `)`
+	// pgFoldEnded takes the jobs ended since off the counts of live
+	// jobs; the ends of reports that have not committed stay, to be
+	// taken off next time.
+	pgFoldEnded = `WITH gone AS (DELETE FROM live_jobs_ended RETURNING queue, host),
+		ended AS (SELECT queue, host, COUNT(*) AS n FROM gone GROUP BY queue, host)
+	UPDATE live_jobs SET n = live_jobs.n - ended.n FROM ended
+	WHERE live_jobs.queue = ended.queue AND live_jobs.host = ended.host`
 )
 
 func (db *DB) newSession(ctx context.Context, readOnly bool) (*session, error) {

@@ -19,11 +19,13 @@ import (
 // never shown (Path leaves it out).
 
 // pgWriteLock is the key of the advisory lock that every write
-// transaction takes (see pgBeginWrite), and pgMigrateLock the one that
-// migrating takes.
+// transaction but a job report's takes (see pgBeginWrite), pgReportLock
+// the one that every write transaction but a hand-out's takes, and
+// pgMigrateLock the one that migrating takes.
 const (
 	pgWriteLock   = `1819435881`
 	pgMigrateLock = `1819435882`
+	pgReportLock  = `1819435883`
 )
 
 // IsPostgres says whether place names a PostgreSQL database rather than a
@@ -69,14 +71,14 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	}
 	// The sessions hold their connections; a few more serve a session
 	// renewed after its connection broke.
-	cfg.MaxConns = 2 + readSessions + 2
+	cfg.MaxConns = 3 + readSessions + 2
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", shown, err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
-	sqlDB.SetMaxOpenConns(2 + readSessions + 2)
-	sqlDB.SetMaxIdleConns(2 + readSessions + 2)
+	sqlDB.SetMaxOpenConns(3 + readSessions + 2)
+	sqlDB.SetMaxIdleConns(3 + readSessions + 2)
 	db := newDB(sqlDB, shown, opts)
 	db.pg = true
 	db.closePool = pool.Close

@@ -374,7 +374,9 @@ func TestQueuesKeptBetweenHandOuts(t *testing.T) {
 // the triggers on jobs keep, against the jobs themselves, through every
 // kind of change to a job: claimed, confirmed, ended, moved to another
 // queue or host while live or after, deleted live or ended, and inserted
-// already ended (as a copy does).
+// already ended (as a copy does). On PostgreSQL the ends are taken off
+// the counts by the next hand-out's transaction (pgFoldEnded), and
+// counted as ended meanwhile.
 func TestLiveCounts(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
@@ -454,6 +456,29 @@ func TestLiveCounts(t *testing.T) {
 			}
 			return nil
 		})
+		if !f.db.pg {
+			continue
+		}
+		// A hand-out's transaction takes the ends off the counts; they
+		// stay as they were.
+		err := f.db.UpdateShared(ctx, func(tx *Tx) error {
+			var left int64
+			if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM live_jobs_ended`).Scan(&left); err != nil {
+				return err
+			}
+			if left != 0 {
+				t.Errorf("after %s: %d ends left after a hand-out's begin", strings.Join(strings.Fields(step), " "), left)
+			}
+			kept := counts(tx, liveCountQuery)
+			real := counts(tx, `SELECT queue, host, COUNT(*) FROM jobs WHERE `+liveStatus+` GROUP BY queue, host`)
+			if !maps.Equal(kept, real) {
+				t.Errorf("after %s and the ends taken off:\nkept counts %v\nlive jobs   %v", strings.Join(strings.Fields(step), " "), kept, real)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

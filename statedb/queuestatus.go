@@ -54,7 +54,7 @@ func (tx *Tx) QueueStates(ctx context.Context) ([]QueueState, error) {
 
 // runningByQueueAndHost counts the live (claimed or running) jobs by
 // queue, those on the minion host named, and all of them, from the
-// counts that the triggers on jobs keep in live_jobs: a few rows (one per
+// counts that the triggers on jobs keep (live_counts): a few rows (one per
 // queue and host that ever ran a job), whatever the jobs table holds.
 func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (liveCounts, error) {
 	rows, err := tx.query(ctx, liveCountQuery)
@@ -79,7 +79,7 @@ func (tx *Tx) runningByQueueAndHost(ctx context.Context, host string) (liveCount
 }
 
 // liveCountQuery reads the counts of live jobs by queue and host.
-const liveCountQuery = `SELECT queue, host, n FROM live_jobs WHERE n > 0`
+const liveCountQuery = `SELECT queue, host, n FROM live_counts WHERE n > 0`
 
 // liveCounts are the live jobs by queue, on one host, and in all.
 type liveCounts struct {

@@ -141,7 +141,7 @@ const (
 		COALESCE((SELECT retire FROM minions WHERE name = ?5), 0),
 		EXISTS (SELECT 1 FROM jobs WHERE minion = ?5 AND ` + liveStatus + `)`
 	pgHandOutStateQuery = handOutStateQuery + `, (SELECT n FROM queues_version),
-		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_jobs WHERE n > 0)`
+		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_counts WHERE n > 0)`
 )
 
 // parseLiveCounts reads the counts of live jobs as pgHandOutStateQuery

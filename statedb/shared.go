@@ -8,9 +8,14 @@ import (
 	"sync"
 )
 
-// sharedWrites are the UpdateShared calls waiting for the write session,
-// and the goroutine that runs them (sharedWriter).
+// sharedWrites are the shared calls waiting for a write session, and the
+// goroutine that runs them (sharedWriter): UpdateShared's on the write
+// session, UpdateReports' on PostgreSQL on a session of their own.
 type sharedWrites struct {
+	// s is the session the calls run on, and begin how their
+	// transactions begin.
+	s       *session
+	begin   string
 	mu      sync.Mutex
 	waiting []*sharedWrite
 	closed  bool
@@ -43,44 +48,60 @@ var errClosed = errors.New("the state database is closed")
 // PostgreSQL fn may run twice, its first run undone (runWhole): it must
 // set what it tells its caller, never add to it.
 func (db *DB) UpdateShared(ctx context.Context, fn func(*Tx) error) error {
+	return db.shared.run(ctx, fn)
+}
+
+// UpdateReports is UpdateShared for the minions' job reports. On
+// PostgreSQL they run beside the hand-outs, in transactions of their own
+// on a session of their own (pgBeginReports says how the two keep out
+// of each other's way): fn may end or update a running job and its
+// lorry, but must not hand out a job nor change the queues. On SQLite,
+// which writes one transaction at a time, it is UpdateShared.
+func (db *DB) UpdateReports(ctx context.Context, fn func(*Tx) error) error {
+	return db.reports.run(ctx, fn)
+}
+
+// run has the writer run fn, and waits for it.
+func (sw *sharedWrites) run(ctx context.Context, fn func(*Tx) error) error {
 	w := &sharedWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
-	db.shared.mu.Lock()
-	if db.shared.closed {
-		db.shared.mu.Unlock()
+	sw.mu.Lock()
+	if sw.closed {
+		sw.mu.Unlock()
 		return errClosed
 	}
-	db.shared.waiting = append(db.shared.waiting, w)
-	db.shared.mu.Unlock()
+	sw.waiting = append(sw.waiting, w)
+	sw.mu.Unlock()
 	select {
-	case db.shared.kick <- struct{}{}:
+	case sw.kick <- struct{}{}:
 	default: // the writer is kicked already
 	}
 	<-w.done
 	return w.err
 }
 
-// startSharedWriter starts the goroutine that runs the UpdateShared calls.
-func (db *DB) startSharedWriter() {
-	db.shared.kick = make(chan struct{}, 1)
-	db.shared.stop = make(chan struct{})
-	db.shared.stopped = make(chan struct{})
-	go db.sharedWriter()
+// startSharedWriter starts the goroutine that runs shared calls on s, in
+// transactions that begin so.
+func (db *DB) startSharedWriter(s *session, begin string) *sharedWrites {
+	sw := &sharedWrites{s: s, begin: begin, kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	go db.sharedWriter(sw)
+	return sw
 }
 
-// sharedWriter runs the waiting UpdateShared calls, all those waiting
-// once it holds the write session in one transaction, until stopped. A
-// call whose batch is done returns at once, without waiting for the
-// session: the session goes straight from one batch to the next.
-func (db *DB) sharedWriter() {
-	defer close(db.shared.stopped)
+// sharedWriter runs the waiting calls of sw, all those waiting once it
+// holds its session in one transaction, until stopped. A call whose
+// batch is done returns at once, without waiting for the session: the
+// session goes straight from one batch to the next.
+func (db *DB) sharedWriter(sw *sharedWrites) {
+	defer close(sw.stopped)
 	for {
 		select {
-		case <-db.shared.kick:
-		case <-db.shared.stop:
-			db.shared.mu.Lock()
-			batch := db.shared.waiting
-			db.shared.waiting, db.shared.closed = nil, true
-			db.shared.mu.Unlock()
+		case <-sw.kick:
+		case <-sw.stop:
+			sw.mu.Lock()
+			batch := sw.waiting
+			sw.waiting, sw.closed = nil, true
+			sw.mu.Unlock()
 			for _, w := range batch {
 				w.err = errClosed
 				close(w.done)
@@ -88,15 +109,15 @@ func (db *DB) sharedWriter() {
 			return
 		}
 		for {
-			db.write.mu.Lock()
-			db.shared.mu.Lock()
-			batch := db.shared.waiting
-			db.shared.waiting = nil
-			db.shared.mu.Unlock()
+			sw.s.mu.Lock()
+			sw.mu.Lock()
+			batch := sw.waiting
+			sw.waiting = nil
+			sw.mu.Unlock()
 			if len(batch) > 0 {
-				db.runShared(batch)
+				db.runShared(sw, batch)
 			}
-			db.write.mu.Unlock()
+			sw.s.mu.Unlock()
 			if len(batch) == 0 {
 				break
 			}
@@ -104,14 +125,11 @@ func (db *DB) sharedWriter() {
 	}
 }
 
-// stopSharedWriter ends the writer; calls still waiting fail with
-// errClosed, as do calls made after.
-func (db *DB) stopSharedWriter() {
-	if db.shared.stop == nil {
-		return
-	}
-	db.shared.stopOnce.Do(func() { close(db.shared.stop) })
-	<-db.shared.stopped
+// close ends the writer; calls still waiting fail with errClosed, as do
+// calls made after.
+func (sw *sharedWrites) close() {
+	sw.stopOnce.Do(func() { close(sw.stop) })
+	<-sw.stopped
 }
 
 // runCall runs fn on tx, making a panic of fn its error: fn runs on the
@@ -128,14 +146,14 @@ func runCall(fn func(*Tx) error, tx *Tx) (err error) {
 
 // runShared runs batch in one write transaction, setting each one's err
 // and closing its done.
-func (db *DB) runShared(batch []*sharedWrite) {
+func (db *DB) runShared(sw *sharedWrites, batch []*sharedWrite) {
 	defer func() {
 		for _, w := range batch {
 			close(w.done)
 		}
 	}()
 	ctx := context.Background()
-	s := db.write
+	s := sw.s
 	fail := func(err error) {
 		for _, w := range batch {
 			if w.err == nil {
@@ -144,10 +162,10 @@ func (db *DB) runShared(batch []*sharedWrite) {
 		}
 		db.recordWrite(err)
 	}
-	if s.pg && db.runWhole(ctx, batch, fail) {
+	if s.pg && db.runWhole(ctx, sw, batch, fail) {
 		return
 	}
-	sp := savepoints{s: s, pg: s.pg}
+	sp := savepoints{s: s, pg: s.pg, beginWith: sw.begin}
 	if err := sp.begin(ctx); err != nil {
 		db.renew(ctx, s)
 		fail(fmt.Errorf("begin: %w", err))
@@ -217,8 +235,8 @@ func (db *DB) runShared(batch []*sharedWrite) {
 // database wait for UpdateShared to return, so running them again is
 // safe; a failed call is rare (a report of a job another replica ended,
 // say), and costs its batch a second run.
-func (db *DB) runWhole(ctx context.Context, batch []*sharedWrite, fail func(error)) (done bool) {
-	s := db.write
+func (db *DB) runWhole(ctx context.Context, sw *sharedWrites, batch []*sharedWrite, fail func(error)) (done bool) {
+	s := sw.s
 	undo := func() bool {
 		s.conn.ExecContext(ctx, `ROLLBACK`)
 		s.cache.forget()
@@ -227,7 +245,7 @@ func (db *DB) runWhole(ctx context.Context, batch []*sharedWrite, fail func(erro
 		}
 		return false
 	}
-	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
+	if _, err := s.conn.ExecContext(ctx, sw.begin); err != nil {
 		db.renew(ctx, s)
 		return undo()
 	}
@@ -265,6 +283,8 @@ func (db *DB) runWhole(ctx context.Context, batch []*sharedWrite, fail func(erro
 type savepoints struct {
 	s  *session
 	pg bool
+	// beginWith is how the transaction begins.
+	beginWith string
 	// made says that a savepoint is made and no call has run under it;
 	// open that one was kept and is to be released.
 	made, open bool
@@ -272,10 +292,10 @@ type savepoints struct {
 
 func (sp *savepoints) begin(ctx context.Context) error {
 	if !sp.pg {
-		_, err := sp.s.conn.ExecContext(ctx, sp.s.begin)
+		_, err := sp.s.conn.ExecContext(ctx, sp.beginWith)
 		return err
 	}
-	_, err := sp.s.conn.ExecContext(ctx, sp.s.begin+`; SAVEPOINT shared`)
+	_, err := sp.s.conn.ExecContext(ctx, sp.beginWith+`; SAVEPOINT shared`)
 	sp.made = err == nil
 	return err
 }

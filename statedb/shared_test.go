@@ -237,3 +237,66 @@ func TestUpdateSharedCallPanics(t *testing.T) {
 		t.Errorf("rows = %v; want the work of calls 0 and 2", rows)
 	}
 }
+
+// TestReportsBesideHandOuts checks that on PostgreSQL a job report runs
+// while a hand-out's transaction is under way, and that any other write
+// waits for both.
+func TestReportsBesideHandOuts(t *testing.T) {
+	f := newFixture(t, Options{})
+	if !f.db.pg {
+		t.Skip("on SQLite the reports share the hand-outs' transactions")
+	}
+	ctx := context.Background()
+	hold, held := make(chan struct{}), make(chan struct{})
+	handOut := make(chan error, 1)
+	go func() {
+		handOut <- f.db.UpdateShared(ctx, func(*Tx) error { close(held); <-hold; return nil })
+	}()
+	<-held
+	// The report ends before the hand-out does.
+	report := make(chan error, 1)
+	go func() { report <- f.db.UpdateReports(ctx, func(*Tx) error { return nil }) }()
+	select {
+	case err := <-report:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a report waited for a hand-out's transaction")
+	}
+	// Another WEBAPP's write waits for the hand-out's write lock.
+	other := f.second(t, Options{})
+	wrote := make(chan error, 1)
+	go func() { wrote <- other.Update(ctx, func(*Tx) error { return nil }) }()
+	select {
+	case err := <-wrote:
+		t.Fatalf("a write ran beside a hand-out: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(hold)
+	if err := <-handOut; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	// And for a report's lock: a report held, the write waits.
+	hold, held = make(chan struct{}), make(chan struct{})
+	go func() {
+		report <- f.db.UpdateReports(ctx, func(*Tx) error { close(held); <-hold; return nil })
+	}()
+	<-held
+	go func() { wrote <- other.Update(ctx, func(*Tx) error { return nil }) }()
+	select {
+	case err := <-wrote:
+		t.Fatalf("a write ran beside a report: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(hold)
+	if err := <-report; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -136,22 +136,31 @@ func nextStreak(l Lorry, j Job, status, class string, base int64) streak {
 	return s
 }
 
-// recordRun records on j's lorry l the end of j with status, exit, the
-// last error lastErr and the error class class: its streak, and when it
-// is due next. It notifies as the streak says.
-func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr string) (again bool, state string, err error) {
-	status, exit, class := e.status, e.exit, e.class
+// lorryRun is what the end e of job j writes on its lorry l, which runs
+// it: its streak, and when it is due next (planRun).
+type lorryRun struct {
+	l       Lorry
+	j       Job
+	e       jobEnd
+	lastErr string
+	s       streak
+	next    int64
+}
+
+// planRun works out what the end e of job j, with the last error
+// lastErr, writes on its lorry l.
+func (tx *Tx) planRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr string) (lorryRun, error) {
 	base := l.Interval
 	var cronNext int64
 	if l.Schedule != "" {
 		if err := tx.queryRow(ctx, `SELECT cron_next FROM lorries WHERE path = ?`, l.Path).Scan(&cronNext); err != nil {
-			return false, "", fmt.Errorf("read schedule of lorry %q: %w", l.Path, err)
+			return lorryRun{}, fmt.Errorf("read schedule of lorry %q: %w", l.Path, err)
 		}
 		if cronNext > j.Started {
 			base = cronNext - j.Started
 		}
 	}
-	s := nextStreak(l, j, status, class, base)
+	s := nextStreak(l, j, e.status, e.class, base)
 	// A scheduled lorry is due next at the first event its schedule has
 	// not dealt with, or when its backoff ends if that is later.
 	next := max(j.Started+l.Interval, s.backoffUntil)
@@ -161,43 +170,78 @@ func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr s
 	if s.state == StateHardFailed {
 		next = hardFailedDue
 	}
-	err = tx.queryRow(ctx, `UPDATE lorries SET running_job = NULL, last_run = ?, next_due = ?,
-			last_run_exit = ?, last_run_error = ?, disk_usage = COALESCE(?, disk_usage),
-			consecutive_failures = ?, state = ?, backoff_until = ?, last_success = ?, last_error_class = ?
-		WHERE path = ? AND running_job = ? AND consecutive_failures = ? AND state = ? RETURNING run_again`,
-		j.Started, next, exit, lastErr, j.DiskUsage,
-		s.failures, s.state, s.backoffUntil, s.lastSuccess, s.errorClass, j.Path, j.ID,
-		l.ConsecutiveFailures, l.State).Scan(&again)
+	return lorryRun{l: l, j: j, e: e, lastErr: lastErr, s: s, next: next}, nil
+}
+
+// recordRunQuery writes a lorryRun (its args) on the lorry, if it still
+// runs the job and its streak is as read, and answers whether a run was
+// asked for meanwhile. A successful end's upstream HEAD is kept.
+const recordRunQuery = `UPDATE lorries SET running_job = NULL, last_run = ?1, next_due = ?2,
+		last_run_exit = ?3, last_run_error = ?4, disk_usage = COALESCE(?5, disk_usage),
+		consecutive_failures = ?6, state = ?7, backoff_until = ?8, last_success = ?9, last_error_class = ?10,
+		upstream_head = CASE WHEN ?11 != '' THEN ?11 ELSE upstream_head END
+	WHERE path = ?12 AND running_job = ?13 AND consecutive_failures = ?14 AND state = ?15 RETURNING run_again`
+
+func (r lorryRun) args() []any {
+	head := ""
+	if r.e.status == StatusSucceeded {
+		head = r.e.head
+	}
+	return []any{r.j.Started, r.next, r.e.exit, r.lastErr, r.j.DiskUsage,
+		r.s.failures, r.s.state, r.s.backoffUntil, r.s.lastSuccess, r.s.errorClass, head,
+		r.j.Path, r.j.ID, r.l.ConsecutiveFailures, r.l.State}
+}
+
+// runTaken is the error of a lorryRun that found its lorry changed.
+func (r lorryRun) taken() error {
+	// The streak is counted from l as read: a lorry freed, or whose
+	// streak changed, since, is another writer's doing.
+	return fmt.Errorf("record job %d on lorry %q: the lorry changed meanwhile: %w", r.j.ID, r.j.Path, ErrTaken)
+}
+
+// recordRun records on j's lorry l the end e of j, with the last error
+// lastErr: its streak, and when it is due next. It notifies as the
+// streak says.
+func (tx *Tx) recordRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr string) (again bool, state string, err error) {
+	r, err := tx.planRun(ctx, l, j, e, lastErr)
+	if err != nil {
+		return false, "", err
+	}
+	err = tx.queryRow(ctx, recordRunQuery, r.args()...).Scan(&again)
 	if errors.Is(err, sql.ErrNoRows) {
-		// The streak is counted from l as read: a lorry freed, or whose
-		// streak changed, since, is another writer's doing.
-		return false, "", fmt.Errorf("record job %d on lorry %q: the lorry changed meanwhile: %w", j.ID, j.Path, ErrTaken)
+		return false, "", r.taken()
 	}
 	if err != nil {
 		return false, "", fmt.Errorf("record job %d on lorry %q: %w", j.ID, j.Path, err)
 	}
+	return again, r.s.state, tx.notifyRun(ctx, r)
+}
+
+// notifyRun notifies of what the run r did to its lorry's streak.
+func (tx *Tx) notifyRun(ctx context.Context, r lorryRun) error {
+	j, s := r.j, r.s
 	if s.notifyFailure {
 		err := tx.Notify(ctx, EventJobFailed, JobFailed{Lorry: j.Path, JobID: j.ID, Kind: j.Kind,
-			Status: status, Exit: exit, Minion: j.Minion, Error: lastErr, ErrorClass: class})
+			Status: r.e.status, Exit: r.e.exit, Minion: j.Minion, Error: r.lastErr, ErrorClass: r.e.class})
 		if err != nil {
-			return false, "", err
+			return err
 		}
 	}
 	if s.hardFailed {
 		err := tx.Notify(ctx, EventLorryHardFailed, LorryHardFailed{Lorry: j.Path, JobID: j.ID,
-			Failures: s.failures, Error: lastErr, ErrorClass: class})
+			Failures: s.failures, Error: r.lastErr, ErrorClass: r.e.class})
 		if err != nil {
-			return false, "", err
+			return err
 		}
 	}
 	if s.recovered {
 		err := tx.Notify(ctx, EventLorryRecovered, LorryRecovered{Lorry: j.Path, JobID: j.ID,
-			Failures: l.ConsecutiveFailures})
+			Failures: r.l.ConsecutiveFailures})
 		if err != nil {
-			return false, "", err
+			return err
 		}
 	}
-	return again, s.state, nil
+	return nil
 }
 
 // RetryLorry is Retry now: it ends the failure streak of the lorry at

@@ -129,8 +129,17 @@ func TestGuardRunRecordedOnTheStreakRead(t *testing.T) {
 		return err
 	})
 	wantTaken(t, "recording a run on a streak changed meanwhile", err)
+	// A job's end with the lorry as read (a final report's), which on
+	// PostgreSQL records the run and the end in one statement.
+	err = f.db.Update(ctx, func(tx *Tx) error {
+		return tx.endJob(ctx, j, jobEnd{status: StatusFailed, exit: exit(1), heard: true, lorry: &l})
+	})
+	wantTaken(t, "ending a job on a streak changed meanwhile", err)
 	if got := f.lorry(t, "a"); got.ConsecutiveFailures != 3 || got.RunningJob == nil {
 		t.Errorf("lorry %d failures, running %v; want the other writer's 3, still running", got.ConsecutiveFailures, got.RunningJob)
+	}
+	if got := f.job(t, a.Job.ID); got.Status != StatusRunning && got.Status != StatusClaimed {
+		t.Errorf("job %s; want it live still", got.Status)
 	}
 }
 

@@ -2,8 +2,11 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -116,6 +119,12 @@ type jobEnd struct {
 	// heard says whether the minion itself reported the end, which
 	// counts as seeing it.
 	heard bool
+	// head is the branch the upstream's HEAD names, which a successful
+	// end keeps on the lorry; "" when not reported.
+	head string
+	// lorry, when set, is the job's lorry as the transaction read it,
+	// running the job: the end need not read it again.
+	lorry *Lorry
 }
 
 // holdJob is the first write to the live job j as it was read: it
@@ -183,9 +192,17 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 	// lorryState is the state the job left its lorry in, kept with the
 	// job; "" when the job was not its lorry's run.
 	lorryState := ""
-	l, err := tx.Lorry(ctx, j.Path)
+	var l Lorry
+	if e.lorry != nil {
+		l = *e.lorry
+	} else {
+		l, err = tx.Lorry(ctx, j.Path)
+	}
 	switch {
 	case err == nil && l.RunningJob != nil && *l.RunningJob == j.ID:
+		if tx.pg {
+			return tx.recordRunAndEnd(ctx, l, j, e, lastErr)
+		}
 		again, state, err := tx.recordRun(ctx, l, j, e, lastErr)
 		if err != nil {
 			return err
@@ -301,6 +318,66 @@ func pgEnd(free string) string {
 		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
 	SELECT COUNT(*) FROM ended`
 }
+
+// recordRunAndEnd is recordRun and recordEnd on PostgreSQL, in one
+// statement: the end of job j, which its lorry l runs, as e says.
+func (tx *Tx) recordRunAndEnd(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr string) error {
+	r, err := tx.planRun(ctx, l, j, e, lastErr)
+	if err != nil {
+		return err
+	}
+	args := []any{e.status, e.exit, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
+		j.nextChunk, e.class, []byte{}, r.s.state, j.ID, j.Updated, j.Minion, j.ID}
+	query := pgRunEndQuery
+	if e.heard {
+		query, args = pgRunEndHeardQuery, append(args, tx.Now)
+	}
+	var again sql.NullBool
+	var ended int64
+	if err := tx.queryRow(ctx, query, append(args, r.args()...)...).Scan(&again, &ended); err != nil {
+		return fmt.Errorf("end job %d: %w", j.ID, err)
+	}
+	if !again.Valid {
+		return r.taken()
+	}
+	if ended == 0 {
+		return fmt.Errorf("end job %d as %s: it ended or changed meanwhile: %w", j.ID, e.status, ErrTaken)
+	}
+	if err := tx.notifyRun(ctx, r); err != nil {
+		return err
+	}
+	if again.Bool {
+		return tx.makeDueNow(ctx, j.Path)
+	}
+	return nil
+}
+
+// pgRunEndQuery and pgRunEndHeardQuery are pgEndQuery and pgEndHeardQuery
+// with recordRunQuery before them, its arguments after theirs: the job
+// ends only if its lorry took the run. They answer the lorry's run_again
+// (NULL if it did not) and whether the job ended.
+var (
+	pgRunEndQuery      = pgRunEnd(freeMinionQuery, 16)
+	pgRunEndHeardQuery = pgRunEnd(freeHeardMinionQuery, 17)
+)
+
+func pgRunEnd(free string, before int) string {
+	free = strings.NewReplacer("?1", "?15", "?2", "?16", "?3", "?17").Replace(free)
+	return `WITH run AS (` + shiftArgs(recordRunQuery, before) + `),
+		ended AS (` + recordEndQuery + ` AND EXISTS (SELECT 1 FROM run) RETURNING 1),
+		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
+	SELECT (SELECT run_again FROM run), (SELECT COUNT(*) FROM ended)`
+}
+
+// shiftArgs numbers the arguments ?1, ?2, ... of query from ?n+1 on.
+func shiftArgs(query string, n int) string {
+	return numberedArg.ReplaceAllStringFunc(query, func(a string) string {
+		i, _ := strconv.Atoi(a[1:])
+		return "?" + strconv.Itoa(i+n)
+	})
+}
+
+var numberedArg = regexp.MustCompile(`\?[0-9]+`)
 
 // freeMinion records that j's minion no longer has it.
 func (tx *Tx) freeMinion(ctx context.Context, j Job, heard bool) error {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"lorrycontroller.dev/lc/wire"
 )
@@ -45,11 +46,20 @@ type JobUpdate struct {
 // ErrNotFound: no such job; ErrConflict: the job is over or belongs to
 // another minion. It also answers whether the minion named is retired.
 func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (UpdateReply, error) {
-	j, retire, err := tx.jobAndRetire(ctx, u.ID, u.Minion.Name)
+	var j Job
+	var retire bool
+	var l *Lorry
+	var err error
+	if u.Exit != nil {
+		// A job's end writes on its lorry: it is read with the job.
+		j, retire, l, err = tx.jobRetireAndLorry(ctx, u.ID, u.Minion.Name)
+	} else {
+		j, retire, err = tx.jobAndRetire(ctx, u.ID, u.Minion.Name)
+	}
 	if err != nil {
 		return UpdateReply{}, err
 	}
-	kill, err := tx.updateJob(ctx, u, j)
+	kill, err := tx.updateJob(ctx, u, j, l)
 	return UpdateReply{Kill: kill, Retire: retire}, err
 }
 
@@ -77,6 +87,47 @@ func (tx *Tx) jobAndRetire(ctx context.Context, id int64, minion string) (Job, b
 const jobAndRetireQuery = `SELECT ` + jobColumns + `, COALESCE((SELECT retire FROM minions WHERE name = ?), 0)
 	FROM jobs WHERE id = ?`
 
+// jobRetireAndLorry is jobAndRetire with the job's lorry if it runs the
+// job, else nil, in one statement when it does.
+func (tx *Tx) jobRetireAndLorry(ctx context.Context, id int64, minion string) (Job, bool, *Lorry, error) {
+	var retire int
+	var l Lorry
+	row := tx.queryRow(ctx, jobRetireLorryQuery, minion, id)
+	j, err := scanJob(scanFunc(func(jobDest ...any) error {
+		var err error
+		l, err = scanLorry(scanFunc(func(lorryDest ...any) error {
+			return row.Scan(append(append(jobDest, &retire), lorryDest...)...)
+		}))
+		return err
+	}))
+	if errors.Is(err, sql.ErrNoRows) {
+		j, retired, err := tx.jobAndRetire(ctx, id, minion)
+		return j, retired, nil, err
+	}
+	if err != nil {
+		return j, false, nil, fmt.Errorf("read job %d: %w", id, err)
+	}
+	return j, retire != retireNo, &l, nil
+}
+
+var jobRetireLorryQuery = `SELECT ` + qualified("jobs", jobColumns) + `,
+		COALESCE((SELECT retire FROM minions WHERE name = ?), 0), ` + qualified("lorries", lorryColumns) + `
+	FROM jobs JOIN lorries ON lorries.path = jobs.path AND lorries.running_job = jobs.id WHERE jobs.id = ?`
+
+// qualified is the list of columns with each named as table's.
+func qualified(table, columns string) string {
+	names := strings.Split(columns, ",")
+	for i, n := range names {
+		names[i] = table + "." + strings.TrimSpace(n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// scanFunc is a scanner made of a function.
+type scanFunc func(dest ...any) error
+
+func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
+
 // scanAlso scans the columns its caller asks for and then those of also.
 type scanAlso struct {
 	row  scanner
@@ -85,7 +136,7 @@ type scanAlso struct {
 
 func (s scanAlso) Scan(dest ...any) error { return s.row.Scan(append(dest, s.also...)...) }
 
-func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job) (kill bool, err error) {
+func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job, l *Lorry) (kill bool, err error) {
 	if !j.Live() {
 		return false, fmt.Errorf("job %d is %s: %w", j.ID, j.Status, ErrConflict)
 	}
@@ -131,22 +182,37 @@ func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job) (kill bool, err
 	}
 
 	if u.Exit != nil {
-		return false, tx.finishReported(ctx, j, u)
+		return false, tx.finishReported(ctx, j, u, l)
 	}
 
-	if _, err := tx.exec(ctx, `UPDATE minions SET last_seen = ?, heard = heard + 1 WHERE name = ?`, tx.Now, j.Minion); err != nil {
-		return false, fmt.Errorf("record minion %s: %w", j.Minion, err)
-	}
 	if !j.Kill && j.Timeout > 0 && tx.Now-j.Started > j.Timeout {
 		j.Kill, j.KillReason = true, StatusTimedOut
+	}
+	if tx.pg {
+		// The minion is seen in the statement that saves the progress.
+		res, err := tx.exec(ctx, pgProgressQuery, append(j.progressArgs(tx.Now), j.Minion)...)
+		if err != nil {
+			return false, fmt.Errorf("update job %d: %w", j.ID, err)
+		}
+		return j.Kill, taken(res, fmt.Sprintf("update job %d: it ended or changed meanwhile", j.ID))
+	}
+	if _, err := tx.exec(ctx, minionHeardQuery, tx.Now, j.Minion); err != nil {
+		return false, fmt.Errorf("record minion %s: %w", j.Minion, err)
 	}
 	return j.Kill, tx.saveProgress(ctx, j)
 }
 
+// minionHeardQuery records that the minion ?2 reported at ?1.
+const minionHeardQuery = `UPDATE minions SET last_seen = ?1, heard = heard + 1 WHERE name = ?2`
+
+// pgProgressQuery is saveProgressQuery with minionHeardQuery before it,
+// the minion's name after saveProgressQuery's arguments.
+var pgProgressQuery = `WITH heard AS (` + strings.NewReplacer("?2", "?13").Replace(minionHeardQuery) + `) ` + saveProgressQuery
+
 // finishReported ends job j, whose minion reported its end in u: it
 // keeps what a successful end reports (the upstream's HEAD and the refs
-// it changed) and records the end.
-func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate) error {
+// it changed) and records the end. l is j's lorry as read, if it runs j.
+func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate, l *Lorry) error {
 	status := StatusFailed
 	switch {
 	case *u.Exit == 0:
@@ -155,12 +221,6 @@ func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate) error {
 		status = StatusTimedOut
 	case j.KillReason == StatusKilled:
 		status = StatusKilled
-	}
-	if status == StatusSucceeded && u.Head != "" {
-		_, err := tx.exec(ctx, `UPDATE lorries SET upstream_head = ? WHERE path = ? AND running_job = ?`, u.Head, j.Path, j.ID)
-		if err != nil {
-			return fmt.Errorf("record upstream head of job %d on lorry %q: %w", j.ID, j.Path, err)
-		}
 	}
 	if status == StatusSucceeded && u.Refs != nil {
 		if err := tx.setJobRefs(ctx, j.ID, u.Refs); err != nil {
@@ -181,7 +241,7 @@ func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate) error {
 	if status != StatusFailed {
 		class = ""
 	}
-	return tx.endJob(ctx, j, jobEnd{status: status, exit: u.Exit, class: class, heard: true})
+	return tx.endJob(ctx, j, jobEnd{status: status, exit: u.Exit, class: class, heard: true, head: u.Head, lorry: l})
 }
 
 // saveProgress writes what a report of the live job j changed: its
@@ -191,13 +251,20 @@ func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate) error {
 // hold its job first, as endReadJob does, to spare the job protocol a
 // write: output appended meanwhile is found by its chunks' places.)
 func (tx *Tx) saveProgress(ctx context.Context, j Job) error {
-	res, err := tx.exec(ctx, `UPDATE jobs SET updated = ?, kill = ?, kill_reason = ?, disk_usage = ?,
-			output_bytes = ?, head_bytes = ?, tail_bytes = ?, cut_bytes = ?, next_chunk = ?, output_carry = ?
-		WHERE id = ? AND `+liveStatus+` AND updated = ?`,
-		tx.Now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes, j.nextChunk,
-		carryValue(j.carry), j.ID, j.Updated)
+	res, err := tx.exec(ctx, saveProgressQuery, j.progressArgs(tx.Now)...)
 	if err != nil {
 		return fmt.Errorf("update job %d: %w", j.ID, err)
 	}
 	return taken(res, fmt.Sprintf("update job %d: it ended or changed meanwhile", j.ID))
+}
+
+// saveProgressQuery writes the progress of a live job (progressArgs).
+const saveProgressQuery = `UPDATE jobs SET updated = ?1, kill = ?2, kill_reason = ?3, disk_usage = ?4,
+		output_bytes = ?5, head_bytes = ?6, tail_bytes = ?7, cut_bytes = ?8, next_chunk = ?9, output_carry = ?10
+	WHERE id = ?11 AND ` + liveStatus + ` AND updated = ?12`
+
+// progressArgs are saveProgressQuery's arguments for j at now.
+func (j Job) progressArgs(now int64) []any {
+	return []any{now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
+		j.nextChunk, carryValue(j.carry), j.ID, j.Updated}
 }

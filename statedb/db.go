@@ -408,6 +408,9 @@ type Tx struct {
 	Now         int64
 	outputLimit int64
 	notify      map[string]bool
+	// handOut is the state the transaction's first hand-out read on
+	// PostgreSQL, for the others (pgHandOut).
+	handOut *pgHandOut
 }
 
 // Update runs fn in a write transaction (BEGIN IMMEDIATE), committing if it

@@ -42,7 +42,7 @@ func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
 	a := f.mustGive(t, MinionID{Name: "m", Host: "h", PID: 1})
 	other := f.second(t, Options{})
 	err := other.Update(ctx, func(tx *Tx) error {
-		_, _, err := tx.claimLorry(ctx, MinionID{Name: "m2", Host: "h", PID: 2}, stale)
+		_, _, err := tx.claimLorry(ctx, MinionID{Name: "m2", Host: "h", PID: 2}, stale, true)
 		return err
 	})
 	wantTaken(t, "a second hand-out of a running lorry", err)
@@ -53,6 +53,51 @@ func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
 	f.view(t, func(tx *Tx) error { return tx.queryRow(ctx, `SELECT COUNT(*) FROM jobs`).Scan(&jobs) })
 	if jobs != 1 {
 		t.Errorf("%d jobs after the refused hand-out; want 1: its job undone", jobs)
+	}
+}
+
+// TestGuardClaimForABusyMinion checks the claim that on PostgreSQL
+// guards a hand-out to a minion whose own state was not read: it makes
+// nothing for a minion with a live job or retired.
+func TestGuardClaimForABusyMinion(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{})
+	if !f.db.pg {
+		t.Skip("on SQLite a hand-out reads the minion's state first")
+	}
+	f.lorries(t, "a", "b")
+	m := MinionID{Name: "m", Host: "h", PID: 1}
+	f.mustGive(t, m)
+	b := f.lorry(t, "b")
+	claim := func(m MinionID) Assignment {
+		var a Assignment
+		err := f.db.Update(ctx, func(tx *Tx) error {
+			var err error
+			a, _, err = tx.claimLorry(ctx, m, b, true)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if a := claim(m); a.Idle != idleNotFree {
+		t.Errorf("a claim for a minion with a live job: %+v; want %q", a, idleNotFree)
+	}
+	f.update(t, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `INSERT INTO minions (name, host, pid, last_seen, retire) VALUES ('r', 'h', 2, 0, 1)`)
+		return err
+	})
+	if a := claim(MinionID{Name: "r", Host: "h", PID: 2}); a.Idle != idleNotFree {
+		t.Errorf("a claim for a retired minion: %+v; want %q", a, idleNotFree)
+	}
+	if got := f.lorry(t, "b"); got.RunningJob != nil || got.QueuePos != b.QueuePos {
+		t.Errorf("lorry b running %v at %d after the refused claims; want idle at %d", got.RunningJob, got.QueuePos, b.QueuePos)
+	}
+	// The giveMeJob above them finds why, and answers as it should.
+	a := f.mustGive(t, m)
+	if !a.Again {
+		t.Errorf("the minion asking again got %+v; want its job again", a)
 	}
 }
 

@@ -2,6 +2,7 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,21 +77,50 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 	if err != nil {
 		return a, false, err
 	}
-	if st.retired {
-		return Assignment{Retired: true, Idle: "the minion is retired"}, false, nil
-	}
-	if st.owns {
-		again, ok, ended, err := tx.endOwnedJobs(ctx, m)
-		if err != nil || ok {
-			return again, false, err
+	for {
+		if st.minionKnown && st.retired {
+			return Assignment{Retired: true, Idle: "the minion is retired"}, false, nil
 		}
-		if ended {
-			// A job ended as lost leaves its lorry due again.
-			if st, err = tx.handOutState(ctx, m); err != nil {
-				return a, false, err
+		if st.minionKnown && st.owns {
+			again, ok, ended, err := tx.endOwnedJobs(ctx, m)
+			if err != nil || ok {
+				return again, false, err
 			}
+			if ended {
+				// A job ended as lost leaves its lorry due again.
+				tx.handOut = nil
+				known := st.minionKnown
+				if st, err = tx.handOutState(ctx, m); err != nil {
+					return a, false, err
+				}
+				st.minionKnown = known
+			}
+			st.owns = false
+		}
+		a, touched, err = tx.handOutTo(ctx, m, st)
+		if err != nil || st.minionKnown || a.Idle == "" {
+			return a, touched, err
+		}
+		// On PostgreSQL the minion's own state is read when there is
+		// nothing to claim for it, or the claim found it retired or with
+		// a live job.
+		if st.retired, st.owns, err = tx.minionState(ctx, m); err != nil {
+			return a, false, err
+		}
+		st.minionKnown = true
+		if !st.retired && !st.owns && a.Idle != idleNotFree {
+			return a, false, nil
 		}
 	}
+}
+
+// idleNotFree is why a claim on PostgreSQL made no job: the minion is
+// retired or has a live job, which its own state, read next, tells.
+const idleNotFree = "the minion is retired or has a live job"
+
+// handOutTo hands minion m, of state st, the first due lorry within the
+// limits, or says in Idle why there is none.
+func (tx *Tx) handOutTo(ctx context.Context, m MinionID, st handOutState) (a Assignment, touched bool, err error) {
 	if !st.running {
 		return Assignment{Idle: "the queue is stopped"}, false, nil
 	}
@@ -132,7 +162,7 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 	if idle != "" {
 		return Assignment{Idle: idle}, false, nil
 	}
-	return tx.claimLorry(ctx, m, l)
+	return tx.claimLorry(ctx, m, l, !st.minionKnown)
 }
 
 // endOwnedJobs deals with the live jobs that minion m owns as it asks for
@@ -188,8 +218,10 @@ func (tx *Tx) endOwnedJobs(ctx context.Context, m MinionID) (again Assignment, o
 
 // claimLorry hands l out to minion m: it creates the job and marks l
 // running, and on PostgreSQL records the minion with its job as
-// touchMinion does (touched).
-func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (a Assignment, touched bool, err error) {
+// touchMinion does (touched). With guard, on PostgreSQL, it makes no job
+// for a minion that is retired or has a live job, and says so in Idle
+// (idleNotFree).
+func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry, guard bool) (a Assignment, touched bool, err error) {
 	// A scraper's job keeps its spec, commit and runtime, so that it is
 	// handed them again if the minion asks again after CONFGIT moved on.
 	var text string
@@ -202,13 +234,25 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (a Assignment
 	if tx.pg {
 		// One round trip: the job made, and the lorry marked running as
 		// markRunning does, in one statement.
+		var job sql.NullInt64
 		var marked int64
-		err := tx.queryRow(ctx, pgClaimQuery, args...).Scan(&id, &marked)
+		query := pgClaimQuery
+		if guard {
+			query = pgGuardedClaimQuery
+		}
+		err := tx.queryRow(ctx, query, args...).Scan(&job, &marked)
 		if err != nil {
 			return Assignment{}, false, fmt.Errorf("create job for %q: %w", l.Path, err)
 		}
+		if !job.Valid {
+			return Assignment{Idle: idleNotFree}, false, nil
+		}
+		id = job.Int64
 		if marked == 0 {
 			return Assignment{}, false, fmt.Errorf("mark %q running with job %d: it has a live job: %w", l.Path, id, ErrTaken)
+		}
+		if tx.handOut != nil {
+			tx.handOut.live[[2]string{l.Queue, m.Host}]++
 		}
 	} else {
 		err := tx.queryRow(ctx, insertClaimedJob, args...).Scan(&id)
@@ -241,6 +285,21 @@ const pgClaimQuery = `WITH job AS (` + insertClaimedJob + `),
 			WHERE path = ?1 AND running_job IS NULL RETURNING 1),
 		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
 			VALUES (?3, ?4, ?5, ?6, (SELECT id FROM job))` + minionSeen + `)
+	SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`
+
+// pgGuardedClaimQuery is pgClaimQuery for a minion whose state was not
+// read: nothing is written, and the job's id is NULL, if the minion ?3
+// is retired or has a live job.
+const pgGuardedClaimQuery = `WITH free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = ?3), 0) = 0
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = ?3 AND ` + liveStatus + `)),
+		job AS (INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
+				text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'claimed', ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15 FROM free RETURNING id),
+		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
+				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
+			WHERE path = ?1 AND running_job IS NULL AND EXISTS (SELECT 1 FROM job) RETURNING 1),
+		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
+			SELECT ?3, ?4, ?5, ?6, id FROM job` + minionSeen + `)
 	SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`
 
 // markRunning gives the lorry at path the live job id, if it has none:

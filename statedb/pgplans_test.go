@@ -98,15 +98,23 @@ func TestPostgresHandOutPlans(t *testing.T) {
 				query string
 				args  []any
 			}{
-				{"hand-out state", pgHandOutStateQuery, []any{settingRunningQueue, settingMaxJobs, "h", tx.Now, "m"}},
+				{"hand-out state", pgHandOutQuery, []any{settingRunningQueue, settingMaxJobs, tx.Now}},
+				{"minion state", minionStateQuery, []any{"m"}},
 				{"first head", firstHeadQuery, []any{tx.Now, ask}},
 				{"first head of kind", firstHeadOfKindQuery, []any{tx.Now, ask, "lorry"}},
 				{"claim", pgClaimQuery, []any{"group001/repo000001", "lorry", "m", "h", 1, tx.Now, tx.Now, 0,
+					"", "", "", "", "", "", "q1"}},
+				{"guarded claim", pgGuardedClaimQuery, []any{"group001/repo000001", "lorry", "m", "h", 1, tx.Now, tx.Now, 0,
 					"", "", "", "", "", "", "q1"}},
 				{"owned jobs", `SELECT ` + jobColumns + ` FROM jobs WHERE minion = ? AND ` + liveStatus, []any{"m"}},
 				{"report", jobAndRetireQuery, []any{"m", 1}},
 				{"end", pgEndHeardQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0,
 					"m", 1, tx.Now}},
+				{"final report", jobRetireLorryQuery, []any{"m", 1}},
+				{"run and end", pgRunEndHeardQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0,
+					"m", 1, tx.Now, tx.Now, tx.Now + 3600, 0, "", nil, 0, StateOK, 0, tx.Now, "", "main",
+					"group001/repo000001", 1, 0, StateOK}},
+				{"progress report", pgProgressQuery, []any{tx.Now, 0, "", nil, 0, 0, 0, 0, 0, []byte{}, 1, 0, "m"}},
 			}
 			for _, l := range []LorryListing{{Limit: 100}, {State: StateFailing, Limit: 100},
 				{Queue: "q1", After: "m", Limit: 100}, {Prefix: "group042/", Limit: 100}} {

@@ -3,7 +3,6 @@ package statedb
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -86,8 +85,9 @@ type handOutState struct {
 	max, hostMax *int64
 	anyDue       bool
 	// retired says that the minion asking is retired, and owns that it
-	// has a live job (endOwnedJobs).
-	retired, owns bool
+	// has a live job (endOwnedJobs). minionKnown says they were read:
+	// on PostgreSQL they are not, at first (pgHandOut).
+	retired, owns, minionKnown bool
 	// queuesVersion is the count of changes to the queues, on
 	// PostgreSQL (queuesAt).
 	queuesVersion int64
@@ -97,79 +97,51 @@ type handOutState struct {
 }
 
 // handOutState reads the hand-out's state for minion m, in one
-// statement: on PostgreSQL each statement is a round trip. The partial
-// index of idle entries by due time answers "is anything due?" at once,
-// from its first entry: asked for any due entry instead, PostgreSQL may
-// guess that many are due and scan the table for one.
+// statement. The partial index of idle entries by due time answers "is
+// anything due?" at once, from its first entry: asked for any due entry
+// instead, PostgreSQL may guess that many are due and scan the table for
+// one. On PostgreSQL, where each statement is a round trip, the state
+// of the transaction's first hand-out serves those after it (pgHandOut),
+// and the minion's own is read only if needed (minionKnown).
 func (tx *Tx) handOutState(ctx context.Context, m MinionID) (st handOutState, err error) {
+	if tx.pg {
+		return tx.pgHandOutState(ctx, m)
+	}
 	var run, limit sql.NullString
 	var hostMax sql.NullInt64
 	var due sql.NullBool
-	var retire, version int64
-	var live sql.NullString
-	query, dest := handOutStateQuery, []any{&run, &limit, &hostMax, &due, &retire, &st.owns}
-	if tx.pg {
-		query, dest = pgHandOutStateQuery, append(dest, &version, &live)
-	}
-	err = tx.queryRow(ctx, query, settingRunningQueue, settingMaxJobs, m.Host, tx.Now, m.Name).Scan(dest...)
+	var retire int64
+	err = tx.queryRow(ctx, handOutStateQuery, settingRunningQueue, settingMaxJobs, m.Host, tx.Now, m.Name).
+		Scan(&run, &limit, &hostMax, &due, &retire, &st.owns)
 	if err != nil {
 		return handOutState{}, fmt.Errorf("read the hand-out's settings: %w", err)
 	}
 	st.running, st.hostMax, st.anyDue = !run.Valid || run.String == "1", nullInt(hostMax), due.Valid && due.Bool
-	st.retired, st.queuesVersion = retire != retireNo, version
-	if tx.pg {
-		if st.live, err = parseLiveCounts(live.String, m.Host); err != nil {
-			return handOutState{}, err
-		}
-	}
-	if limit.Valid {
-		n, err := strconv.ParseInt(limit.String, 10, 64)
-		if err != nil {
-			return handOutState{}, fmt.Errorf("setting %s holds %q: %w", settingMaxJobs, limit.String, err)
-		}
-		st.max = &n
+	st.retired, st.minionKnown = retire != retireNo, true
+	if st.max, err = maxJobsValue(limit); err != nil {
+		return handOutState{}, err
 	}
 	return st, nil
 }
 
-// handOutStateQuery reads handOutState, and pgHandOutStateQuery the
-// count of changes to the queues as well.
-const (
-	handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
+// maxJobsValue is the setting of max_jobs as read: nil if unset.
+func maxJobsValue(limit sql.NullString) (*int64, error) {
+	if !limit.Valid {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(limit.String, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("setting %s holds %q: %w", settingMaxJobs, limit.String, err)
+	}
+	return &n, nil
+}
+
+// handOutStateQuery reads handOutState.
+const handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
 		(SELECT max_jobs FROM host_limits WHERE host = ?3),
 		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?4,
 		COALESCE((SELECT retire FROM minions WHERE name = ?5), 0),
 		EXISTS (SELECT 1 FROM jobs WHERE minion = ?5 AND ` + liveStatus + `)`
-	pgHandOutStateQuery = handOutStateQuery + `, (SELECT n FROM queues_version),
-		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_counts WHERE n > 0)`
-)
-
-// parseLiveCounts reads the counts of live jobs as pgHandOutStateQuery
-// gives them, a JSON array of [queue, host, count], or "" for none, as
-// liveCounts for a minion on host.
-func parseLiveCounts(text, host string) (*liveCounts, error) {
-	c := &liveCounts{byQueue: map[string]int64{}}
-	if text == "" {
-		return c, nil
-	}
-	var rows [][3]json.RawMessage
-	if err := json.Unmarshal([]byte(text), &rows); err != nil {
-		return nil, fmt.Errorf("read the counts of live jobs: %w", err)
-	}
-	for _, r := range rows {
-		var q, h string
-		var n int64
-		if err := errors.Join(json.Unmarshal(r[0], &q), json.Unmarshal(r[1], &h), json.Unmarshal(r[2], &n)); err != nil {
-			return nil, fmt.Errorf("read the counts of live jobs: %w", err)
-		}
-		c.byQueue[q] += n
-		c.all += n
-		if h == host {
-			c.onHost += n
-		}
-	}
-	return c, nil
-}
 
 // SetMaxJobs sets the limit on running jobs; nil removes it.
 func (tx *Tx) SetMaxJobs(ctx context.Context, n *int64) error {

@@ -1,0 +1,115 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// pgHandOut is what a hand-out on PostgreSQL reads first, kept for the
+// hand-outs after it in the same transaction (Tx.handOut): the settings,
+// the hosts' max_jobs, whether anything is due, the count of changes to
+// the queues, and the live jobs by queue and host, to which the
+// transaction's own claims are added. The hand-outs' transactions hold
+// the write lock (pgBeginClaims): nothing but a job report, which only
+// ends jobs, changes any of it meanwhile, so the counts kept are too
+// high at worst, never too low. A hand-out that ends jobs of its own
+// (endOwnedJobs) drops it. The state of the asking minion (retired, or
+// with a live job) is the claim's own guard (pgClaimQuery), and is read
+// when there is nothing to claim.
+type pgHandOut struct {
+	running bool
+	max     *int64
+	hostMax map[string]int64
+	anyDue  bool
+	version int64
+	// live counts the live jobs by queue and host.
+	live map[[2]string]int64
+}
+
+// pgHandOutQuery reads pgHandOut.
+const pgHandOutQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
+		(SELECT json_object_agg(host, max_jobs) FROM host_limits),
+		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?3,
+		(SELECT n FROM queues_version),
+		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_counts WHERE n > 0)`
+
+// pgHandOutState is handOutState on PostgreSQL, for minion m, with its
+// own state not known.
+func (tx *Tx) pgHandOutState(ctx context.Context, m MinionID) (handOutState, error) {
+	if tx.handOut == nil {
+		b, err := tx.readHandOut(ctx)
+		if err != nil {
+			return handOutState{}, err
+		}
+		tx.handOut = b
+	}
+	b := tx.handOut
+	st := handOutState{running: b.running, max: b.max, anyDue: b.anyDue, queuesVersion: b.version,
+		live: &liveCounts{byQueue: map[string]int64{}}}
+	if n, ok := b.hostMax[m.Host]; ok {
+		st.hostMax = &n
+	}
+	for k, n := range b.live {
+		st.live.byQueue[k[0]] += n
+		st.live.all += n
+		if k[1] == m.Host {
+			st.live.onHost += n
+		}
+	}
+	return st, nil
+}
+
+// readHandOut reads pgHandOut in one statement.
+func (tx *Tx) readHandOut(ctx context.Context) (*pgHandOut, error) {
+	var run, limit, hosts, live sql.NullString
+	var due sql.NullBool
+	b := &pgHandOut{hostMax: map[string]int64{}, live: map[[2]string]int64{}}
+	err := tx.queryRow(ctx, pgHandOutQuery, settingRunningQueue, settingMaxJobs, tx.Now).
+		Scan(&run, &limit, &hosts, &due, &b.version, &live)
+	if err != nil {
+		return nil, fmt.Errorf("read the hand-out's settings: %w", err)
+	}
+	b.running, b.anyDue = !run.Valid || run.String == "1", due.Valid && due.Bool
+	if b.max, err = maxJobsValue(limit); err != nil {
+		return nil, err
+	}
+	if hosts.Valid {
+		if err := json.Unmarshal([]byte(hosts.String), &b.hostMax); err != nil {
+			return nil, fmt.Errorf("read the hosts' max_jobs: %w", err)
+		}
+	}
+	if live.Valid {
+		var rows [][3]json.RawMessage
+		if err := json.Unmarshal([]byte(live.String), &rows); err != nil {
+			return nil, fmt.Errorf("read the counts of live jobs: %w", err)
+		}
+		for _, r := range rows {
+			var q, h string
+			var n int64
+			if err := errors.Join(json.Unmarshal(r[0], &q), json.Unmarshal(r[1], &h), json.Unmarshal(r[2], &n)); err != nil {
+				return nil, fmt.Errorf("read the counts of live jobs: %w", err)
+			}
+			b.live[[2]string{q, h}] += n
+		}
+	}
+	return b, nil
+}
+
+// minionStateQuery reads whether the minion ?1 is retired and whether
+// it has a live job.
+const minionStateQuery = `SELECT COALESCE((SELECT retire FROM minions WHERE name = ?1), 0),
+	EXISTS (SELECT 1 FROM jobs WHERE minion = ?1 AND ` + liveStatus + `)`
+
+// minionState reads whether minion m is retired and whether it has a
+// live job.
+func (tx *Tx) minionState(ctx context.Context, m MinionID) (retired, owns bool, err error) {
+	var retire int64
+	err = tx.queryRow(ctx, minionStateQuery, m.Name).Scan(&retire, &owns)
+	if err != nil {
+		return false, false, fmt.Errorf("read minion %s: %w", m.Name, err)
+	}
+	return retire != retireNo, owns, nil
+}

@@ -111,14 +111,13 @@ func (db *DB) sharedWriter(sw *sharedWrites) {
 		for {
 			sw.s.mu.Lock()
 			sw.mu.Lock()
-			batch := sw.waiting
-			sw.waiting = nil
+			n := len(sw.waiting)
 			sw.mu.Unlock()
-			if len(batch) > 0 {
-				db.runShared(sw, batch)
+			if n > 0 {
+				db.runShared(sw)
 			}
 			sw.s.mu.Unlock()
-			if len(batch) == 0 {
+			if n == 0 {
 				break
 			}
 		}
@@ -144,16 +143,24 @@ func runCall(fn func(*Tx) error, tx *Tx) (err error) {
 	return fn(tx)
 }
 
-// runShared runs batch in one write transaction, setting each one's err
-// and closing its done.
-func (db *DB) runShared(sw *sharedWrites, batch []*sharedWrite) {
+// runShared runs the calls waiting in one write transaction, setting
+// each one's err and closing its done. The transaction begins before the
+// calls are taken: where its begin waits for the database's lock (held
+// by another WEBAPP, or another process on SQLite), the calls that come
+// meanwhile join it.
+func (db *DB) runShared(sw *sharedWrites) {
+	ctx := context.Background()
+	s := sw.s
+	_, beginErr := s.conn.ExecContext(ctx, sw.begin)
+	sw.mu.Lock()
+	batch := sw.waiting
+	sw.waiting = nil
+	sw.mu.Unlock()
 	defer func() {
 		for _, w := range batch {
 			close(w.done)
 		}
 	}()
-	ctx := context.Background()
-	s := sw.s
 	fail := func(err error) {
 		for _, w := range batch {
 			if w.err == nil {
@@ -162,14 +169,24 @@ func (db *DB) runShared(sw *sharedWrites, batch []*sharedWrite) {
 		}
 		db.recordWrite(err)
 	}
-	if s.pg && db.runWhole(ctx, sw, batch, fail) {
-		return
+	began := beginErr == nil
+	if !began {
+		// The connection may have broken: the next begin is on a new one.
+		db.renew(ctx, s)
+	}
+	if s.pg && began {
+		if db.runWhole(ctx, sw, batch, fail) {
+			return
+		}
+		began = false // rolled back, to run again under savepoints
 	}
 	sp := savepoints{s: s, pg: s.pg, beginWith: sw.begin}
-	if err := sp.begin(ctx); err != nil {
-		db.renew(ctx, s)
-		fail(fmt.Errorf("begin: %w", err))
-		return
+	if !began {
+		if err := sp.begin(ctx); err != nil {
+			db.renew(ctx, s)
+			fail(fmt.Errorf("begin: %w", err))
+			return
+		}
 	}
 	tx := db.newTx(s)
 	tx.shared = true
@@ -225,8 +242,9 @@ func (db *DB) runShared(sw *sharedWrites, batch []*sharedWrite) {
 	db.recordWrite(storageErr)
 }
 
-// runWhole runs batch as runShared does, but without a savepoint for
-// each call: on PostgreSQL each savepoint is a round trip of its own. If
+// runWhole runs batch as runShared does, in the transaction runShared
+// began, but without a savepoint for each call: on PostgreSQL each
+// savepoint is a round trip of its own. If
 // every call succeeds, the transaction commits (fail reports a commit
 // that fails) and done is true. If a call fails, the whole transaction is
 // rolled back, every call's error cleared, and done is false: runShared
@@ -244,10 +262,6 @@ func (db *DB) runWhole(ctx context.Context, sw *sharedWrites, batch []*sharedWri
 			w.err = nil
 		}
 		return false
-	}
-	if _, err := s.conn.ExecContext(ctx, sw.begin); err != nil {
-		db.renew(ctx, s)
-		return undo()
 	}
 	tx := db.newTx(s)
 	tx.shared = true

@@ -42,7 +42,7 @@ func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
 	a := f.mustGive(t, MinionID{Name: "m", Host: "h", PID: 1})
 	other := f.second(t, Options{})
 	err := other.Update(ctx, func(tx *Tx) error {
-		_, _, err := tx.claimLorry(ctx, MinionID{Name: "m2", Host: "h", PID: 2}, stale, true)
+		_, err := tx.claimLorry(ctx, MinionID{Name: "m2", Host: "h", PID: 2}, stale)
 		return err
 	})
 	wantTaken(t, "a second hand-out of a running lorry", err)
@@ -57,8 +57,8 @@ func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
 }
 
 // TestGuardClaimForABusyMinion checks the claim that on PostgreSQL
-// guards a hand-out to a minion whose own state was not read: it makes
-// nothing for a minion with a live job or retired.
+// finds and claims the first due entry for a minion whose own state was
+// not read: it makes nothing for a minion with a live job or retired.
 func TestGuardClaimForABusyMinion(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
@@ -73,7 +73,7 @@ func TestGuardClaimForABusyMinion(t *testing.T) {
 		var a Assignment
 		err := f.db.Update(ctx, func(tx *Tx) error {
 			var err error
-			a, _, err = tx.claimLorry(ctx, m, b, true)
+			a, _, err = tx.claimFirst(ctx, m, openSet{open: map[string]string{DefaultQueue: SortQueueOrder}})
 			return err
 		})
 		if err != nil {

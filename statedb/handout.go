@@ -2,7 +2,6 @@ package statedb
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -155,14 +154,19 @@ func (tx *Tx) handOutTo(ctx context.Context, m MinionID, st handOutState) (a Ass
 			return a, false, err
 		}
 	}
-	l, idle, err := tx.pickLorry(ctx, m, *live, st)
-	if err != nil {
-		return a, false, err
+	q, idle, err := tx.openQueues(ctx, m, *live, st)
+	if err != nil || idle != "" {
+		return Assignment{Idle: idle}, false, err
 	}
-	if idle != "" {
-		return Assignment{Idle: idle}, false, nil
+	if tx.pg {
+		return tx.claimFirst(ctx, m, q)
 	}
-	return tx.claimLorry(ctx, m, l, !st.minionKnown)
+	l, idle, err := tx.pickLorry(ctx, q)
+	if err != nil || idle != "" {
+		return Assignment{Idle: idle}, false, err
+	}
+	a, err = tx.claimLorry(ctx, m, l)
+	return a, false, err
 }
 
 // endOwnedJobs deals with the live jobs that minion m owns as it asks for
@@ -217,57 +221,38 @@ func (tx *Tx) endOwnedJobs(ctx context.Context, m MinionID) (again Assignment, o
 }
 
 // claimLorry hands l out to minion m: it creates the job and marks l
-// running, and on PostgreSQL records the minion with its job as
-// touchMinion does (touched). With guard, on PostgreSQL, it makes no job
-// for a minion that is retired or has a live job, and says so in Idle
-// (idleNotFree).
-func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry, guard bool) (a Assignment, touched bool, err error) {
-	// A scraper's job keeps its spec, commit and runtime, so that it is
-	// handed them again if the minion asks again after CONFGIT moved on.
-	var text string
-	if l.CommitID != "" {
-		text = l.Text
-	}
-	args := []any{l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
-		text, l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue}
+// running.
+func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry) (Assignment, error) {
 	var id int64
-	if tx.pg {
-		// One round trip: the job made, and the lorry marked running as
-		// markRunning does, in one statement.
-		var job sql.NullInt64
-		var marked int64
-		query := pgClaimQuery
-		if guard {
-			query = pgGuardedClaimQuery
-		}
-		err := tx.queryRow(ctx, query, args...).Scan(&job, &marked)
-		if err != nil {
-			return Assignment{}, false, fmt.Errorf("create job for %q: %w", l.Path, err)
-		}
-		if !job.Valid {
-			return Assignment{Idle: idleNotFree}, false, nil
-		}
-		id = job.Int64
-		if marked == 0 {
-			return Assignment{}, false, fmt.Errorf("mark %q running with job %d: it has a live job: %w", l.Path, id, ErrTaken)
-		}
-		if tx.handOut != nil {
-			tx.handOut.live[[2]string{l.Queue, m.Host}]++
-		}
-	} else {
-		err := tx.queryRow(ctx, insertClaimedJob, args...).Scan(&id)
-		if err != nil {
-			return Assignment{}, false, fmt.Errorf("create job for %q: %w", l.Path, err)
-		}
-		if err := tx.markRunning(ctx, l.Path, id); err != nil {
-			return Assignment{}, false, err
-		}
+	err := tx.queryRow(ctx, insertClaimedJob, l.Path, l.Kind, m.Name, m.Host, m.PID, tx.Now, tx.Now, l.Timeout,
+		jobText(l), l.CommitID, l.Runtime.Name, l.Runtime.Version, l.Runtime.ID, l.Runtime.Python, l.Queue).Scan(&id)
+	if err != nil {
+		return Assignment{}, fmt.Errorf("create job for %q: %w", l.Path, err)
 	}
+	if err := tx.markRunning(ctx, l.Path, id); err != nil {
+		return Assignment{}, err
+	}
+	return claimed(m, l, id, tx.Now), nil
+}
+
+// claimed is the assignment of lorry l to minion m as job id, made at
+// now.
+func claimed(m MinionID, l Lorry, id, now int64) Assignment {
 	l.RunningJob = &id
 	j := Job{ID: id, Path: l.Path, Kind: l.Kind, Minion: m.Name, Host: m.Host, PID: m.PID,
-		Started: tx.Now, Updated: tx.Now, Status: StatusClaimed, Timeout: l.Timeout,
-		Text: text, CommitID: l.CommitID, Runtime: l.Runtime}
-	return Assignment{Job: j, Lorry: l}, tx.pg, nil
+		Started: now, Updated: now, Status: StatusClaimed, Timeout: l.Timeout,
+		Text: jobText(l), CommitID: l.CommitID, Runtime: l.Runtime}
+	return Assignment{Job: j, Lorry: l}
+}
+
+// jobText is the spec a job of l keeps: a scraper's job keeps its spec,
+// commit and runtime, so that it is handed them again if the minion asks
+// again after CONFGIT moved on. (claimFirst says the same in SQL.)
+func jobText(l Lorry) string {
+	if l.CommitID != "" {
+		return l.Text
+	}
+	return ""
 }
 
 // insertClaimedJob makes the job of a claim, given its path, kind,
@@ -275,32 +260,6 @@ func (tx *Tx) claimLorry(ctx context.Context, m MinionID, l Lorry, guard bool) (
 const insertClaimedJob = `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
 		text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'claimed', ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id`
-
-// pgClaimQuery is insertClaimedJob, markRunning and touchMinion in one
-// statement, for PostgreSQL: the new job's id, and 1 if the lorry was
-// marked running.
-const pgClaimQuery = `WITH job AS (` + insertClaimedJob + `),
-		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
-				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
-			WHERE path = ?1 AND running_job IS NULL RETURNING 1),
-		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
-			VALUES (?3, ?4, ?5, ?6, (SELECT id FROM job))` + minionSeen + `)
-	SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`
-
-// pgGuardedClaimQuery is pgClaimQuery for a minion whose state was not
-// read: nothing is written, and the job's id is NULL, if the minion ?3
-// is retired or has a live job.
-const pgGuardedClaimQuery = `WITH free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = ?3), 0) = 0
-			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = ?3 AND ` + liveStatus + `)),
-		job AS (INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
-				text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
-			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'claimed', ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15 FROM free RETURNING id),
-		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
-				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
-			WHERE path = ?1 AND running_job IS NULL AND EXISTS (SELECT 1 FROM job) RETURNING 1),
-		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
-			SELECT ?3, ?4, ?5, ?6, id FROM job` + minionSeen + `)
-	SELECT (SELECT id FROM job), (SELECT COUNT(*) FROM marked)`
 
 // markRunning gives the lorry at path the live job id, if it has none:
 // a lorry has one live job at most, whatever else writes. ErrTaken if it

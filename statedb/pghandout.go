@@ -17,7 +17,7 @@ import (
 // ends jobs, changes any of it meanwhile, so the counts kept are too
 // high at worst, never too low. A hand-out that ends jobs of its own
 // (endOwnedJobs) drops it. The state of the asking minion (retired, or
-// with a live job) is the claim's own guard (pgClaimQuery), and is read
+// with a live job) is the claim's own guard (claimFirst), and is read
 // when there is nothing to claim.
 type pgHandOut struct {
 	running bool
@@ -112,4 +112,67 @@ func (tx *Tx) minionState(ctx context.Context, m MinionID) (retired, owns bool, 
 		return false, false, fmt.Errorf("read minion %s: %w", m.Name, err)
 	}
 	return retire != retireNo, owns, nil
+}
+
+// claimFirst finds, on PostgreSQL, the entry to hand minion m from the
+// open queues of q, as pickLorry does on SQLite, and claims it as
+// claimLorry does, recording the minion with its job as touchMinion does
+// (touched), all in one statement. When none is due, Idle says so; when
+// the minion is retired or has a live job, nothing is written, and Idle
+// is idleNotFree.
+func (tx *Tx) claimFirst(ctx context.Context, m MinionID, q openSet) (a Assignment, touched bool, err error) {
+	query, args := pgClaimFirstQuery, []any{tx.Now, askJSON(q.open)}
+	if q.kind != "" {
+		query, args = pgClaimFirstOfKindQuery, append(args, q.kind)
+	}
+	var job sql.NullInt64
+	var marked int64
+	var free bool
+	row := tx.queryRow(ctx, query, append(args, m.Name, m.Host, m.PID, tx.Now)...)
+	l, err := scanLorry(scanAlso{row, []any{&job, &marked, &free}})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Assignment{Idle: q.noneDue()}, false, nil
+	case err != nil:
+		return Assignment{}, false, fmt.Errorf("claim a due lorry: %w", err)
+	case !free:
+		return Assignment{Idle: idleNotFree}, false, nil
+	case !job.Valid || marked == 0 || !q.due(l, tx.Now):
+		return Assignment{}, false, fmt.Errorf("the entry %q chosen for a hand-out is not due: %w", l.Path, ErrTaken)
+	}
+	if tx.handOut != nil {
+		tx.handOut.live[[2]string{l.Queue, m.Host}]++
+	}
+	return claimed(m, l, job.Int64, tx.Now), true, nil
+}
+
+// pgClaimFirstQuery is firstHeadQuery, insertClaimedJob, markRunning and
+// touchMinion in one statement, and pgClaimFirstOfKindQuery the same with
+// firstHeadOfKindQuery, their arguments followed by the minion's name,
+// host and pid and the time. Nothing is written for a minion that is
+// retired or has a live job. The answer is the entry as it was read, the
+// new job's id, 1 if the entry was marked running, and whether the
+// minion was free; no row if nothing is due.
+var (
+	pgClaimFirstQuery       = pgClaimFirst(firstHeadQuery, 2)
+	pgClaimFirstOfKindQuery = pgClaimFirst(firstHeadOfKindQuery, 3)
+)
+
+func pgClaimFirst(head string, before int) string {
+	return `WITH head AS (` + head + `),` + shiftArgs(`
+		free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = ?1), 0) = 0
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = ?1 AND `+liveStatus+`)),
+		job AS (INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
+				text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
+			SELECT path, kind, ?1, ?2, ?3, ?4, ?4, 'claimed', lorry_timeout,
+				CASE WHEN commit_id != '' THEN text ELSE '' END, commit_id,
+				runtime_name, runtime_version, runtime_id, runtime_python, queue
+			FROM head, free WHERE running_job IS NULL AND next_due <= ?4 RETURNING id),
+		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
+				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
+			WHERE path = (SELECT path FROM head) AND running_job IS NULL AND EXISTS (SELECT 1 FROM job)
+			RETURNING 1),
+		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
+			SELECT ?1, ?2, ?3, ?4, id FROM job`+minionSeen+`)
+	SELECT head.*, (SELECT id FROM job), (SELECT COUNT(*) FROM marked), EXISTS (SELECT 1 FROM free) FROM head`, before)
 }

@@ -19,95 +19,92 @@ func takesQueue(q string, queues, ignore []string) bool {
 	return !slices.Contains(ignore, q)
 }
 
-// pickLorry finds the entry to hand to minion m within every limit but
-// the global max_jobs: the queue's threads as of now, the minion host's
-// cap and the minion's queues, st as read first. Each open queue offers its first due entry
-// by its sort order; of those, the one first in the run queue is taken.
-// A queue that is full, or not the minion's, is never looked into, so a
-// full queue of many due entries costs nothing. When nothing may be
-// handed out, idle says why.
-func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts, st handOutState) (l Lorry, idle string, err error) {
+// openQueues finds the queues that may hand an entry to minion m within
+// every limit but the global max_jobs: the queue's threads as of now,
+// the minion host's cap and the minion's queues, st as read first. A
+// queue that is full, or not the minion's, is never looked into, so a
+// full queue of many due entries costs nothing. When none may, idle says
+// why.
+func (tx *Tx) openQueues(ctx context.Context, m MinionID, live liveCounts, st handOutState) (q openSet, idle string, err error) {
 	hostMax := st.hostMax
 	qs, err := tx.queuesAt(ctx, st)
 	if err != nil {
-		return Lorry{}, "", err
+		return openSet{}, "", err
 	}
 	if hostMax != nil && live.onHost >= *hostMax {
-		return Lorry{}, fmt.Sprintf("%d jobs running on host %s, its max_jobs is %d", live.onHost, m.Host, *hostMax), nil
+		return openSet{}, fmt.Sprintf("%d jobs running on host %s, its max_jobs is %d", live.onHost, m.Host, *hostMax), nil
 	}
-	// open is the sort of each open queue by its name.
-	open := make(map[string]string, len(qs))
-	var full []string
-	for _, q := range qs {
-		if !takesQueue(q.Name, m.Queues, m.IgnoreQueues) {
+	q = openSet{all: qs, open: make(map[string]string, len(qs)), kind: m.onlyKind()}
+	for _, queue := range qs {
+		if !takesQueue(queue.Name, m.Queues, m.IgnoreQueues) {
 			continue
 		}
-		limit, err := tx.threadsNow(q)
+		limit, err := tx.threadsNow(queue)
 		if err != nil {
-			return Lorry{}, "", fmt.Errorf("queue %q: %w", q.Name, err)
+			return openSet{}, "", fmt.Errorf("queue %q: %w", queue.Name, err)
 		}
-		if limit != nil && live.byQueue[q.Name] >= *limit {
-			full = append(full, q.Name)
+		if limit != nil && live.byQueue[queue.Name] >= *limit {
+			q.full = append(q.full, queue.Name)
 			continue
 		}
-		open[q.Name] = q.Sort
+		q.open[queue.Name] = queue.Sort
 	}
-	if len(open) == 0 {
-		if len(full) > 0 {
-			return Lorry{}, "queues full: " + strings.Join(full, ", "), nil
+	if len(q.open) == 0 {
+		if len(q.full) > 0 {
+			return openSet{}, "queues full: " + strings.Join(q.full, ", "), nil
 		}
-		return Lorry{}, "this minion takes none of the queues", nil
+		return openSet{}, "this minion takes none of the queues", nil
 	}
-	kind := m.onlyKind()
-	noneDue := func() string {
-		why := "no lorry is due in the queues this minion takes"
-		if kind != "" {
-			why = "no " + kind + " is due in the queues this minion takes"
-		}
-		if len(full) > 0 {
-			why += " that are not full (full: " + strings.Join(full, ", ") + ")"
-		}
-		return why
+	return q, "", nil
+}
+
+// openSet is what openQueues found: the queues as read, the sort of
+// each open queue by its name, the full ones, and the one kind of entry
+// the minion takes ("" for any).
+type openSet struct {
+	all  []Queue
+	open map[string]string
+	full []string
+	kind string
+}
+
+// noneDue is why there is nothing to hand out when no open queue has a
+// due entry.
+func (q openSet) noneDue() string {
+	why := "no lorry is due in the queues this minion takes"
+	if q.kind != "" {
+		why = "no " + q.kind + " is due in the queues this minion takes"
 	}
-	if tx.pg {
-		// Nothing is kept between transactions on PostgreSQL: the
-		// choices of the open queues are found, and the first of them
-		// read, in one statement, a round trip.
-		query, args := firstHeadQuery, []any{tx.Now, askJSON(open)}
-		if kind != "" {
-			query, args = firstHeadOfKindQuery, append(args, kind)
-		}
-		l, err = scanLorry(tx.queryRow(ctx, query, args...))
-		if errors.Is(err, sql.ErrNoRows) {
-			return Lorry{}, noneDue(), nil
-		}
-		if err != nil {
-			return Lorry{}, "", fmt.Errorf("read due lorry: %w", err)
-		}
-		if l.RunningJob != nil || l.NextDue > tx.Now || open[l.Queue] == "" || kind != "" && l.Kind != kind {
-			return Lorry{}, "", fmt.Errorf("the entry %q chosen for a hand-out is not due", l.Path)
-		}
-		return l, "", nil
+	if len(q.full) > 0 {
+		why += " that are not full (full: " + strings.Join(q.full, ", ") + ")"
 	}
+	return why
+}
+
+// pickLorry finds, on SQLite, the entry to hand out from the open queues
+// of q: each offers its first due entry by its sort order, and of those
+// the one first in the run queue is taken. When none is due, idle says
+// so. (PostgreSQL finds and claims it in one statement: claimFirst.)
+func (tx *Tx) pickLorry(ctx context.Context, q openSet) (l Lorry, idle string, err error) {
 	for try := 0; ; try++ {
-		heads, err := tx.queueHeads(ctx, qs, open, kind)
+		heads, err := tx.queueHeads(ctx, q.all, q.open, q.kind)
 		if err != nil {
 			return Lorry{}, "", err
 		}
 		var pos sql.NullInt64
-		for q := range open {
-			if h := heads[q]; h.Valid && (!pos.Valid || h.Int64 < pos.Int64) {
+		for name := range q.open {
+			if h := heads[name]; h.Valid && (!pos.Valid || h.Int64 < pos.Int64) {
 				pos = h
 			}
 		}
 		if !pos.Valid {
-			return Lorry{}, noneDue(), nil
+			return Lorry{}, q.noneDue(), nil
 		}
 		l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = ?`, pos.Int64))
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
 		}
-		if err == nil && l.RunningJob == nil && l.NextDue <= tx.Now && open[l.Queue] != "" && (kind == "" || l.Kind == kind) {
+		if err == nil && q.due(l, tx.Now) {
 			return l, "", nil
 		}
 		// A choice kept from before that no longer holds would be a
@@ -117,6 +114,11 @@ func (tx *Tx) pickLorry(ctx context.Context, m MinionID, live liveCounts, st han
 		}
 		tx.s.cache.heads = nil
 	}
+}
+
+// due says whether l may be handed out from q at now.
+func (q openSet) due(l Lorry, now int64) bool {
+	return l.RunningJob == nil && l.NextDue <= now && q.open[l.Queue] != "" && (q.kind == "" || l.Kind == q.kind)
 }
 
 // queueHeads answers each open queue's choice for a hand-out to a minion

@@ -264,39 +264,30 @@ func TestReportsBesideHandOuts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a report waited for a hand-out's transaction")
 	}
-	// Another WEBAPP's write waits for the hand-out's write lock.
+	// Another WEBAPP's write waits for the hand-out's write lock, and
+	// for a report's lock.
 	other := f.second(t, Options{})
-	wrote := make(chan error, 1)
-	go func() { wrote <- other.Update(ctx, func(*Tx) error { return nil }) }()
-	select {
-	case err := <-wrote:
-		t.Fatalf("a write ran beside a hand-out: %v", err)
-	case <-time.After(200 * time.Millisecond):
+	writeWaits := func(what string, release func() error) {
+		t.Helper()
+		wrote := make(chan error, 1)
+		go func() { wrote <- other.Update(ctx, func(*Tx) error { return nil }) }()
+		select {
+		case err := <-wrote:
+			t.Fatalf("a write ran beside %s: %v", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if err := release(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-wrote; err != nil {
+			t.Fatal(err)
+		}
 	}
-	close(hold)
-	if err := <-handOut; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
-	}
-	// And for a report's lock: a report held, the write waits.
+	writeWaits("a hand-out", func() error { close(hold); return <-handOut })
 	hold, held = make(chan struct{}), make(chan struct{})
 	go func() {
 		report <- f.db.UpdateReports(ctx, func(*Tx) error { close(held); <-hold; return nil })
 	}()
 	<-held
-	go func() { wrote <- other.Update(ctx, func(*Tx) error { return nil }) }()
-	select {
-	case err := <-wrote:
-		t.Fatalf("a write ran beside a report: %v", err)
-	case <-time.After(200 * time.Millisecond):
-	}
-	close(hold)
-	if err := <-report; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
-	}
+	writeWaits("a report", func() error { close(hold); return <-report })
 }

@@ -72,6 +72,9 @@ func TestGuardClaimForABusyMinion(t *testing.T) {
 	claim := func(m MinionID) Assignment {
 		var a Assignment
 		err := f.db.Update(ctx, func(tx *Tx) error {
+			if _, err := tx.handOutState(ctx, m); err != nil {
+				return err
+			}
 			var err error
 			a, _, err = tx.claimFirst(ctx, m, openSet{open: map[string]string{DefaultQueue: SortQueueOrder}})
 			return err

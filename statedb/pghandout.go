@@ -27,6 +27,12 @@ type pgHandOut struct {
 	version int64
 	// live counts the live jobs by queue and host.
 	live map[[2]string]int64
+	// heads are the queues' choices for a hand-out (headsQuery) found in
+	// the transaction, by the kind of entry the minion takes ("" for
+	// any), then by queue: a queue's is found again only after a claim
+	// from it. (A lorry that a report makes due again meanwhile waits
+	// for the next transaction.)
+	heads map[string]map[string]sql.NullInt64
 }
 
 // pgHandOutQuery reads pgHandOut.
@@ -66,7 +72,7 @@ func (tx *Tx) pgHandOutState(ctx context.Context, m MinionID) (handOutState, err
 func (tx *Tx) readHandOut(ctx context.Context) (*pgHandOut, error) {
 	var run, limit, hosts, live sql.NullString
 	var due sql.NullBool
-	b := &pgHandOut{hostMax: map[string]int64{}, live: map[[2]string]int64{}}
+	b := &pgHandOut{hostMax: map[string]int64{}, live: map[[2]string]int64{}, heads: map[string]map[string]sql.NullInt64{}}
 	err := tx.queryRow(ctx, pgHandOutQuery, settingRunningQueue, settingMaxJobs, tx.Now).
 		Scan(&run, &limit, &hosts, &due, &b.version, &live)
 	if err != nil {
@@ -117,49 +123,128 @@ func (tx *Tx) minionState(ctx context.Context, m MinionID) (retired, owns bool, 
 // claimFirst finds, on PostgreSQL, the entry to hand minion m from the
 // open queues of q, as pickLorry does on SQLite, and claims it as
 // claimLorry does, recording the minion with its job as touchMinion does
-// (touched), all in one statement. When none is due, Idle says so; when
-// the minion is retired or has a live job, nothing is written, and Idle
-// is idleNotFree.
+// (touched), all in one statement. The choices of the queues found
+// earlier in the transaction are given to it (pgHandOut.heads), and only
+// the others are looked for. When none is due, Idle says so; when the
+// minion is retired or has a live job, nothing is written, and Idle is
+// idleNotFree.
 func (tx *Tx) claimFirst(ctx context.Context, m MinionID, q openSet) (a Assignment, touched bool, err error) {
-	query, args := pgClaimFirstQuery, []any{tx.Now, askJSON(q.open)}
-	if q.kind != "" {
-		query, args = pgClaimFirstOfKindQuery, append(args, q.kind)
+	if tx.handOut == nil {
+		return Assignment{}, false, errors.New("a claim before the hand-out's state was read")
 	}
-	var job sql.NullInt64
-	var marked int64
-	var free bool
-	row := tx.queryRow(ctx, query, append(args, m.Name, m.Host, m.PID, tx.Now)...)
-	l, err := scanLorry(scanAlso{row, []any{&job, &marked, &free}})
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return Assignment{Idle: q.noneDue()}, false, nil
-	case err != nil:
-		return Assignment{}, false, fmt.Errorf("claim a due lorry: %w", err)
-	case !free:
-		return Assignment{Idle: idleNotFree}, false, nil
-	case !job.Valid || marked == 0 || !q.due(l, tx.Now):
-		return Assignment{}, false, fmt.Errorf("the entry %q chosen for a hand-out is not due: %w", l.Path, ErrTaken)
+	heads := tx.handOut.heads[q.kind]
+	if heads == nil {
+		heads = map[string]sql.NullInt64{}
+		tx.handOut.heads[q.kind] = heads
 	}
-	if tx.handOut != nil {
+	for try := 0; ; try++ {
+		ask, known := map[string]string{}, map[string]int64{}
+		for name, sort := range q.open {
+			h, ok := heads[name]
+			switch {
+			case !ok:
+				ask[name] = sort
+			case h.Valid:
+				known[name] = h.Int64
+			}
+		}
+		if len(ask) == 0 && len(known) == 0 {
+			return Assignment{Idle: q.noneDue()}, false, nil
+		}
+		knownJSON, err := json.Marshal(known)
+		if err != nil {
+			return Assignment{}, false, err
+		}
+		query, args := pgClaimFirstQuery, []any{tx.Now, askJSON(ask), string(knownJSON)}
+		if q.kind != "" {
+			query, args = pgClaimFirstOfKindQuery, []any{tx.Now, askJSON(ask), q.kind, string(knownJSON)}
+		}
+		var job sql.NullInt64
+		var marked int64
+		var free bool
+		var found sql.NullString
+		row := tx.queryRow(ctx, query, append(args, m.Name, m.Host, m.PID, tx.Now)...)
+		l, err := scanLorry(scanAlso{row, []any{&job, &marked, &free, &found}})
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return Assignment{}, false, fmt.Errorf("claim a due lorry: %w", err)
+		}
+		claimable := err == nil && job.Valid && marked == 1 && q.due(l, tx.Now)
+		if err == nil && !free {
+			return Assignment{Idle: idleNotFree}, false, readHeads(found.String, heads)
+		}
+		if !claimable && len(known) > 0 && try == 0 {
+			// A choice kept that no longer holds would be a claim the
+			// kept choices missed: find every choice again.
+			clear(heads)
+			continue
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			// Neither the queues asked nor those known have anything due.
+			for name := range ask {
+				heads[name] = sql.NullInt64{}
+			}
+			return Assignment{Idle: q.noneDue()}, false, nil
+		}
+		if !claimable {
+			return Assignment{}, false, fmt.Errorf("the entry %q chosen for a hand-out is not due: %w", l.Path, ErrTaken)
+		}
+		if err := readHeads(found.String, heads); err != nil {
+			return Assignment{}, false, err
+		}
+		// The queue's choice moves on, for a minion of any kind.
+		for _, kept := range tx.handOut.heads {
+			delete(kept, l.Queue)
+		}
 		tx.handOut.live[[2]string{l.Queue, m.Host}]++
+		return claimed(m, l, job.Int64, tx.Now), true, nil
 	}
-	return claimed(m, l, job.Int64, tx.Now), true, nil
 }
 
-// pgClaimFirstQuery is firstHeadQuery, insertClaimedJob, markRunning and
-// touchMinion in one statement, and pgClaimFirstOfKindQuery the same with
-// firstHeadOfKindQuery, their arguments followed by the minion's name,
-// host and pid and the time. Nothing is written for a minion that is
-// retired or has a live job. The answer is the entry as it was read, the
-// new job's id, 1 if the entry was marked running, and whether the
-// minion was free; no row if nothing is due.
+// readHeads adds to heads the choices of the queues as the claim found
+// them: a JSON array of [queue, position or null], or "" for none.
+func readHeads(text string, heads map[string]sql.NullInt64) error {
+	if text == "" {
+		return nil
+	}
+	var rows [][2]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &rows); err != nil {
+		return fmt.Errorf("read the queues' choices: %w", err)
+	}
+	for _, r := range rows {
+		var name string
+		var pos *int64
+		if err := errors.Join(json.Unmarshal(r[0], &name), json.Unmarshal(r[1], &pos)); err != nil {
+			return fmt.Errorf("read the queues' choices: %w", err)
+		}
+		h := sql.NullInt64{}
+		if pos != nil {
+			h = sql.NullInt64{Int64: *pos, Valid: true}
+		}
+		heads[name] = h
+	}
+	return nil
+}
+
+// pgClaimFirstQuery finds the choices of the queues asked (headsQuery's
+// ?2), takes the entry first in the run queue of them and of the
+// choices known (?3, a JSON object of queue to position), and claims it
+// as insertClaimedJob, markRunning and touchMinion do, in one statement;
+// pgClaimFirstOfKindQuery does the same with headsOfKindQuery (the kind
+// ?3, the choices known ?4). The minion's name, host and pid and the
+// time follow. Nothing is written for a minion that is retired or has a
+// live job. The answer is the entry as it was read, the new job's id, 1
+// if the entry was marked running, whether the minion was free, and the
+// choices found, as [queue, position]; no row if nothing is due.
 var (
-	pgClaimFirstQuery       = pgClaimFirst(firstHeadQuery, 2)
-	pgClaimFirstOfKindQuery = pgClaimFirst(firstHeadOfKindQuery, 3)
+	pgClaimFirstQuery       = pgClaimFirst(headsQuery, "?3", 3)
+	pgClaimFirstOfKindQuery = pgClaimFirst(headsOfKindQuery, "?4", 4)
 )
 
-func pgClaimFirst(head string, before int) string {
-	return `WITH head AS (` + head + `),` + shiftArgs(`
+func pgClaimFirst(heads, known string, before int) string {
+	return `WITH found (key, pos) AS (` + heads + `),
+		head AS (SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(pos) FROM
+			(SELECT found.pos FROM found UNION ALL SELECT CAST(k.value AS BIGINT) FROM json_each(` + known + `) AS k) AS h (pos))),` +
+		shiftArgs(`
 		free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = ?1), 0) = 0
 			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = ?1 AND `+liveStatus+`)),
 		job AS (INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
@@ -174,5 +259,7 @@ func pgClaimFirst(head string, before int) string {
 			RETURNING 1),
 		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
 			SELECT ?1, ?2, ?3, ?4, id FROM job`+minionSeen+`)
-	SELECT head.*, (SELECT id FROM job), (SELECT COUNT(*) FROM marked), EXISTS (SELECT 1 FROM free) FROM head`, before)
+	SELECT head.*, (SELECT id FROM job), (SELECT COUNT(*) FROM marked), EXISTS (SELECT 1 FROM free),
+		(SELECT json_agg(json_build_array(found.key, found.pos)) FROM found)
+	FROM head`, before)
 }

@@ -100,8 +100,9 @@ func TestPostgresHandOutPlans(t *testing.T) {
 			}{
 				{"hand-out state", pgHandOutQuery, []any{settingRunningQueue, settingMaxJobs, tx.Now}},
 				{"minion state", minionStateQuery, []any{"m"}},
-				{"claim", pgClaimFirstQuery, []any{tx.Now, ask, "m", "h", 1, tx.Now}},
-				{"claim of kind", pgClaimFirstOfKindQuery, []any{tx.Now, ask, "lorry", "m", "h", 1, tx.Now}},
+				{"claim", pgClaimFirstQuery, []any{tx.Now, ask, `{}`, "m", "h", 1, tx.Now}},
+				{"claim of kind", pgClaimFirstOfKindQuery, []any{tx.Now, ask, "lorry", `{}`, "m", "h", 1, tx.Now}},
+				{"claim from known choices", pgClaimFirstQuery, []any{tx.Now, `{}`, `{"q1": 5}`, "m", "h", 1, tx.Now}},
 				{"owned jobs", `SELECT ` + jobColumns + ` FROM jobs WHERE minion = ? AND ` + liveStatus, []any{"m"}},
 				{"report", jobAndRetireQuery, []any{"m", 1}},
 				{"end", pgEndHeardQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0,

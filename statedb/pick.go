@@ -197,14 +197,6 @@ func askJSON(open map[string]string) string {
 	return string(append(ask, '}'))
 }
 
-// firstHeadQuery reads the entry first in the run queue of the choices
-// of headsQuery, and firstHeadOfKindQuery that of headsOfKindQuery: no
-// row when none is due.
-var (
-	firstHeadQuery       = `SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(h.pos) FROM (` + headsQuery + `) AS h (queue, pos))`
-	firstHeadOfKindQuery = `SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(h.pos) FROM (` + headsOfKindQuery + `) AS h (queue, pos))`
-)
-
 // appendJSONString appends s to b as a JSON string.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"

@@ -307,10 +307,10 @@ type session struct {
 
 // Write and read transactions begin so. On SQLite a write transaction
 // takes the database's write lock at once (BEGIN IMMEDIATE). On
-// PostgreSQL it takes an advisory lock of the transaction that every
-// process's write transactions take, so that there too write
-// transactions run one at a time, across processes, and what one reads
-// stays as read until it commits; a read sees one snapshot.
+// PostgreSQL it takes the advisory locks of the transaction that the
+// hand-outs and the job reports take (below), so that there too it runs
+// alone, across processes, and what it reads stays as read until it
+// commits; a read sees one snapshot.
 const (
 	sqliteBeginWrite = `BEGIN IMMEDIATE`
 	sqliteBeginRead  = `BEGIN`

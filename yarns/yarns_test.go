@@ -178,6 +178,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 
 	"lorrycontroller.dev/lc/githttp"
 	"lorrycontroller.dev/lc/hosts/hoststest"
@@ -1273,7 +1274,13 @@ func cmdServe(name, envVar string, handler func(root string) (http.Handler, erro
 		}
 		h, err := handler(root)
 		ts.Check(err)
-		srv := httptest.NewServer(h)
+		ln, held, err := listenHeld()
+		ts.Check(err)
+		ts.Defer(func() { syscall.Close(held) })
+		srv := httptest.NewUnstartedServer(h)
+		srv.Listener.Close()
+		srv.Listener = ln
+		srv.Start()
 		state(ts).servers[srv.URL] = srv
 		ts.Defer(srv.Close)
 		ts.Setenv(envVar, srv.URL)
@@ -1292,38 +1299,53 @@ func cmdServeStop(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("$%s (%q) is not the URL of a server of this script", args[0], u)
 	}
 	delete(s.servers, u)
-	addr := srv.Listener.Addr().(*net.TCPAddr)
 	srv.Close()
-	fd, err := reservePort(addr)
-	if err != nil {
-		ts.Fatalf("reserve %v after stopping its server: %v", addr, err)
-	}
-	ts.Defer(func() { syscall.Close(fd) })
 }
 
-// reservePort binds a TCP socket to addr without listening on it: while
-// it is open, nothing else can listen there, and connections are refused.
-func reservePort(addr *net.TCPAddr) (int, error) {
-	ip4 := addr.IP.To4()
-	if ip4 == nil {
-		return -1, fmt.Errorf("%v is not an IPv4 address", addr)
-	}
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+// listenHeld listens on a loopback port that a second socket holds as
+// well: bound, never listening, with SO_REUSEPORT as the listener has.
+// When the listener closes, the held socket keeps the port, so
+// connections to it are refused. Nothing else can take the port at any
+// moment: a listener on port 0 or a connection's own port skips a port
+// held with SO_REUSEPORT, and an explicit bind without it fails. (Binding
+// the port again after the listener closed left a moment in which a
+// connection elsewhere on the machine could take it as its own port.)
+// The caller closes held when the script ends.
+func listenHeld() (ln net.Listener, held int, err error) {
+	held, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, err
+		return nil, -1, err
 	}
-	// The closed server's connections may linger in TIME_WAIT.
-	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
-		syscall.Close(fd)
-		return -1, err
+	defer func() {
+		if err != nil {
+			syscall.Close(held)
+		}
+	}()
+	if err := syscall.SetsockoptInt(held, syscall.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		return nil, -1, err
 	}
-	sa := &syscall.SockaddrInet4{Port: addr.Port}
-	copy(sa.Addr[:], ip4)
-	if err := syscall.Bind(fd, sa); err != nil {
-		syscall.Close(fd)
-		return -1, err
+	if err := syscall.Bind(held, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return nil, -1, err
 	}
-	return fd, nil
+	sa, err := syscall.Getsockname(held)
+	if err != nil {
+		return nil, -1, err
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err = lc.Listen(context.Background(), "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, -1, err
+	}
+	return ln, held, nil
 }
 
 func cmdEnvsubst(ts *testscript.TestScript, neg bool, args []string) {

@@ -7,7 +7,8 @@
 //
 //	webapp-start [-auth] [flags]
 //		Start lorry-controller-webapp on a free port (the same one as
-//		before if it was started before) with a state database in
+//		before if it was started before), handed its listening socket
+//		as systemd's socket activation does, with a state database in
 //		$WORK, CONFGIT fetched from $WORK/confgit and the fake clock;
 //		flags come after the defaults, so they override them. Sets
 //		$URL. It asks for no token (--insecure-no-auth) unless -auth
@@ -160,7 +161,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -178,9 +178,9 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	"golang.org/x/sys/unix"
 
 	"lorrycontroller.dev/lc/githttp"
+	"lorrycontroller.dev/lc/heldport"
 	"lorrycontroller.dev/lc/hosts/hoststest"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/statedb/dbtest"
@@ -300,6 +300,10 @@ type scenario struct {
 
 	webapp     *process
 	webappArgs []string
+	// webappPort is the WEBAPP's port, held by the script from its first
+	// start: one started again comes back on it, and while it is down,
+	// connections to it are refused.
+	webappPort *heldport.Port
 	// auth is set when the WEBAPP asks for tokens (webapp-start -auth);
 	// else it runs with --insecure-no-auth.
 	auth bool
@@ -458,12 +462,15 @@ type process struct {
 	err  error // from Wait, once done is closed
 }
 
-func (s *scenario) start(ts *testscript.TestScript, name, logName string, args []string) *process {
-	return s.startBin(ts, name, filepath.Join(binDir, name), logName, args)
-}
-
 // startBin starts the program at path, a copy of the binary name.
 func (s *scenario) startBin(ts *testscript.TestScript, name, path, logName string, args []string) *process {
+	return s.startWith(ts, name, path, logName, args, nil)
+}
+
+// startWith is startBin, handing the process sock, when not nil, as
+// systemd's socket activation does: as descriptor 3, named by
+// LISTEN_FDS and LISTEN_PID.
+func (s *scenario) startWith(ts *testscript.TestScript, name, path, logName string, args []string, sock *os.File) *process {
 	if err := buildErrs[name]; err != nil {
 		ts.Fatalf("%s was not built: %v", name, err)
 	}
@@ -473,10 +480,19 @@ func (s *scenario) startBin(ts *testscript.TestScript, name, path, logName strin
 	fmt.Fprintf(logFile, "### %s %s\n", name, strings.Join(args, " "))
 
 	cmd := exec.Command(path, args...)
+	if sock != nil {
+		// LISTEN_PID is the pid of the process that is to take the
+		// sockets, known only once it runs.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `LISTEN_PID=$$; export LISTEN_PID; exec "$0" "$@"`, path}, args...)...)
+		cmd.ExtraFiles = []*os.File{sock}
+	}
 	cmd.Dir = s.work
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	for _, k := range s.envNames {
 		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+	}
+	if sock != nil {
+		cmd.Env = append(cmd.Env, "LISTEN_FDS=1")
 	}
 	ts.Check(cmd.Start())
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
@@ -534,12 +550,21 @@ func (s *scenario) startWebapp(ts *testscript.TestScript) {
 	os.Remove(addrFile)
 	// A WEBAPP started again comes back on the same address, where the
 	// minions look for it.
-	listen := "127.0.0.1:0"
-	if s.url != "" {
-		listen = strings.TrimPrefix(s.url, "http://")
+	if s.webappPort == nil {
+		port, err := heldport.New()
+		ts.Check(err)
+		ts.Defer(func() { port.Close() })
+		s.webappPort = port
 	}
+	ln, err := s.webappPort.Listen()
+	ts.Check(err)
+	sock, err := ln.File()
+	ln.Close()
+	ts.Check(err)
+	// Once the WEBAPP has it, its socket is the WEBAPP's alone, and is
+	// closed when the WEBAPP dies.
+	defer sock.Close()
 	args := []string{
-		"--listen", listen,
 		"--addr-file", addrFile,
 		"--statedb", s.statedb,
 		"--confgit-url", filepath.Join(s.work, "confgit"),
@@ -550,7 +575,7 @@ func (s *scenario) startWebapp(ts *testscript.TestScript) {
 	if !s.auth {
 		args = append(args, "--insecure-no-auth")
 	}
-	p := s.start(ts, webappBin, "webapp.log", append(args, s.webappArgs...))
+	p := s.startWith(ts, webappBin, filepath.Join(binDir, webappBin), "webapp.log", append(args, s.webappArgs...), sock)
 	s.webapp = p
 	deadline := time.Now().Add(waitLimit)
 	for {
@@ -1274,9 +1299,13 @@ func cmdServe(name, envVar string, handler func(root string) (http.Handler, erro
 		}
 		h, err := handler(root)
 		ts.Check(err)
-		ln, held, err := listenHeld()
+		// The port stays held after serve-stop, so that its connections
+		// are refused rather than reaching a server started meanwhile.
+		port, err := heldport.New()
 		ts.Check(err)
-		ts.Defer(func() { syscall.Close(held) })
+		ts.Defer(func() { port.Close() })
+		ln, err := port.Listen()
+		ts.Check(err)
 		srv := httptest.NewUnstartedServer(h)
 		srv.Listener.Close()
 		srv.Listener = ln
@@ -1300,52 +1329,6 @@ func cmdServeStop(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	delete(s.servers, u)
 	srv.Close()
-}
-
-// listenHeld listens on a loopback port that a second socket holds as
-// well: bound, never listening, with SO_REUSEPORT as the listener has.
-// When the listener closes, the held socket keeps the port, so
-// connections to it are refused. Nothing else can take the port at any
-// moment: a listener on port 0 or a connection's own port skips a port
-// held with SO_REUSEPORT, and an explicit bind without it fails. (Binding
-// the port again after the listener closed left a moment in which a
-// connection elsewhere on the machine could take it as its own port.)
-// The caller closes held when the script ends.
-func listenHeld() (ln net.Listener, held int, err error) {
-	held, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, -1, err
-	}
-	defer func() {
-		if err != nil {
-			syscall.Close(held)
-		}
-	}()
-	if err := syscall.SetsockoptInt(held, syscall.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-		return nil, -1, err
-	}
-	if err := syscall.Bind(held, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		return nil, -1, err
-	}
-	sa, err := syscall.Getsockname(held)
-	if err != nil {
-		return nil, -1, err
-	}
-	port := sa.(*syscall.SockaddrInet4).Port
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	ln, err = lc.Listen(context.Background(), "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return nil, -1, err
-	}
-	return ln, held, nil
 }
 
 func cmdEnvsubst(ts *testscript.TestScript, neg bool, args []string) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller.dev/lc/heldport"
 	"lorrycontroller.dev/lc/venv"
 )
 
@@ -33,10 +34,11 @@ const (
 // a server of its own address in front of one fake WEBAPP, whose state
 // every front shares. It can be killed, after which its address refuses
 // connections, as the port of a killed WEBAPP does, and started again on
-// the same address.
+// the same address, which it holds meanwhile.
 type front struct {
 	t    *testing.T
 	f    *fakeWebapp
+	port *heldport.Port
 	addr string
 
 	mu   sync.Mutex
@@ -47,12 +49,13 @@ type front struct {
 
 func newFront(t *testing.T, f *fakeWebapp) *front {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := heldport.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := &front{t: t, f: f, addr: ln.Addr().String()}
-	fr.serve(ln)
+	t.Cleanup(func() { port.Close() })
+	fr := &front{t: t, f: f, port: port, addr: port.Addr()}
+	fr.start()
 	t.Cleanup(fr.kill)
 	return fr
 }
@@ -109,12 +112,12 @@ func (fr *front) kill() {
 	}
 }
 
-// start starts a killed front again, on its address.
+// start starts the front, or a killed one again, on its address.
 func (fr *front) start() {
 	fr.t.Helper()
-	ln, err := net.Listen("tcp", fr.addr)
+	ln, err := fr.port.Listen()
 	if err != nil {
-		fr.t.Fatalf("listen again on %s: %v", fr.addr, err)
+		fr.t.Fatalf("listen on %s: %v", fr.addr, err)
 	}
 	fr.serve(ln)
 }

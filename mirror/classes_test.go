@@ -3,12 +3,13 @@ package mirror
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"lorrycontroller.dev/lc/heldport"
 )
 
 func TestClassify(t *testing.T) {
@@ -63,12 +64,14 @@ func TestClassifyRealGitFailures(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL + "/r.git"
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// A held port with no listener refuses connections, and nothing else
+	// can listen there meanwhile.
+	closed, err := heldport.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused := "http://" + l.Addr().String() + "/r.git"
-	l.Close()
+	t.Cleanup(func() { closed.Close() })
+	refused := "http://" + closed.Addr() + "/r.git"
 	up := newUpstream(t, false)
 	tests := []struct {
 		name  string

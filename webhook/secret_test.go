@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"lorrycontroller.dev/lc/heldport"
 	"lorrycontroller.dev/lc/statedb"
 )
 
@@ -20,12 +20,14 @@ import (
 // port only.
 func TestFailedDeliveryHidesTheURL(t *testing.T) {
 	const secretPath, secretQuery = "/services/T0/B1/PathSecret42", "token=QuerySecret42"
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	// A held port with no listener refuses connections, and nothing else
+	// can listen there meanwhile.
+	closed, err := heldport.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused := closed.Addr().String()
-	closed.Close()
+	defer closed.Close()
+	refused := closed.Addr()
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprintf(w, "no hook at %s", r.URL.RequestURI())

@@ -113,6 +113,9 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 	}
 }
 
+// idleNoneDue is why a minion is given nothing when no entry is due.
+const idleNoneDue = "no lorry is due"
+
 // idleNotFree is why a claim on PostgreSQL made no job: the minion is
 // retired or has a live job, which its own state, read next, tells.
 const idleNotFree = "the minion is retired or has a live job"
@@ -147,7 +150,7 @@ func (tx *Tx) handOutTo(ctx context.Context, m MinionID, st handOutState) (a Ass
 	// Only when something is due is the queue walked in order to find
 	// the first one.
 	if !st.anyDue {
-		return Assignment{Idle: "no lorry is due"}, false, nil
+		return Assignment{Idle: idleNoneDue}, false, nil
 	}
 	if live == nil {
 		if err := count(); err != nil {
@@ -155,11 +158,18 @@ func (tx *Tx) handOutTo(ctx context.Context, m MinionID, st handOutState) (a Ass
 		}
 	}
 	q, idle, err := tx.openQueues(ctx, m, *live, st)
+	if err == nil && idle != "" && tx.pg {
+		idle, err = tx.dueAfterAll(ctx, idle)
+	}
 	if err != nil || idle != "" {
 		return Assignment{Idle: idle}, false, err
 	}
 	if tx.pg {
-		return tx.claimFirst(ctx, m, q)
+		a, touched, err = tx.claimFirst(ctx, m, q)
+		if err == nil && a.Idle != "" && a.Idle != idleNotFree {
+			a.Idle, err = tx.dueAfterAll(ctx, a.Idle)
+		}
+		return a, touched, err
 	}
 	l, idle, err := tx.pickLorry(ctx, q)
 	if err != nil || idle != "" {

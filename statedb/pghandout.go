@@ -24,6 +24,9 @@ type pgHandOut struct {
 	max     *int64
 	hostMax map[string]int64
 	anyDue  bool
+	// claimed says that the transaction has claimed entries since anyDue
+	// was read, which may have left nothing due (dueAfterAll).
+	claimed bool
 	version int64
 	// live counts the live jobs by queue and host.
 	live map[[2]string]int64
@@ -35,10 +38,15 @@ type pgHandOut struct {
 	heads map[string]map[string]sql.NullInt64
 }
 
+// pgAnyDue, followed by a time, says whether any idle entry is due
+// then, from the first entry of the partial index of idle entries by due
+// time.
+const pgAnyDue = `(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= `
+
 // pgHandOutQuery reads pgHandOut.
 const pgHandOutQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
 		(SELECT json_object_agg(host, max_jobs) FROM host_limits),
-		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?3,
+		` + pgAnyDue + `?3,
 		(SELECT n FROM queues_version),
 		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_counts WHERE n > 0)`
 
@@ -196,8 +204,30 @@ func (tx *Tx) claimFirst(ctx context.Context, m MinionID, q openSet) (a Assignme
 			delete(kept, l.Queue)
 		}
 		tx.handOut.live[[2]string{l.Queue, m.Host}]++
+		tx.handOut.claimed = true
 		return claimed(m, l, job.Int64, tx.Now), true, nil
 	}
+}
+
+// dueAfterAll is why a hand-out on PostgreSQL found nothing to claim:
+// idle, unless the transaction's claims since it read whether anything
+// was due (pgHandOut.anyDue) took the last due entries. Then, as a
+// hand-out alone would, it says that no lorry is due, and the hand-outs
+// after it in the transaction say so at once.
+func (tx *Tx) dueAfterAll(ctx context.Context, idle string) (string, error) {
+	b := tx.handOut
+	if b == nil || !b.claimed {
+		return idle, nil
+	}
+	var due sql.NullBool
+	if err := tx.queryRow(ctx, `SELECT `+pgAnyDue+`?1`, tx.Now).Scan(&due); err != nil {
+		return "", fmt.Errorf("find whether anything is due: %w", err)
+	}
+	b.anyDue, b.claimed = due.Valid && due.Bool, false
+	if !b.anyDue {
+		return idleNoneDue, nil
+	}
+	return idle, nil
 }
 
 // readHeads adds to heads the choices of the queues as the claim found

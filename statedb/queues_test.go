@@ -776,75 +776,90 @@ func TestHandOutStateQueryPlan(t *testing.T) {
 
 // TestHandOutsInOneTransaction checks that hand-outs that share a
 // transaction, as UpdateShared's do, hand out the same entries in the same
-// order as hand-outs each in a transaction of its own, over queues of each
-// sort and minions that take any kind or lorries only: on PostgreSQL the
-// transaction's hand-outs keep the queues' choices they found.
+// order, and say the same when there is none, as hand-outs each in a
+// transaction of its own: over queues of each sort and minions that take
+// any kind or lorries only, and over a queue whose threads run out as its
+// due entries do. On PostgreSQL the transaction's hand-outs keep the
+// queues' choices they found and whether anything was due.
 func TestHandOutsInOneTransaction(t *testing.T) {
 	ctx := context.Background()
-	setup := func() *fixture {
-		f := newFixture(t, Options{})
-		var paths []string
-		queueOf := map[string]string{}
-		for i := range 24 {
-			p := fmt.Sprintf("one/%02d", i)
-			paths = append(paths, p)
-			queueOf[p] = []string{"qa", "qb", "qc"}[i%3]
-		}
-		f.lorries(t, paths...)
-		f.update(t, func(tx *Tx) error {
-			err := tx.SetConfigQueues(ctx, QueueConfig{Queues: []Queue{{Name: "qa", Sort: SortQueueOrder},
-				{Name: "qb", Sort: SortFIFO}, {Name: "qc", Sort: SortLIFO}}, Lorries: queueOf})
-			if err != nil {
-				return err
+	three := int64(3)
+	tests := []struct {
+		name   string
+		queues []Queue
+		// due is how many of the 24 entries are due.
+		due int
+	}{
+		{name: "three sorts", queues: []Queue{{Name: "qa", Sort: SortQueueOrder},
+			{Name: "qb", Sort: SortFIFO}, {Name: "qc", Sort: SortLIFO}}, due: 21},
+		{name: "threads", queues: []Queue{{Name: "qa", Sort: SortQueueOrder, Threads: &three}}, due: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setup := func() *fixture {
+				f := newFixture(t, Options{})
+				var paths []string
+				queueOf := map[string]string{}
+				for i := range 24 {
+					p := fmt.Sprintf("one/%02d", i)
+					paths = append(paths, p)
+					queueOf[p] = tt.queues[i%len(tt.queues)].Name
+				}
+				f.lorries(t, paths...)
+				f.update(t, func(tx *Tx) error {
+					if err := tx.SetConfigQueues(ctx, QueueConfig{Queues: tt.queues, Lorries: queueOf}); err != nil {
+						return err
+					}
+					// Due out of queue order; the last ones by that order
+					// not yet.
+					_, err := tx.exec(ctx, `UPDATE lorries SET next_due = ?1 - (queue_pos * 37) % 500
+						+ CASE WHEN queue_pos < ?2 THEN 0 ELSE 1000 END`, tx.Now, tt.due)
+					return err
+				})
+				return f
 			}
-			// Due out of queue order; a few not yet.
-			_, err = tx.exec(ctx, `UPDATE lorries SET next_due = ?1 - (queue_pos * 37) % 500 + 40`, tx.Now)
-			return err
+			minion := func(i int) MinionID {
+				m := MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1}
+				if i%2 == 1 {
+					m.Kinds = []string{"lorry"}
+				}
+				return m
+			}
+			asks := tt.due + 2
+			var shared, apart []string
+			f := setup()
+			f.update(t, func(tx *Tx) error {
+				for i := range asks {
+					a, err := tx.GiveMeJob(ctx, minion(i))
+					if err != nil {
+						return err
+					}
+					shared = append(shared, pathOrIdle(a))
+				}
+				return nil
+			})
+			g := setup()
+			for i := range asks {
+				a, err := g.give(t, minion(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				apart = append(apart, pathOrIdle(a))
+			}
+			if !slices.Equal(shared, apart) {
+				t.Errorf("hand-outs in one transaction:\n%q\neach in its own:\n%q", shared, apart)
+			}
+			if want := "idle: no lorry is due"; apart[len(apart)-1] != want {
+				t.Errorf("hand-outs: %q; want the last ones to say %q", apart, want)
+			}
 		})
-		return f
-	}
-	minion := func(i int) MinionID {
-		m := MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1}
-		if i%2 == 1 {
-			m.Kinds = []string{"lorry"}
-		}
-		return m
-	}
-	const asks = 22
-	var shared, apart []string
-	f := setup()
-	f.update(t, func(tx *Tx) error {
-		for i := range asks {
-			a, err := tx.GiveMeJob(ctx, minion(i))
-			if err != nil {
-				return err
-			}
-			shared = append(shared, pathOrIdle(a))
-		}
-		return nil
-	})
-	g := setup()
-	for i := range asks {
-		a, err := g.give(t, minion(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		apart = append(apart, pathOrIdle(a))
-	}
-	if !slices.Equal(shared, apart) {
-		t.Errorf("hand-outs in one transaction:\n%q\neach in its own:\n%q", shared, apart)
-	}
-	if !slices.Contains(apart, "idle") {
-		t.Errorf("every ask got a job: %q; want the last ones to find nothing due", apart)
 	}
 }
 
-// pathOrIdle is the lorry handed out in a, or "idle". (Why there is
-// nothing may be put otherwise when the hand-out shares its transaction:
-// on PostgreSQL it keeps whether anything was due at its start.)
+// pathOrIdle is the lorry handed out in a, or why there is none.
 func pathOrIdle(a Assignment) string {
 	if a.Idle != "" {
-		return "idle"
+		return "idle: " + a.Idle
 	}
 	return a.Lorry.Path
 }

@@ -112,9 +112,9 @@ func (c *Cache) build(ctx context.Context, rt Runtime, s slot, src Source) (err 
 	envPython := filepath.Join(dir, "bin", "python")
 	venvArgs := []string{"-m", "venv", dir}
 	pip, pipArgs := envPython, []string{"-m", "pip", "install"}
-	if c.outerPip(ctx, rt.Python) {
+	if outer := c.outerPip(ctx, rt.Python); outer != "" {
 		venvArgs = []string{"-m", "venv", "--without-pip", dir}
-		pip, pipArgs = rt.Python, []string{"-m", "pip", "--python", envPython, "install"}
+		pip, pipArgs = outer, []string{"-m", "pip", "--python", envPython, "install"}
 	}
 	if err := c.run(ctx, s, "python -m venv", srcDir, rt.Python, venvArgs...); err != nil {
 		return err
@@ -161,22 +161,28 @@ func checkRequirements(srcDir string) error {
 	})
 }
 
-// outerPipProbe succeeds, printing "outer-pip 42", when the python's own
-// pip can install into another environment (pip --python, from 22.3).
+// outerPipProbe succeeds, printing "outer-pip 42" and the interpreter's
+// own path, when the python's own pip can install into another
+// environment (pip --python, from 22.3).
 const outerPipProbe = `import sys, pip
 v = tuple(int(x) for x in pip.__version__.split(".")[:2])
-sys.exit(0 if v >= (22, 3) and print("outer-pip", 6 * 7) is None else 1)`
+sys.exit(0 if v >= (22, 3) and sys.executable and print("outer-pip", 6 * 7, sys.executable) is None else 1)`
 
-// outerPip says whether python's own pip can install into the new
-// environment, which then needs no pip of its own: python -m venv with
-// ensurepip copies pip into every environment, which takes several
-// seconds, where --without-pip takes a fraction of one. The answer is
-// asked once per python and kept.
-func (c *Cache) outerPip(ctx context.Context, python string) bool {
+// outerPip is the interpreter whose own pip can install into the new
+// environment, which then needs no pip of its own, or "" if python's
+// cannot: python -m venv with ensurepip copies pip into every
+// environment, which takes several seconds, where --without-pip takes a
+// fraction of one. The answer is asked once per python and kept.
+//
+// The interpreter is python's own path (sys.executable), not python as
+// named: a wrapper such as pyenv's shim may do more around "-m pip
+// install" (its rehash, which fails when two builds finish at once), and
+// the build's pip needs the interpreter only.
+func (c *Cache) outerPip(ctx context.Context, python string) string {
 	c.pipMu.Lock()
 	defer c.pipMu.Unlock()
-	if ok, found := c.pipOK[python]; found {
-		return ok
+	if outer, found := c.pipOuter[python]; found {
+		return outer
 	}
 	// Started as a build step is, as the builder and without the
 	// minion's capabilities: python is the runtime's choice.
@@ -194,14 +200,17 @@ func (c *Cache) outerPip(ctx context.Context, python string) bool {
 			err = fmt.Errorf("exit %d", exit)
 		}
 	}
-	ok := err == nil && strings.TrimSpace(string(out)) == "outer-pip 42"
-	if ctx.Err() == nil {
-		if c.pipOK == nil {
-			c.pipOK = map[string]bool{}
-		}
-		c.pipOK[python] = ok
+	var outer string
+	if said, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "outer-pip 42 "); err == nil && ok && filepath.IsAbs(said) {
+		outer = said
 	}
-	return ok
+	if ctx.Err() == nil {
+		if c.pipOuter == nil {
+			c.pipOuter = map[string]string{}
+		}
+		c.pipOuter[python] = outer
+	}
+	return outer
 }
 
 func hasProject(dir string) bool {

@@ -77,6 +77,31 @@ func TestBuildWithPython(t *testing.T) {
 	}
 }
 
+// A python named through a wrapper that does more around "-m pip install",
+// as pyenv's shim does (its rehash, which fails when two builds finish at
+// once), builds all the same: the environment's pip is run by the
+// interpreter itself, never through the wrapper.
+func TestBuildThroughAWrapper(t *testing.T) {
+	needVenv(t)
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(t.TempDir(), "python3")
+	script := "#!/bin/sh\n" +
+		"case \" $* \" in *' -m pip '*install*) \"" + strings.TrimSpace(string(out)) + "\" \"$@\"; echo 'cannot rehash' >&2; exit 1;; esac\n" +
+		"exec \"" + strings.TrimSpace(string(out)) + "\" \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := newCache(t, t.TempDir(), "--no-index", "--find-links", wheels(t))
+	env, err := c.Acquire(context.Background(), Runtime{Name: "news", ID: id1, Python: wrapper}, sourceOf(t, projectSource))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Release()
+}
+
 // A requirement that cannot be found fails the build with pip's reason and
 // leaves nothing behind.
 func TestMissingRequirement(t *testing.T) {

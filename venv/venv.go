@@ -173,9 +173,9 @@ type Cache struct {
 	locks   lockTable
 	user    *proc.User
 
-	// pipOK caches outerPip's answer by python.
-	pipMu sync.Mutex
-	pipOK map[string]bool
+	// pipOuter caches outerPip's answer by python.
+	pipMu    sync.Mutex
+	pipOuter map[string]string
 
 	// checked, when set by tests, runs after Acquire found the
 	// environment complete, before it returns it.

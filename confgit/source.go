@@ -54,9 +54,9 @@ func (e *FetchError) Unwrap() error { return e.Err }
 // not exist the remote's HEAD (or, without URL, the repository's HEAD) is
 // read instead, so a CONFGIT whose only branch is "main" works unconfigured.
 //
-// A local URL (a path or file://) is served by git-upload-pack, which
-// go-git's file transport runs, so git must be installed for it; ssh and
-// http(s) URLs use go-git's own clients with their default authentication.
+// A local URL (a path or file://) is fetched by git, which must be
+// installed for it (see fetchLocal); ssh and http(s) URLs use go-git's own
+// clients with their default authentication.
 //
 // A Source must not be copied after first use. Only one Source should use a
 // given Dir at a time.
@@ -206,9 +206,16 @@ func (s *Source) sync(ctx context.Context) (*git.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open CONFGIT in %s: %w", s.Dir, err)
 	}
-	updated, err := fetch(ctx, repo, s.URL)
+	updated, err := fetch(ctx, s.Dir, repo, s.URL)
 	if err != nil {
 		return nil, &FetchError{URL: redactURL(s.URL), Err: err}
+	}
+	if updated {
+		// The storage remembers the packs it has seen, and git may have
+		// added one (fetchLocal): open afresh.
+		if repo, err = openRepo(s.Dir); err != nil {
+			return nil, fmt.Errorf("open CONFGIT in %s: %w", s.Dir, err)
+		}
 	}
 	// A repack waits for a fetch when readers are busy, rather than have
 	// a fetch wait for a slow download of a runtime.
@@ -275,10 +282,13 @@ func checkEmptyDir(dir string) error {
 	return nil
 }
 
-// fetch updates the remote-tracking branches and the remote's HEAD. The
-// remote is not saved in the repository's configuration, so a URL changed
-// between runs simply takes effect.
-func fetch(ctx context.Context, repo *git.Repository, rawURL string) (updated bool, err error) {
+// fetch updates the remote-tracking branches and the remote's HEAD of the
+// clone repo in dir. The remote is not saved in the repository's
+// configuration, so a URL changed between runs simply takes effect.
+func fetch(ctx context.Context, dir string, repo *git.Repository, rawURL string) (updated bool, err error) {
+	if isLocal(rawURL) {
+		return fetchLocal(ctx, dir, repo, rawURL)
+	}
 	remote := git.NewRemote(repo.Storer, &config.RemoteConfig{Name: remoteName, URLs: []string{rawURL}})
 	opts := &git.FetchOptions{
 		RemoteName: remoteName,

@@ -378,11 +378,11 @@ func TestFetchNothingNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nothing may be rewritten when nothing changed upstream.
-	if updated, err := fetch(context.Background(), repo, upstream.dir); updated || err != nil {
+	if updated, err := fetch(context.Background(), dir, repo, upstream.dir); updated || err != nil {
 		t.Errorf("fetch with nothing new: got updated %v, error %v; want false, nil", updated, err)
 	}
 	upstream.commit(map[string]string{"x": "y"})
-	if updated, err := fetch(context.Background(), repo, upstream.dir); !updated || err != nil {
+	if updated, err := fetch(context.Background(), dir, repo, upstream.dir); !updated || err != nil {
 		t.Errorf("fetch of a new commit: got updated %v, error %v; want true, nil", updated, err)
 	}
 }

@@ -62,6 +62,10 @@ type Config struct {
 	// JobEnv names the variables of the minion's environment that a
 	// scraper is given; it sees no others but TZ.
 	JobEnv []string
+	// GitConfig, when set, is the file of git configuration that lorry's
+	// git reads (lorry --git-config), instead of .gitconfig in the home
+	// of the user lorry runs as. The WEBAPP cannot name another.
+	GitConfig string
 	// JobUser, when set, is the user that jobs, lorry and scrapers and
 	// the builds of runtimes, run as: --job-user. The minion's own
 	// files (its token, its locks) stay out of their reach.
@@ -116,6 +120,11 @@ func New(cfg Config, client *http.Client, logger *slog.Logger) *Minion {
 	// minion would mean something else to it.
 	if abs, err := filepath.Abs(cfg.WorkingArea); err == nil {
 		cfg.WorkingArea = abs
+	}
+	if cfg.GitConfig != "" {
+		if abs, err := filepath.Abs(cfg.GitConfig); err == nil {
+			cfg.GitConfig = abs
+		}
 	}
 	if strings.ContainsRune(cfg.LorryCmd, filepath.Separator) {
 		if abs, err := filepath.Abs(cfg.LorryCmd); err == nil {
@@ -253,6 +262,9 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 	result := m.newLorryResult(j)
 	defer result.remove()
 	args := append([]string{"--working-area", m.cfg.WorkingArea, "--result-file", result.path}, j.lorryFlags()...)
+	if m.cfg.GitConfig != "" {
+		args = append(args, "--git-config", m.cfg.GitConfig)
+	}
 	args = append(args, spec)
 	env := append(slices.DeleteFunc(m.jobUserEnv(os.Environ()), func(kv string) bool {
 		return strings.HasPrefix(kv, wire.EnvPushURL+"=") || strings.HasPrefix(kv, wire.EnvMirrorBaseURLPush+"=")

@@ -709,3 +709,33 @@ func TestBackoffJitter(t *testing.T) {
 		t.Errorf("100 delays at the cap: got %d distinct values, want them spread", len(seen))
 	}
 }
+
+// The minion's git configuration reaches lorry as --git-config, after
+// every flag the WEBAPP's answer leads to, and as an absolute path: lorry
+// runs in the working area.
+func TestLorryGitConfig(t *testing.T) {
+	f := newFakeWebapp(t)
+	argsFile := filepath.Join(t.TempDir(), "args")
+	lorry := writeLorry(t, `printf '%s\n' "$@" > `+sh(argsFile))
+	_, cfg := newTestMinion(t, f, lorry)
+	t.Chdir(t.TempDir())
+	cfg.GitConfig = "jobs.gitconfig"
+	m := New(cfg, nil, nil)
+	want, err := filepath.Abs("jobs.gitconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "{\"foo\": {\"type\": \"git\", \"url\": \"https://example.org/foo.git\"}}\n"
+	f.giveMeJob = oneJob(`{"job_id": 7, "path": "delta/foo", "kind": "lorry", "allow_local_sources": true, "text": ` + strconv.Quote(text) + `}`)
+	if ran, err := runOnce(t, t.Context(), m); !ran || err != nil {
+		t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
+	}
+	data, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatalf("lorry did not run: %v", err)
+	}
+	args := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(args) < 3 || args[len(args)-3] != "--git-config" || args[len(args)-2] != want {
+		t.Errorf("lorry arguments: got %q, want --git-config %s before the spec", args, want)
+	}
+}

@@ -344,7 +344,7 @@ func (j *job) runFastImport(ctx context.Context, gitDir string, out io.Writer, w
 	// pack instead of being held in memory for delta compression.
 	cmd := exec.CommandContext(ctx, "git", "-c", "fastimport.unpackLimit=0",
 		"fast-import", "--quiet", "--done", "--big-file-threshold=16m")
-	cmd.Env = gitEnv(gitDir, nil)
+	cmd.Env = j.gitEnv(gitDir, nil)
 	tail := &tailWriter{max: 2048}
 	cmd.Stderr = io.MultiWriter(out, tail)
 	cmd.WaitDelay = 5 * time.Second

@@ -372,7 +372,7 @@ func (c *bzrConversion) exportBranch(ctx context.Context, name, bzrMarks, gitMar
 	imp := exec.CommandContext(ctx, "git", "fast-import", stats, "--force",
 		"--import-marks-if-exists="+gitMarks, "--export-marks="+gitMarks)
 	imp.Dir = c.dir
-	imp.Env = gitEnv(c.gitDir, nil)
+	imp.Env = c.j.gitEnv(c.gitDir, nil)
 
 	r, w, err := os.Pipe()
 	if err != nil {

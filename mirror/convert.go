@@ -122,9 +122,16 @@ func toolError(err error, tail *tailWriter, name string, args []string) error {
 // errorLine picks from a program's last lines of output the one that says
 // what went wrong: the last line with an "error:" or "fatal:", or else the
 // last line. Some converters end with a paragraph of advice after the
-// error, such as brz after an internal error.
+// error, such as brz after an internal error. git's refusal of a
+// repository that another user owns comes before a line that says only
+// that the remote could not be read, so it is looked for first.
 func errorLine(msg string) string {
 	lines := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
+	for _, l := range lines {
+		if strings.Contains(l, dubiousOwnership) {
+			return strings.TrimSpace(l)
+		}
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		lower := strings.ToLower(lines[i])
 		if strings.Contains(lower, "error:") || strings.Contains(lower, "fatal:") {

@@ -53,7 +53,7 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	args = append(args, fetch...)
 	fmt.Fprintf(j.out, "fetching %s\n", redact.URLs(g.URL))
 	if _, err := run(ctx, j.out, j.upstreamEnv(j.gitDir, configEnv(creds)...), "git", args...); err != nil {
-		return nil, false, fmt.Errorf("fetch %s: %w", redact.URLs(g.URL), err)
+		return nil, false, fmt.Errorf("fetch %s: %w", redact.URLs(g.URL), withOwnershipHint(err))
 	}
 	// Upstream Lorry reported success when a refspec matched nothing and
 	// the downstream stayed empty; say so instead.
@@ -153,7 +153,7 @@ func (j *job) cloneGit(ctx context.Context, args []string, url string) error {
 	plain, creds := credentials(url)
 	args = append(args, "clone", "--bare", "--progress", "--", plain, tmp)
 	if _, err := run(ctx, j.out, j.upstreamEnv("", configEnv(creds)...), "git", args...); err != nil {
-		return fmt.Errorf("clone %s: %w", redact.URLs(url), err)
+		return fmt.Errorf("clone %s: %w", redact.URLs(url), withOwnershipHint(err))
 	}
 	// Later runs fetch by URL, so the clone's remote is not kept.
 	if _, err := j.gitIn(ctx, tmp, "config", "--remove-section", "remote.origin"); err != nil {
@@ -208,4 +208,18 @@ func refMatches(pattern, name string) bool {
 		return pattern == name
 	}
 	return len(name) >= len(prefix)+len(suffix) && strings.HasPrefix(name, prefix) && strings.HasSuffix(name, suffix)
+}
+
+// dubiousOwnership is what git says when it refuses a repository of this
+// machine that another user owns.
+const dubiousOwnership = "detected dubious ownership"
+
+// withOwnershipHint adds to err, when git refused a local upstream that
+// another user owns, how the admin lets lorry read it. git's own hint
+// names "git config --global", which is not where lorry's git looks.
+func withOwnershipHint(err error) error {
+	if !strings.Contains(err.Error(), dubiousOwnership) {
+		return err
+	}
+	return fmt.Errorf("%w; to mirror a repository of another user, name it in safe.directory in lorry's git configuration (lorry --git-config, the minion's git-config, or else .gitconfig in the home of the user lorry runs as)", err)
 }

@@ -77,7 +77,7 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		defer os.Remove(rc)
 		extra = append(extra, "HGRCPATH="+hgrcPath(rc))
 	}
-	env := gitEnv(gitDir, extra)
+	env := j.gitEnv(gitDir, extra)
 	if err := j.runTool(ctx, dir, env, "git", "fetch", "--progress", hgRemote); err != nil {
 		return nil, false, fmt.Errorf("convert %s: %w", redact.URLs(h.URL), err)
 	}

@@ -117,7 +117,7 @@ func (j *job) pushLFS(ctx context.Context, url string) error {
 		// remote, as a file: URL, whatever lfs.url says.
 		remote = lfsEndpoint(url)
 	}
-	env := gitEnv(j.gitDir, config)
+	env := j.gitEnv(j.gitDir, config)
 	if _, err := run(ctx, j.out, env, "git", "lfs", "push", "--all", remote); err != nil {
 		return &classError{ClassLFS, fmt.Errorf("push the LFS objects to %s: %w", redact.URLs(url), err)}
 	}

@@ -50,6 +50,13 @@ type Options struct {
 	// AllowLocalSources lets specs mirror paths and file: URLs of this
 	// machine; see checkSources.
 	AllowLocalSources bool
+	// GitConfig is the file of git configuration that every git of the
+	// run reads as its global configuration, "" for none: the admin's
+	// settings for the git hosts (URL rewrites, certificates, ssh,
+	// safe.directory). git reads no other file of configuration but the
+	// repository's own, whatever the environment says; lorry's own
+	// settings (GIT_ALLOW_PROTOCOL, credentials, -c options) win over it.
+	GitConfig string
 }
 
 // Result says what a run did to one spec.
@@ -365,7 +372,7 @@ func (j *job) push(ctx context.Context, url string, refspecs []string, prune boo
 	args = append(args, "--", plain)
 	args = append(args, refspecs...)
 	fmt.Fprintf(j.out, "pushing to %s\n", redact.URLs(url))
-	if _, err := run(ctx, j.out, gitEnv(j.gitDir, configEnv(creds)), "git", args...); err != nil {
+	if _, err := run(ctx, j.out, j.gitEnv(j.gitDir, configEnv(creds)), "git", args...); err != nil {
 		return fmt.Errorf("push to %s: %w", redact.URLs(url), err)
 	}
 	if dir, ok := localRepo(url); ok {
@@ -425,18 +432,23 @@ func (j *job) git(ctx context.Context, args ...string) (string, error) {
 // output. Its standard error goes to the job's output as it comes, so an
 // admin sees progress; a failure's error carries its last lines.
 func (j *job) gitIn(ctx context.Context, dir string, args ...string) (string, error) {
-	return run(ctx, j.out, gitEnv(dir, nil), "git", args...)
+	return run(ctx, j.out, j.gitEnv(dir, nil), "git", args...)
 }
 
-// gitEnv is the environment for git: never prompting, never reading the
-// user's or system configuration, using only the transports of the
-// mirror's own work (see upstreamEnv for fetching from upstream), plus
-// extra.
-func gitEnv(gitDir string, extra []string) []string {
+// gitEnv is the environment for git: never prompting, reading the
+// configuration of Options.GitConfig and no other but the repository's
+// (not the system's, not one that the inherited environment names),
+// using only the transports of the mirror's own work (see upstreamEnv
+// for fetching from upstream), plus extra.
+func (j *job) gitEnv(gitDir string, extra []string) []string {
+	global := j.opts.GitConfig
+	if global == "" {
+		global = os.DevNull
+	}
 	env := append(os.Environ(),
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_CONFIG_GLOBAL="+global,
 		"GIT_ALLOW_PROTOCOL="+workProtocols,
 		"GIT_AUTHOR_NAME=Lorry", "GIT_AUTHOR_EMAIL=lorry@localhost",
 		"GIT_COMMITTER_NAME=Lorry", "GIT_COMMITTER_EMAIL=lorry@localhost",

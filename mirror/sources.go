@@ -35,7 +35,7 @@ func (j *job) upstreamEnv(gitDir string, extra ...string) []string {
 	if j.opts.AllowLocalSources {
 		protocols = workProtocols
 	}
-	return gitEnv(gitDir, append([]string{"GIT_ALLOW_PROTOCOL=" + protocols}, extra...))
+	return j.gitEnv(gitDir, append([]string{"GIT_ALLOW_PROTOCOL=" + protocols}, extra...))
 }
 
 // converterSchemes are the URL schemes over which each converter reaches

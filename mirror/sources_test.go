@@ -90,7 +90,7 @@ func TestGitRefusesExtTransport(t *testing.T) {
 		t.Fatal("the ext:: command ran")
 	}
 
-	// Behind lorry's own check, git refuses it too, whatever the user's
+	// Behind lorry's own check, git refuses it too, whatever lorry's git
 	// configuration allows: GIT_ALLOW_PROTOCOL overrides protocol.*.allow.
 	home := t.TempDir()
 	global := filepath.Join(home, ".gitconfig")
@@ -105,13 +105,13 @@ func TestGitRefusesExtTransport(t *testing.T) {
 		return string(out), err
 	}
 	for _, allow := range []bool{false, true} {
-		j := &job{opts: Options{AllowLocalSources: allow}}
-		out, err := lsRemote(j.upstreamEnv("", userConfig...))
+		j := &job{opts: Options{AllowLocalSources: allow, GitConfig: global}}
+		out, err := lsRemote(j.upstreamEnv(""))
 		if err == nil || !strings.Contains(out, "transport 'ext' not allowed") {
 			t.Errorf("upstream git, allow local sources %v: got %v\n%s\nwant the ext transport refused", allow, err, out)
 		}
 	}
-	if out, err := lsRemote(gitEnv("", userConfig)); err == nil || !strings.Contains(out, "transport 'ext' not allowed") {
+	if out, err := lsRemote((&job{opts: Options{GitConfig: global}}).gitEnv("", nil)); err == nil || !strings.Contains(out, "transport 'ext' not allowed") {
 		t.Errorf("git of the mirror's own work: got %v\n%s\nwant the ext transport refused", err, out)
 	}
 	if _, err := os.Stat(marker); err == nil {

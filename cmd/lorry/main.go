@@ -12,6 +12,9 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"os/user"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -61,6 +64,7 @@ func parseArgs(args []string, env map[string]string, stderr io.Writer) (Config, 
 	fs.StringVar(&c.ResultFile, "result-file", "", "after the run, write what it found for each spec (such as the upstream's default branch) to `file` as JSON")
 	fs.DurationVar(&c.Options.LockWait, "lock-wait", 10*time.Minute, "wait this long for another lorry working on the same mirror")
 	fs.BoolVar(&c.Options.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of this machine, and download from its loopback and link-local addresses (refused by default)")
+	fs.StringVar(&c.Options.GitConfig, "git-config", "", "the `file` of git configuration (URL rewrites, certificates, ssh, safe.directory) that every git lorry runs reads, and no other (default: .gitconfig in the home that the passwd entry of lorry's user names; "+os.DevNull+" for none)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -120,11 +124,32 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if cfg.Options.GitConfig == "" {
+		cfg.Options.GitConfig, err = userGitConfig(os.Getuid())
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lorry: git reads no configuration of the user: %v\n", err)
+		}
+	}
 	cfg.Options.Out = os.Stderr
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "lorry:", err)
 		os.Exit(1)
 	}
+}
+
+// userGitConfig is the git configuration of the user uid: .gitconfig in
+// the home that its passwd entry names, where ssh finds its keys too. Not
+// $HOME, which lorry's environment could set to anything. A user without
+// a home has none: os.DevNull, with the error that says why.
+func userGitConfig(uid int) (string, error) {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return os.DevNull, err
+	}
+	if u.HomeDir == "" {
+		return os.DevNull, fmt.Errorf("user %d has no home", uid)
+	}
+	return filepath.Join(u.HomeDir, ".gitconfig"), nil
 }
 
 // run mirrors every spec of every file, printing a line per spec, and

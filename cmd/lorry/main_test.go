@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -211,5 +213,54 @@ func TestPushURLCredentials(t *testing.T) {
 				t.Errorf("push URL %q, base %q; want %q, %q", cfg.Options.PushURL, cfg.Options.MirrorBaseURLPush, tt.wantPush, tt.wantBase)
 			}
 		})
+	}
+}
+
+// --git-config names the configuration that lorry's git reads: its URL
+// rewrite sends the fetch to where the repository is.
+func TestGitConfigFlag(t *testing.T) {
+	trunk := upstreamOnTrunk(t)
+	config := filepath.Join(t.TempDir(), "gitconfig")
+	// Nothing listens on port 1.
+	text := "[url \"file://" + filepath.Dir(trunk) + "/\"]\n\tinsteadOf = https://127.0.0.1:1/\n"
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := writeSpecFile(t, map[string]any{"delta/trunk": map[string]any{"type": "git", "url": "https://127.0.0.1:1/" + filepath.Base(trunk)}})
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		ok    bool
+	}{
+		{name: "without", ok: false},
+		{name: "with", flags: []string{"--git-config", config}, ok: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources"}, tc.flags...)
+			cfg, err := parseArgs(append(args, spec), nil, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			cfg.Options.Out = &out
+			err = run(context.Background(), cfg, &out)
+			if (err == nil) != tc.ok {
+				t.Errorf("got %v, want success %v\n%s", err, tc.ok, out.String())
+			}
+		})
+	}
+}
+
+// Without --git-config, lorry's git reads .gitconfig in the home of its
+// user's passwd entry, whatever HOME says.
+func TestUserGitConfigFromPasswd(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := userGitConfig(os.Getuid())
+	if want := filepath.Join(u.HomeDir, ".gitconfig"); got != want || err != nil {
+		t.Errorf("got %q, %v; want %q from the passwd entry", got, err, want)
 	}
 }

@@ -389,3 +389,81 @@ func TestLookupJobUserRefuses(t *testing.T) {
 		t.Errorf(`lookupJobUser(""): got %v, %v; want nil, nil`, u, err)
 	}
 }
+
+// A local upstream that is not the jobs' user's own is refused by the
+// git of a job, which says so, until the git configuration that
+// --git-config names lists it in safe.directory.
+func TestJobUserGitConfigSafeDirectory(t *testing.T) {
+	r := newJobUserRig(t)
+	lorry := filepath.Join(r.base, "lorry")
+	if out, err := exec.Command("go", "build", "-o", lorry, "lorrycontroller.dev/lc/cmd/lorry").CombinedOutput(); err != nil {
+		t.Fatalf("build lorry: %v\n%s", err, out)
+	}
+	git := func(t *testing.T, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	// The upstream is root's; the downstream the jobs' user's.
+	up, src := filepath.Join(r.base, "up.git"), filepath.Join(r.base, "src")
+	git(t, "init", "-q", "-b", "main", src)
+	git(t, "-C", src, "commit", "-q", "--allow-empty", "-m", "first")
+	git(t, "clone", "-q", "--bare", src, up)
+	down := filepath.Join(r.dir(t, "repos"), "down.git")
+	git(t, "init", "-q", "--bare", down)
+	if err := filepath.WalkDir(down, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(r.jobs.uid), int(r.jobs.gid))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(r.base, "jobs.gitconfig")
+	if err := os.WriteFile(config, []byte("[safe]\n\tdirectory = "+up+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	spec, _ := json.Marshal(map[string]any{"upstream/project": map[string]string{"type": "git", "url": "file://" + up}})
+	job, _ := json.Marshal(map[string]any{
+		"job_id": 51, "path": "upstream/project", "kind": "lorry", "text": string(spec),
+		"push_url": down, "allow_local_sources": true,
+	})
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		ok    bool
+	}{
+		{name: "refused by default"},
+		{name: "allowed by --git-config", extra: []string{"--git-config", config}, ok: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWebapp(t, string(job))
+			cmd, logs := r.start(t, w, lorry, append([]string{"--once"}, tc.extra...)...)
+			if code := waitExit(t, cmd, logs); code != 0 {
+				t.Fatalf("minion exit code %d, want 0; log:\n%s", code, logs)
+			}
+			stdout, stderr, exit := output(w)
+			if (exit == "0") != tc.ok {
+				t.Fatalf("lorry exit %q, want success %v; stdout %q, stderr %q", exit, tc.ok, stdout, stderr)
+			}
+			if !tc.ok {
+				for _, want := range []string{"detected dubious ownership", "safe.directory"} {
+					if !strings.Contains(stdout+stderr, want) {
+						t.Errorf("job output does not say %q: stdout %q, stderr %q", want, stdout, stderr)
+					}
+				}
+				return
+			}
+			if got, want := git(t, "-c", "safe.directory=*", "-C", down, "for-each-ref"), git(t, "-C", up, "for-each-ref"); got != want {
+				t.Errorf("downstream refs:\n%s\nwant the upstream's:\n%s", got, want)
+			}
+		})
+	}
+}

@@ -50,6 +50,7 @@ type Config struct {
 	TokenFile      string
 	JobUser        string
 	JobEnv         []string
+	GitConfig      string
 	ConfigFile     string
 	LogLevel       string
 
@@ -105,6 +106,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	jobUser, err := lookupJobUser(cfg.JobUser)
 	if err != nil {
 		return err
+	}
+	if cfg.GitConfig != "" {
+		// Without it, every git of every job would fail.
+		if _, err := os.Stat(cfg.GitConfig); err != nil {
+			return fmt.Errorf("--git-config: %w", err)
+		}
 	}
 	if err := os.MkdirAll(cfg.WorkingArea, 0o755); err != nil {
 		return fmt.Errorf("create working area: %w", err)
@@ -223,6 +230,7 @@ func minionConfig(cfg Config, host, token string, jobUser *proc.User, runtimes *
 		Runtimes:       runtimes,
 		JobEnv:         cfg.JobEnv,
 		JobUser:        jobUser,
+		GitConfig:      cfg.GitConfig,
 		Changed:        changed,
 	}
 }
@@ -265,6 +273,7 @@ Flags:
 	fs.StringVar(&cfg.Kinds, "kinds", "lorry,scraper", "take only jobs of these `kinds`, comma-separated: lorry, scraper or both (keep scrapers off the machines that hold downstream credentials)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
 	fs.StringVar(&cfg.JobUser, "job-user", "", "run jobs (lorry, scrapers, runtime builds) as `user` and its group, so that they cannot read the minion's token and locks; needs CAP_SETUID, CAP_SETGID and CAP_KILL, and the minion's user in that user's group")
+	fs.StringVar(&cfg.GitConfig, "git-config", "", "the `file` of git configuration that lorry's git reads (URL rewrites, certificates, ssh, safe.directory), instead of .gitconfig in the home of the user that jobs run as")
 	fs.Var((*stringList)(&cfg.JobEnv), "job-env", "pass the minion's environment variable `name` on to scrapers, which see no other but TZ; repeat for more")
 	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalMinion)
 	for _, w := range warnings {

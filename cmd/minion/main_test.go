@@ -119,6 +119,11 @@ log-level = warning
 			config: "job-env = HTTPS_PROXY\njob-env = NO_PROXY\n",
 			want:   with(func(c *Config) { c.JobEnv = []string{"HTTPS_PROXY", "NO_PROXY"} }),
 		},
+		{
+			name:   "git config",
+			config: "git-config = /etc/lorry-controller/jobs.gitconfig\n",
+			want:   with(func(c *Config) { c.GitConfig = "/etc/lorry-controller/jobs.gitconfig" }),
+		},
 		{name: "negative keep-unused", args: []string{"--keep-unused", "-1h"}, wantErr: "--keep-unused"},
 		{
 			name:   "command line wins",

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/seccomptest"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -58,8 +59,8 @@ func ensureUser(t *testing.T, name string, groups ...string) ids {
 }
 
 // jobUserRig runs the real minion as an unprivileged user with only
-// CAP_SETUID, CAP_SETGID and CAP_KILL, as its unit does, and its jobs as
-// another user.
+// CAP_SETUID, CAP_SETGID and CAP_KILL, and under RestrictSUIDSGID=, as its
+// unit does, and its jobs as another user.
 type jobUserRig struct {
 	base   string // owned by the minion's user, open to all
 	exe    string // the test binary, where the minion's user can run it
@@ -172,7 +173,7 @@ func (r *jobUserRig) start(t *testing.T, w *webapp, lorry string, extra ...strin
 		"--update-interval", "20ms",
 		"--kill-grace", "5s",
 	}, extra...)...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0", seccomptest.Env+"=1")
 	cmd.Dir = r.base
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential:  &syscall.Credential{Uid: r.minion.uid, Gid: r.minion.gid, Groups: []uint32{r.jobs.gid}},

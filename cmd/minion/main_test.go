@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lorrycontroller.dev/lc/seccomptest"
 )
 
 // mainEnv makes the test binary run main, so tests can run the real minion
@@ -31,6 +33,14 @@ const mainEnv = "LORRY_MINION_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
+		if os.Getenv(seccomptest.Env) == "1" {
+			// As under the unit's RestrictSUIDSGID=, where there is a
+			// filter for this machine.
+			if err := seccomptest.Restrict(); err != nil && !errors.Is(err, seccomptest.ErrUnsupported) {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(3)
+			}
+		}
 		main()
 		os.Exit(0)
 	}

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"lorrycontroller.dev/lc/seccomptest"
 )
 
 // The ids of the shared-repository test: a group that the base directory
@@ -57,13 +60,18 @@ func TestLocalSharedWithGroup(t *testing.T) {
 		shared     string // core.sharedRepository as git init writes it
 		dirs, repo os.FileMode
 		othersRead bool
+		// restricted makes the repository in a child under the units'
+		// RestrictSUIDSGID=.
+		restricted bool
 	}{
 		{name: "group", base: 0o750, shared: "1", dirs: 0o750, repo: 0o770},
 		{name: "all", base: 0o755, shared: "2", dirs: 0o755, repo: 0o775, othersRead: true},
+		{name: "group restricted", base: 0o750, shared: "1", dirs: 0o750, repo: 0o770, restricted: true},
+		{name: "all restricted", base: 0o755, shared: "2", dirs: 0o755, repo: 0o775, othersRead: true, restricted: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := filepath.Join(top, tt.name)
+			base := filepath.Join(top, strings.ReplaceAll(tt.name, " ", "-"))
 			if err := os.Mkdir(base, 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -73,10 +81,11 @@ func TestLocalSharedWithGroup(t *testing.T) {
 			if err := os.Chmod(base, tt.base|os.ModeSetgid); err != nil {
 				t.Fatal(err)
 			}
-			dir, err := Local{BaseDir: base}.Prepare(context.Background(), Repo{Path: "team/project"})
-			if err != nil {
-				t.Fatal(err)
+			prepare := prepareHere
+			if tt.restricted {
+				prepare = prepareRestricted
 			}
+			dir := prepare(t, base, "team/project")
 
 			checkMode(t, filepath.Join(base, "team"), tt.dirs|os.ModeSetgid|fs.ModeDir)
 			err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -100,7 +109,7 @@ func TestLocalSharedWithGroup(t *testing.T) {
 			}
 
 			// A user of the group, with no other, pushes.
-			src := filepath.Join(top, tt.name+"-src")
+			src := filepath.Join(top, strings.ReplaceAll(tt.name, " ", "-")+"-src")
 			if err := os.Mkdir(src, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -122,6 +131,61 @@ func TestLocalSharedWithGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// prepareEnv makes the test binary a WEBAPP under the units' filter that
+// prepares one repository: prepareRestricted.
+const prepareEnv = "DOWNSTREAM_TEST_PREPARE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(prepareEnv) == "1" {
+		// As the unit: its umask, and RestrictSUIDSGID=.
+		syscall.Umask(0o027)
+		if err := seccomptest.Restrict(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		base, path := os.Args[len(os.Args)-2], os.Args[len(os.Args)-1]
+		dir, err := Local{BaseDir: base}.Prepare(context.Background(), Repo{Path: path})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Print(dir)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func prepareHere(t *testing.T, base, path string) string {
+	t.Helper()
+	dir, err := Local{BaseDir: base}.Prepare(context.Background(), Repo{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// prepareRestricted prepares path under base in a child under the units'
+// umask and RestrictSUIDSGID=, where nothing may set a setgid bit.
+func prepareRestricted(t *testing.T, base, path string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$", base, path)
+	cmd.Env = append(os.Environ(), prepareEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 3 {
+		t.Skipf("no RestrictSUIDSGID= filter here: %s", stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("prepare under RestrictSUIDSGID=: %v\n%s", err, stderr.String())
+	}
+	return string(out)
 }
 
 // trusting is the git program prog run in dir, which another user owns.

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -259,9 +260,15 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		return
 	}
 
-	result := m.newLorryResult(j)
-	defer result.remove()
-	args := append([]string{"--working-area", m.cfg.WorkingArea, "--result-file", result.path}, j.lorryFlags()...)
+	result, err := m.newLorryResult(j)
+	if err != nil {
+		log.Error("cannot write job files", "err", err)
+		out.add(nil, []byte("lorry-controller-minion: "+err.Error()+"\n"))
+		m.finish(ctx, log, j, exitNotStarted, out)
+		return
+	}
+	defer result.close()
+	args := append([]string{"--working-area", m.cfg.WorkingArea, "--result-fd", strconv.Itoa(resultFD)}, j.lorryFlags()...)
 	if m.cfg.GitConfig != "" {
 		args = append(args, "--git-config", m.cfg.GitConfig)
 	}
@@ -275,7 +282,8 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		// its command line, which every user can.
 		env = append(env, wire.EnvPushURL+"="+j.PushURL)
 	}
-	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea, User: m.cfg.JobUser})
+	p, err := proc.Start(proc.Command{Name: m.cfg.LorryCmd, Args: args, Env: env, Dir: m.cfg.WorkingArea, User: m.cfg.JobUser,
+		ExtraFiles: []*os.File{result.f}})
 	if err != nil {
 		log.Error("cannot start lorry", "err", err)
 		out.add(nil, []byte("lorry-controller-minion: "+err.Error()+"\n"))

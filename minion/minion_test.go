@@ -168,8 +168,7 @@ pwd`)
 				t.Fatal("lorry got no arguments")
 			}
 			spec := args[len(args)-1]
-			result := filepath.Join(cfg.WorkingArea, ".job-7-result.json")
-			want := append(append([]string{"--working-area", cfg.WorkingArea, "--result-file", result}, tt.wantPush...), spec)
+			want := append(append([]string{"--working-area", cfg.WorkingArea, "--result-fd", "3"}, tt.wantPush...), spec)
 			if strings.Join(args, " ") != strings.Join(want, " ") {
 				t.Errorf("lorry arguments: got %q, want %q", args, want)
 			}

@@ -1,7 +1,6 @@
 package minion
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,15 +11,15 @@ import (
 )
 
 // The final update carries the head and the ref changes that lorry wrote
-// to its result file only when the job succeeded, and the error class only
-// when it failed, and then only when the file names one for the job's
-// spec; the file is gone after the job.
+// to its result descriptor only when the job succeeded, and the error
+// class only when it failed, and then only when the result names one for
+// the job's spec; nothing of it is left after the job.
 const sha1 = "0123456789abcdef0123456789abcdef01234567"
 
 func TestFinalUpdateHead(t *testing.T) {
 	tests := []struct {
 		name   string
-		result string // written to --result-file; "" writes nothing
+		result string // written to --result-fd; "" writes nothing
 		exit   int
 		want   string
 		refs   string // the refs parameter wanted; "" for none
@@ -53,16 +52,16 @@ func TestFinalUpdateHead(t *testing.T) {
 			}
 			write := ""
 			if tt.result != "" {
-				write = `cp ` + sh(content) + ` "$result"`
+				write = `cat ` + sh(content) + ` >&"$result"`
 			}
 			lorry := writeLorry(t, `
 while [ $# -gt 0 ]; do
-	case "$1" in --result-file) result=$2; shift ;; esac
+	case "$1" in --result-fd) result=$2; shift ;; esac
 	shift
 done
 `+write+`
 exit `+strconv.Itoa(tt.exit))
-			m, cfg := newTestMinion(t, f, lorry)
+			m, _ := newTestMinion(t, f, lorry)
 			f.giveMeJob = oneJob(jobAnswer(5, "delta/foo", "lorry", `{"delta/foo": {"type": "git"}}`, ""))
 			if ran, err := runOnce(t, t.Context(), m); !ran || err != nil {
 				t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
@@ -86,8 +85,8 @@ exit `+strconv.Itoa(tt.exit))
 					t.Errorf("update %d of a running job has head %q", i, q.Form.Get("head"))
 				}
 			}
-			if _, err := os.Stat(filepath.Join(cfg.WorkingArea, ".job-5-result.json")); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("result file after the job: got %v, want it removed", err)
+			if entries, err := os.ReadDir(m.jobDir()); err == nil && len(entries) != 0 {
+				t.Errorf("job directory after the job holds %v, want nothing", entries)
 			}
 		})
 	}

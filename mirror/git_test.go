@@ -430,7 +430,3 @@ exec ` + shellQuote(realGit) + ` "$@"
 		t.Errorf("git runs holding the lock:\n%s\nwant the clone among them", data)
 	}
 }
-
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

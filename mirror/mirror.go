@@ -369,10 +369,15 @@ func (j *job) push(ctx context.Context, url string, refspecs []string, prune boo
 		args = append(args, "--progress")
 	}
 	plain, creds := credentials(url)
+	args = append(args, trustLocal(plain, "receive-pack")...)
 	args = append(args, "--", plain)
 	args = append(args, refspecs...)
 	fmt.Fprintf(j.out, "pushing to %s\n", redact.URLs(url))
-	if _, err := run(ctx, j.out, j.gitEnv(j.gitDir, configEnv(creds)), "git", args...); err != nil {
+	err := writeLocal(plain, func() error {
+		_, err := run(ctx, j.out, j.gitEnv(j.gitDir, configEnv(creds)), "git", args...)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("push to %s: %w", redact.URLs(url), err)
 	}
 	if dir, ok := localRepo(url); ok {

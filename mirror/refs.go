@@ -58,7 +58,8 @@ func keepAll(string) bool { return true }
 // git ls-remote lists them (peeled tags and HEAD left out).
 func (j *job) remoteRefs(ctx context.Context, url string) (map[string]string, error) {
 	plain, creds := credentials(url)
-	out, err := run(ctx, j.out, j.gitEnv(j.gitDir, configEnv(creds)), "git", "ls-remote", "--refs", "--", plain)
+	args := append([]string{"ls-remote", "--refs"}, trustLocal(plain, "upload-pack")...)
+	out, err := run(ctx, j.out, j.gitEnv(j.gitDir, configEnv(creds)), "git", append(args, "--", plain)...)
 	if err != nil {
 		return nil, fmt.Errorf("list the refs of %s: %w", redact.URLs(url), err)
 	}

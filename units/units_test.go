@@ -356,6 +356,7 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 		"/var/lib/lorry-controller/work":    {0o770 | fs.ModeSticky, uid, jobs.gid},
 		"/var/lib/lorry-controller/jobs":    {0o700, jobs.uid, jobs.gid},
 		"/var/lib/lorry-controller/backups": {0o700, uid, ""},
+		"/var/lib/lorry-controller/mirrors": {0o750 | fs.ModeSetgid, uid, jobs.gid},
 	} {
 		info, err := os.Stat(filepath.Join(root, dir))
 		if err != nil {
@@ -363,7 +364,7 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 			continue
 		}
 		st := info.Sys().(*syscall.Stat_t)
-		mode := info.Mode() & (fs.ModePerm | fs.ModeSticky)
+		mode := info.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
 		if !info.IsDir() || mode != want.mode || fmt.Sprint(st.Uid) != want.uid || want.gid != "" && fmt.Sprint(st.Gid) != want.gid {
 			t.Errorf("%s: mode %v, owner %d:%d; want a directory, %v, owned by %s:%s", dir, mode, st.Uid, st.Gid, want.mode, want.uid, want.gid)
 		}

@@ -17,11 +17,12 @@
 // # Running it
 //
 // For a job of kind [KindLorry], the minion runs lorry on the spec in
-// [Offer.Text], with --working-area, --result-file, --allow-local-sources
+// [Offer.Text], with --working-area, --result-fd, --allow-local-sources
 // when [Offer.AllowLocalSources] says so, and [Offer.PushURL], when not
 // empty, in lorry's environment as [EnvPushURL] (a push URL may carry a
 // token, which a command line would show to every user). lorry writes a
-// [ResultFile] to the --result-file path when it is done. A job of kind
+// [ResultFile] to the --result-fd descriptor, a file of the minion's with
+// no name, when it is done. A job of kind
 // [KindScraper] runs [Offer.Scraper] instead.
 //
 // # Reporting on it

@@ -2,10 +2,10 @@ package wire
 
 import "strconv"
 
-// ResultFile is what lorry's --result-file holds after a run: an entry per
-// spec that was run, by spec name. It is an object so that fields can be
-// added without breaking its readers. The minion passes what it says of
-// the job's spec on in the final job-update.
+// ResultFile is what lorry writes to --result-file or --result-fd after a
+// run: an entry per spec that was run, by spec name. It is an object so
+// that fields can be added without breaking its readers. The minion
+// passes what it says of the job's spec on in the final job-update.
 type ResultFile struct {
 	Lorries map[string]SpecResult `json:"lorries"`
 }

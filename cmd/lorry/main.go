@@ -29,6 +29,9 @@ type Config struct {
 	Options mirror.Options
 	// ResultFile, if set, receives what each spec's run found, as JSON.
 	ResultFile string
+	// ResultFD, if not -1, is an open descriptor that receives the same:
+	// the minion's, which it gave lorry, and reads when lorry is done.
+	ResultFD int
 }
 
 // The environment variables from which lorry takes push URLs that carry
@@ -62,6 +65,7 @@ func parseArgs(args []string, env map[string]string, stderr io.Writer) (Config, 
 	fs.BoolVar(&c.Options.PullOnly, "pull-only", false, "update the mirrors, push nothing")
 	fs.BoolVar(&c.Options.Verbose, "verbose", false, "say more about what is done")
 	fs.StringVar(&c.ResultFile, "result-file", "", "after the run, write what it found for each spec (such as the upstream's default branch) to `file` as JSON")
+	fs.IntVar(&c.ResultFD, "result-fd", -1, "after the run, write the same JSON to the open descriptor `fd` (3 or more) that lorry was given")
 	fs.DurationVar(&c.Options.LockWait, "lock-wait", 10*time.Minute, "wait this long for another lorry working on the same mirror")
 	fs.BoolVar(&c.Options.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of this machine, and download from its loopback and link-local addresses (refused by default)")
 	fs.StringVar(&c.Options.GitConfig, "git-config", "", "the `file` of git configuration (URL rewrites, certificates, ssh, safe.directory) that every git lorry runs reads, and no other (default: .gitconfig in the home that the passwd entry of lorry's user names; "+os.DevNull+" for none)")
@@ -69,6 +73,12 @@ func parseArgs(args []string, env map[string]string, stderr io.Writer) (Config, 
 		return c, err
 	}
 	c.Specs = fs.Args()
+	if c.ResultFD != -1 && c.ResultFD < 3 {
+		return c, fmt.Errorf("--result-fd %d: want a descriptor of 3 or more, not a standard stream", c.ResultFD)
+	}
+	if c.ResultFD != -1 && c.ResultFile != "" {
+		return c, errors.New("--result-file and --result-fd exclude each other")
+	}
 	if len(c.Specs) == 0 {
 		fs.Usage()
 		return c, errors.New("no spec file given")
@@ -155,6 +165,15 @@ func userGitConfig(uid int) (string, error) {
 // run mirrors every spec of every file, printing a line per spec, and
 // fails if any spec failed.
 func run(ctx context.Context, cfg Config, stdout io.Writer) error {
+	var resultFD *os.File
+	if cfg.ResultFD != -1 {
+		f, err := openResultFD(cfg.ResultFD)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		resultFD = f
+	}
 	var specs []lorryspec.Spec
 	for _, file := range cfg.Specs {
 		data, err := os.ReadFile(file)
@@ -185,6 +204,11 @@ func run(ctx context.Context, cfg Config, stdout io.Writer) error {
 	}
 	if cfg.ResultFile != "" {
 		if err := results.write(cfg.ResultFile); err != nil {
+			return err
+		}
+	}
+	if resultFD != nil {
+		if err := results.writeTo(resultFD); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"lorrycontroller.dev/lc/gittest"
 	"lorrycontroller.dev/lc/mirror"
 	"lorrycontroller.dev/lc/wire"
@@ -129,6 +131,76 @@ func TestResultFileReplaced(t *testing.T) {
 	}
 	if p, ok := got.Lorries["p"]; len(got.Lorries) != 1 || !ok || !p.OK || p.Head != "trunk" {
 		t.Errorf("result file = %s; want only p, ok, with head trunk", data)
+	}
+}
+
+// --result-fd writes the result to a descriptor lorry was given, such as
+// the minion's file that has no name; a descriptor that is not open fails
+// the run before anything is mirrored.
+func TestResultFD(t *testing.T) {
+	trunk := upstreamOnTrunk(t)
+	spec := writeSpecFile(t, map[string]any{"p": map[string]any{"type": "git", "url": trunk}})
+	f, err := os.CreateTemp(t.TempDir(), "result")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		t.Fatal(err)
+	}
+	// run closes the descriptor it is given, as lorry's own.
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseArgs([]string{"--working-area", t.TempDir(), "--pull-only", "--allow-local-sources", "--result-fd", strconv.Itoa(fd), spec}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Options.Out = io.Discard
+	if err := run(context.Background(), cfg, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+		t.Errorf("descriptor %d after the run: got %v, want it closed", fd, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got resultFile
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, data)
+	}
+	if p, ok := got.Lorries["p"]; len(got.Lorries) != 1 || !ok || !p.OK || p.Head != "trunk" || p.Refs == nil {
+		t.Errorf("result = %s; want only p, ok, with head trunk and its refs", data)
+	}
+
+	area := filepath.Join(t.TempDir(), "area")
+	cfg, err = parseArgs([]string{"--working-area", area, "--pull-only", "--allow-local-sources", "--result-fd", "999", spec}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Options.Out = io.Discard
+	if err := run(context.Background(), cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "--result-fd 999") {
+		t.Errorf("run with a descriptor that is not open: got %v, want an error naming --result-fd 999", err)
+	}
+	if _, err := os.Stat(area); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run with a descriptor that is not open made its working area: %v", err)
+	}
+}
+
+func TestResultFDRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"--result-fd", "1", "x.lorry"},
+		{"--result-fd", "3", "--result-file", "r.json", "x.lorry"},
+	} {
+		if _, err := parseArgs(args, nil, io.Discard); err == nil {
+			t.Errorf("parseArgs(%q): got no error", args)
+		}
 	}
 }
 

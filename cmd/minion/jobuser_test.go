@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"lorrycontroller.dev/lc/hosts/downstream"
+	"lorrycontroller.dev/lc/seccomptest"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // The users of the --job-user tests: the minion's, with only the
@@ -55,8 +59,8 @@ func ensureUser(t *testing.T, name string, groups ...string) ids {
 }
 
 // jobUserRig runs the real minion as an unprivileged user with only
-// CAP_SETUID, CAP_SETGID and CAP_KILL, as its unit does, and its jobs as
-// another user.
+// CAP_SETUID, CAP_SETGID and CAP_KILL, and under RestrictSUIDSGID=, as its
+// unit does, and its jobs as another user.
 type jobUserRig struct {
 	base   string // owned by the minion's user, open to all
 	exe    string // the test binary, where the minion's user can run it
@@ -169,7 +173,7 @@ func (r *jobUserRig) start(t *testing.T, w *webapp, lorry string, extra ...strin
 		"--update-interval", "20ms",
 		"--kill-grace", "5s",
 	}, extra...)...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0", seccomptest.Env+"=1")
 	cmd.Dir = r.base
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential:  &syscall.Credential{Uid: r.minion.uid, Gid: r.minion.gid, Groups: []uint32{r.jobs.gid}},
@@ -234,13 +238,19 @@ true`, r.token, lockFile, nameLock)
 	}
 }
 
-// lorry, run as --job-user, still mirrors and pushes.
+// lorry, run as --job-user under the units' umask, mirrors and pushes to
+// a repository that a local downstream made in a base directory of the
+// jobs' group, and what it found (the upstream's default branch, the
+// refs it changed, the class of a failure) reaches the WEBAPP, though the
+// minion cannot read the jobs' user's files.
 func TestJobUserLorryMirrors(t *testing.T) {
 	r := newJobUserRig(t)
 	lorry := filepath.Join(r.base, "lorry")
 	if out, err := exec.Command("go", "build", "-o", lorry, "lorrycontroller.dev/lc/cmd/lorry").CombinedOutput(); err != nil {
 		t.Fatalf("build lorry: %v\n%s", err, out)
 	}
+	old := syscall.Umask(0o027)
+	t.Cleanup(func() { syscall.Umask(old) })
 	repos := r.dir(t, "repos")
 	git := func(args ...string) string {
 		t.Helper()
@@ -254,27 +264,46 @@ func TestJobUserLorryMirrors(t *testing.T) {
 		}
 		return string(out)
 	}
-	up, down := filepath.Join(repos, "up.git"), filepath.Join(repos, "down.git")
-	git("init", "-q", "--bare", up)
-	git("init", "-q", "--bare", down)
+	up := filepath.Join(repos, "up.git")
+	git("init", "-q", "--bare", "-b", "main", up)
 	src := filepath.Join(repos, "src")
 	git("init", "-q", "-b", "main", src)
 	git("-C", src, "commit", "-q", "--allow-empty", "-m", "first")
 	git("-C", src, "tag", "v1")
 	git("-C", src, "push", "-q", up, "main", "v1")
 
+	// The WEBAPP's user owns the base directory and makes the repository;
+	// the jobs' group, which is all lorry has, may enter it.
+	mirrors := filepath.Join(r.base, "mirrors")
+	if err := os.Mkdir(mirrors, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(mirrors, int(r.minion.uid), int(r.jobs.gid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(mirrors, 0o750|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	down, err := downstream.Local{BaseDir: mirrors}.Prepare(t.Context(), downstream.Repo{Path: "upstream/project"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	spec, _ := json.Marshal(map[string]any{"upstream/project": map[string]string{"type": "git", "url": "file://" + up}})
-	job, _ := json.Marshal(map[string]any{
-		"job_id": 50, "path": "upstream/project", "kind": "lorry", "text": string(spec),
-		"push_url": down, "allow_local_sources": true,
-	})
-	w := newWebapp(t, string(job))
+	jobFor := func(id int, pushURL string) string {
+		job, _ := json.Marshal(map[string]any{
+			"job_id": id, "path": "upstream/project", "kind": "lorry", "text": string(spec),
+			"push_url": pushURL, "allow_local_sources": true,
+		})
+		return string(job)
+	}
+	w := newWebapp(t, jobFor(50, down))
 	logs := r.run(t, w, lorry)
 	stdout, stderr, exit := output(w)
 	if exit != "0" {
 		t.Fatalf("lorry exit %q, want 0; stdout %q, stderr %q; log:\n%s", exit, stdout, stderr, logs)
 	}
-	if got, want := git("-C", down, "for-each-ref"), git("-C", up, "for-each-ref"); got != want {
+	if got, want := git("--git-dir", down, "for-each-ref"), git("-C", up, "for-each-ref"); got != want {
 		t.Errorf("downstream refs:\n%s\nwant the upstream's:\n%s", got, want)
 	}
 	var st syscall.Stat_t
@@ -283,6 +312,41 @@ func TestJobUserLorryMirrors(t *testing.T) {
 	} else if st.Uid != r.jobs.uid {
 		t.Errorf("lorry's working directory belongs to %d, want the job's user %d", st.Uid, r.jobs.uid)
 	}
+	final := lastUpdate(t, w)
+	if got := final["head"]; got != "main" {
+		t.Errorf("head in the final update: got %q, want main; log:\n%s", got, logs)
+	}
+	var refs wire.RefChanges
+	if err := json.Unmarshal([]byte(final["refs"]), &refs); err != nil {
+		t.Errorf("refs in the final update: %q: %v; log:\n%s", final["refs"], err, logs)
+	}
+	var created []string
+	for _, c := range refs.Created {
+		created = append(created, c.Ref)
+	}
+	if got, want := strings.Join(created, " "), "refs/heads/main refs/tags/v1"; got != want {
+		t.Errorf("refs created in the final update: got %q, want %q", got, want)
+	}
+
+	// A push that fails is the downstream's failure.
+	w = newWebapp(t, jobFor(51, filepath.Join(mirrors, "missing.git")))
+	logs = r.run(t, w, lorry)
+	if _, _, exit := output(w); exit != "1" {
+		t.Fatalf("lorry pushing nowhere: exit %q, want 1; log:\n%s", exit, logs)
+	}
+	if got := lastUpdate(t, w)["error_class"]; got != "downstream" {
+		t.Errorf("error class of a failed push: got %q, want downstream; log:\n%s", got, logs)
+	}
+}
+
+// lastUpdate is the final job-update that w received.
+func lastUpdate(t *testing.T, w *webapp) map[string]string {
+	t.Helper()
+	_, updates := w.snapshot()
+	if len(updates) == 0 {
+		t.Fatal("no job-update")
+	}
+	return updates[len(updates)-1]
 }
 
 // readPid reads the pid a job wrote to path.

@@ -24,6 +24,7 @@ import (
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/flagconf"
+	"lorrycontroller.dev/lc/flock"
 	"lorrycontroller.dev/lc/hosts/downstream"
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/journallog"
@@ -270,6 +271,11 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := makeBackupDir(cfg); err != nil {
 		return err
 	}
+	unlockConfigDir, err := lockConfigDir(cfg)
+	if err != nil {
+		return err
+	}
+	defer unlockConfigDir()
 	secret, hookSecret, err := readSecrets(cfg, log)
 	if err != nil {
 		return err
@@ -398,6 +404,28 @@ func makeStatusHTMLDir(cfg Config) error {
 		return fmt.Errorf("--status-html: make its directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// lockConfigDir keeps other WEBAPPs out of the CONFGIT clone that this
+// one fetches into, --configuration-directory, until the returned
+// function is called: two fetching and repacking one clone at once would
+// break it. A repository read without --confgit-url is the operator's,
+// which the WEBAPP only reads, and is not locked.
+func lockConfigDir(cfg Config) (unlock func(), err error) {
+	if cfg.ConfgitURL == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(cfg.ConfigDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--configuration-directory: %w", err)
+	}
+	l, err := flock.TryExclusiveDir(cfg.ConfigDir)
+	if errors.Is(err, flock.ErrLocked) {
+		return nil, fmt.Errorf("--configuration-directory %s is in use by another WEBAPP: each WEBAPP of a machine needs its own configuration-directory, and its own status-html", cfg.ConfigDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--configuration-directory: %w", err)
+	}
+	return func() { l.Unlock() }, nil
 }
 
 // listen binds the listeners, or takes those systemd passed, and writes

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,4 +140,25 @@ func TestKilledReplicaDownThenForgotten(t *testing.T) {
 		}
 		return last["r2"] == ""
 	})
+}
+
+// TestConfigurationDirectoryOfOneWebapp: a second WEBAPP told to fetch
+// into the configuration-directory of a running one refuses to start,
+// saying why.
+func TestConfigurationDirectoryOfOneWebapp(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "confgit-origin")
+	makeRepo(t, repo, map[string]string{"lorry-controller.conf": "[]\n"})
+	dir := t.TempDir()
+	startWebapp(t, dir, startOpts{args: []string{"--confgit-url", repo}})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	other := t.TempDir()
+	cmd := exec.CommandContext(ctx, webappBin, "--statedb", filepath.Join(other, "state.db"), "--confgit-url", repo,
+		"--configuration-directory", filepath.Join(dir, "confgit"), "--listen", "127.0.0.1:0")
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil || err == nil || !strings.Contains(string(out), "is in use by another WEBAPP") {
+		t.Errorf("a second WEBAPP on the configuration-directory of a running one: %v (timed out: %v); want it to refuse to start\n%s",
+			err, ctx.Err() != nil, out)
+	}
 }

@@ -122,7 +122,8 @@ func parseSections(data []byte) (*confParser, error) {
 	if !ok {
 		return nil, &ConfError{Section: -1, Err: fmt.Errorf("must be a JSON list of sections, not %s", lorryspec.KindOf(v))}
 	}
-	p := &confParser{pc: &parsedConf{}, hosts: map[string]int{}, runtimes: map[string]int{}, queues: map[string]int{}}
+	p := &confParser{pc: &parsedConf{}, hosts: map[string]int{}, runtimes: map[string]int{}, queues: map[string]int{},
+		brokenRuntimes: map[string]bool{}}
 	for i, item := range list {
 		if err := p.section(i, item); err != nil {
 			p.errs = append(p.errs, err)
@@ -156,11 +157,14 @@ func ParseHostSection(section string) (Host, error) {
 	return parseHostSection(-1, typ, sec)
 }
 
+// parseLorriesSection parses a "lorries" or "scrapers" section. A broken
+// one comes back with its error as far as it was read: with its globs
+// when its prefix and globs are good.
 func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection, error) {
-	fail := func(key string, err error) (lorriesSection, error) {
-		return lorriesSection{}, &ConfError{Section: i, Type: typ, Key: key, Err: err}
-	}
 	ls := lorriesSection{index: i, kind: KindLorry}
+	fail := func(key string, err error) (lorriesSection, error) {
+		return ls, &ConfError{Section: i, Type: typ, Key: key, Err: err}
+	}
 	if typ == "scrapers" {
 		ls.kind = KindScraper
 	}
@@ -180,12 +184,16 @@ func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection,
 	if err != nil {
 		return fail("globs", err)
 	}
+	split := make([][]string, 0, len(globs))
 	for _, g := range globs {
 		if err := ValidateGlob(g); err != nil {
 			return fail("globs", err)
 		}
-		ls.globs = append(ls.globs, splitGlob(g))
+		split = append(split, splitGlob(g))
 	}
+	// Set only once every glob is good: a check reads the files of a
+	// section broken further on (confParser.checked).
+	ls.globs = split
 	if ls.interval, err = intervalKey(sec, "interval", DefaultInterval); err != nil {
 		return fail("interval", err)
 	}

@@ -8,6 +8,7 @@
 package confgit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -175,26 +176,87 @@ type tree interface {
 
 // Parse builds a Config from fsys the way Read builds it from a commit:
 // lorry-controller.conf at the root of fsys, regular files for the globs.
-// Directories named .git are skipped. Commit is left empty.
+// Directories named .git are skipped. Commit is left empty. It is for
+// checks: a broken lorry-controller.conf is a *BrokenConf.
 func Parse(fsys fs.FS) (*Config, error) {
-	return build(context.Background(), fsTree{fsys}, time.Now())
+	return build(context.Background(), fsTree{fsys}, time.Now(), true)
 }
 
-// build parses lorry-controller.conf first, so a broken one is reported
-// without reading any .lorry file, then reads the files its globs select.
-// A schedule must have an event in the 50 years from now.
-func build(ctx context.Context, t tree, now time.Time) (*Config, error) {
+// BrokenConf is what a check (Parse, ReadRevision) finds of a
+// configuration whose lorry-controller.conf is broken in some of its
+// sections: Err is every error of the file, matching ErrBadConf, and
+// Config what the rest defines, with the Errors of the files that the
+// globs of its lorries and scrapers sections select, broken sections'
+// among them when their prefix and globs are good. So one check names
+// every error of the configuration, not those of lorry-controller.conf
+// first and of the other files once it is fixed. read-configuration
+// reads no file of such a configuration, which it refuses whole.
+type BrokenConf struct {
+	Err    error
+	Config *Config
+}
+
+func (e *BrokenConf) Error() string { return e.Err.Error() }
+func (e *BrokenConf) Unwrap() error { return e.Err }
+
+// build parses lorry-controller.conf first, then reads the files its
+// globs select. A broken one is reported without reading any .lorry file,
+// unless check is set: then it is a *BrokenConf. A schedule must have an
+// event in the 50 years from now.
+func build(ctx context.Context, t tree, now time.Time, check bool) (*Config, error) {
 	var lorries []Lorry
-	cfg, err := walk(ctx, t, now, 0, nil, func(batch []Lorry) error {
+	cfg, err := walk(ctx, t, now, 0, check, nil, func(batch []Lorry) error {
 		lorries = append(lorries, batch...)
 		return nil
 	})
-	if err != nil {
+	var broken *BrokenConf
+	if errors.As(err, &broken) {
+		cfg = broken.Config
+	} else if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(lorries, func(a, b Lorry) int { return strings.Compare(a.Path, b.Path) })
 	cfg.Lorries = append(cfg.Lorries, lorries...)
+	if broken != nil {
+		return nil, broken
+	}
 	return cfg, nil
+}
+
+// confCheck is what a check reads of lorry-controller.conf, broken or
+// not: the sections as far as they parsed (confParser.checked), the
+// runtimes that resolve and the names of those that do not, and every
+// error of the file.
+type confCheck struct {
+	pc             *parsedConf
+	runtimes       []Runtime
+	brokenRuntimes map[string]bool
+	errs           []*ConfError
+}
+
+// checkConf reads lorry-controller.conf, data, for a check. An error is
+// of the file as a whole (it is not a list of sections), or of t.
+func checkConf(t tree, data []byte, now time.Time) (*confCheck, error) {
+	p, err := parseSectionsAt(data, now)
+	if err != nil {
+		return nil, err
+	}
+	c := &confCheck{pc: p.checked(), brokenRuntimes: p.brokenRuntimes, errs: p.errs}
+	for _, rs := range c.pc.runtimes {
+		r, err := resolveRuntime(t, rs)
+		var ce *ConfError
+		switch {
+		case errors.As(err, &ce):
+			c.errs = append(c.errs, ce)
+			c.brokenRuntimes[rs.Name] = true
+		case err != nil:
+			return nil, err
+		default:
+			c.runtimes = append(c.runtimes, r)
+		}
+	}
+	slices.SortStableFunc(c.errs, func(a, b *ConfError) int { return cmp.Compare(a.Section, b.Section) })
+	return c, nil
 }
 
 // ErrSkipFiles, returned by the sections function of Source.ReadEach, stops
@@ -207,14 +269,30 @@ var ErrSkipFiles = errors.New("skip the files")
 // about n (all of them at once if n is 0), in the order of their files.
 // It returns the Config without Lorries, with the Errors and Kept of
 // every file. A schedule must have an event in the 50 years from now.
-func walk(ctx context.Context, t tree, now time.Time, n int, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
+//
+// With check set, a lorry-controller.conf broken in some of its sections
+// is read as checkConf reads it, and the error is a *BrokenConf whose
+// Config is the one walk would have returned.
+func walk(ctx context.Context, t tree, now time.Time, n int, check bool, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
 	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}, Queues: []Queue{}}
 	data, ok, err := t.conf()
 	if err != nil {
 		return nil, err
 	}
 	var pc *parsedConf
-	if ok {
+	var brokenRuntimes map[string]bool
+	var confErr error
+	switch {
+	case ok && check:
+		c, err := checkConf(t, data, now)
+		if err != nil {
+			return nil, err
+		}
+		pc, brokenRuntimes, confErr = c.pc, c.brokenRuntimes, joinConfErrors(c.errs)
+		cfg.Hosts = append(cfg.Hosts, pc.hosts...)
+		cfg.Queues = append(cfg.Queues, pc.queues...)
+		cfg.Runtimes = append(cfg.Runtimes, c.runtimes...)
+	case ok:
 		if pc, err = parseConfAt(data, now); err != nil {
 			return nil, err
 		}
@@ -223,6 +301,13 @@ func walk(ctx context.Context, t tree, now time.Time, n int, sections func(*Conf
 		if cfg.Runtimes, err = resolveRuntimes(t, pc.runtimes); err != nil {
 			return nil, err
 		}
+	}
+	// The configuration read so far, or with confErr what a check read.
+	done := func() (*Config, error) {
+		if confErr != nil {
+			return nil, &BrokenConf{Err: confErr, Config: cfg}
+		}
+		return cfg, nil
 	}
 	if sections != nil {
 		err := sections(cfg)
@@ -234,7 +319,7 @@ func walk(ctx context.Context, t tree, now time.Time, n int, sections func(*Conf
 		}
 	}
 	if pc == nil || len(pc.lorries) == 0 {
-		return cfg, nil
+		return done()
 	}
 	names, err := t.files()
 	if err != nil {
@@ -243,7 +328,8 @@ func walk(ctx context.Context, t tree, now time.Time, n int, sections func(*Conf
 	sort.Strings(names)
 
 	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{},
-		runtimes: map[string]Runtime{}, files: map[string]bool{}, batch: n, each: each, now: now}
+		runtimes: map[string]Runtime{}, brokenRuntimes: brokenRuntimes, files: map[string]bool{},
+		batch: n, each: each, now: now}
 	for _, r := range cfg.Runtimes {
 		b.runtimes[r.Name] = r
 	}
@@ -290,7 +376,7 @@ func walk(ctx context.Context, t tree, now time.Time, n int, sections func(*Conf
 	if err := b.flush(); err != nil {
 		return nil, err
 	}
-	return cfg, nil
+	return done()
 }
 
 type builder struct {
@@ -300,6 +386,10 @@ type builder struct {
 	runtimes map[string]Runtime // by name
 	files    map[string]bool    // regular files of the tree, for "config"
 	now      time.Time          // what a schedule must have an event within 50 years of
+
+	// brokenRuntimes are the runtimes whose sections a check found
+	// broken: a scraper of one of them is not faulted for it.
+	brokenRuntimes map[string]bool
 
 	// pending are the lorries not yet handed to each, which takes them
 	// in batches of about batch (all at once if batch is 0).
@@ -433,6 +523,10 @@ func (b *builder) check(kind string, e lorryspec.Entry) checkedSpec {
 		return checkedSpec{err: err}
 	}
 	r, ok := b.runtimes[sc.Runtime]
+	if !ok && b.brokenRuntimes[sc.Runtime] {
+		// Its runtime's section has the error, already reported.
+		return checkedSpec{typ: KindScraper}
+	}
 	if !ok {
 		return checkedSpec{err: &lorryspec.KeyError{Key: "runtime", Err: fmt.Errorf("unknown runtime %q", sc.Runtime)}}
 	}

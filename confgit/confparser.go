@@ -63,6 +63,17 @@ func (p *confParser) result() (*parsedConf, error) {
 	return p.pc, nil
 }
 
+// checked is what a check of a broken configuration reads all the same:
+// the sections that parsed, and with them the lorries and scrapers
+// sections whose globs are known, so that the errors of the files they
+// select are found in the same read.
+func (p *confParser) checked() *parsedConf {
+	pc := *p.pc
+	pc.lorries = slices.Concat(p.pc.lorries, p.broken)
+	slices.SortStableFunc(pc.lorries, func(a, b lorriesSection) int { return cmp.Compare(a.index, b.index) })
+	return &pc
+}
+
 // confParser is lorry-controller.conf as parsed so far: the sections that
 // parsed, by name where names must be unique, and the errors of the
 // others.
@@ -73,6 +84,11 @@ type confParser struct {
 	queues   map[string]int
 	refs     []queueRef
 	errs     []*ConfError
+	// broken are the lorries and scrapers sections that are broken but
+	// for their prefix and globs, and brokenRuntimes the names of the
+	// runtime sections that are broken: what a check still reads.
+	broken         []lorriesSection
+	brokenRuntimes map[string]bool
 }
 
 // section parses section i, item, into p.
@@ -93,6 +109,9 @@ func (p *confParser) section(i int, item any) *ConfError {
 	case typ == "lorries" || typ == "scrapers":
 		ls, err := parseLorriesSection(i, typ, sec)
 		if err != nil {
+			if ls.globs != nil {
+				p.broken = append(p.broken, ls)
+			}
 			return asConfError(i, typ, err)
 		}
 		p.pc.lorries = append(p.pc.lorries, ls)
@@ -115,6 +134,9 @@ func (p *confParser) section(i int, item any) *ConfError {
 	case typ == "runtime":
 		rs, err := parseRuntimeSection(i, sec)
 		if err != nil {
+			if name, _ := sec["name"].(string); name != "" {
+				p.brokenRuntimes[name] = true
+			}
 			return asConfError(i, typ, err)
 		}
 		if j, dup := p.runtimes[rs.Name]; dup {

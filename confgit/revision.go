@@ -27,9 +27,11 @@ import (
 // yet accepted in the directory that git names in GIT_OBJECT_DIRECTORY,
 // its quarantine, which the repository itself does not know of.
 //
-// The errors are those of Read: a broken lorry-controller.conf gives an
-// error matching ErrBadConf (without the commit, which the caller named);
-// anything else is a problem with the repository or rev.
+// It is for checks: a lorry-controller.conf broken in some of its
+// sections gives a *BrokenConf, with what the rest of the commit defines,
+// and one broken as a whole a *ConfError; both match ErrBadConf and leave
+// the commit out, which the caller named. Anything else is a problem with
+// the repository or rev.
 func ReadRevision(ctx context.Context, dir, rev string, objectDirs []string, now time.Time) (*Config, error) {
 	repo, err := openRepo(dir)
 	if err != nil {
@@ -50,9 +52,13 @@ func ReadRevision(ctx context.Context, dir, rev string, objectDirs []string, now
 	if err != nil {
 		return nil, fmt.Errorf("resolve %q in %s: %w", rev, dir, err)
 	}
-	cfg, err := readCommit(ctx, repo, *hash, now)
+	cfg, err := readCommit(ctx, repo, *hash, now, true)
 	if errors.Is(err, ErrBadConf) {
 		// As it is: the caller knows what it asked for.
+		var broken *BrokenConf
+		if errors.As(err, &broken) {
+			broken.Config.Commit = hash.String()
+		}
 		return nil, err
 	}
 	if err != nil {

@@ -123,39 +123,49 @@ func validateWord(s string) error {
 func resolveRuntimes(t tree, sections []runtimeSection) ([]Runtime, error) {
 	out := make([]Runtime, 0, len(sections))
 	for _, rs := range sections {
-		id, hasReq, err := t.dir(rs.Path)
-		var ce *ConfError
-		switch {
-		case errors.As(err, &ce):
+		r, err := resolveRuntime(t, rs)
+		if err != nil {
 			return nil, err
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
-				Err: fmt.Errorf("no directory %q in the repository", rs.Path)}
-		case err != nil:
-			return nil, fmt.Errorf("runtime %q: %w", rs.Name, err)
-		case !hasReq:
-			return nil, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
-				Err: fmt.Errorf("directory %q has no %s", rs.Path, RequirementsFile)}
-		}
-		err = requirements.Check(func(name string) ([]byte, error) {
-			return t.file(path.Join(rs.Path, name))
-		})
-		var re *requirements.Error
-		switch {
-		case errors.As(err, &re):
-			return nil, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
-				Err: fmt.Errorf("%s/%w", rs.Path, err)}
-		case err != nil:
-			return nil, fmt.Errorf("runtime %q: %w", rs.Name, err)
-		}
-		r := rs.Runtime
-		r.ID = id
-		if r.Version == "" {
-			r.Version = id[:12]
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// resolveRuntime finds the directory of one runtime section in t. What is
+// wrong with the section is a *ConfError; any other error is of t.
+func resolveRuntime(t tree, rs runtimeSection) (Runtime, error) {
+	id, hasReq, err := t.dir(rs.Path)
+	var ce *ConfError
+	switch {
+	case errors.As(err, &ce):
+		return Runtime{}, err
+	case errors.Is(err, fs.ErrNotExist):
+		return Runtime{}, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
+			Err: fmt.Errorf("no directory %q in the repository", rs.Path)}
+	case err != nil:
+		return Runtime{}, fmt.Errorf("runtime %q: %w", rs.Name, err)
+	case !hasReq:
+		return Runtime{}, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
+			Err: fmt.Errorf("directory %q has no %s", rs.Path, RequirementsFile)}
+	}
+	err = requirements.Check(func(name string) ([]byte, error) {
+		return t.file(path.Join(rs.Path, name))
+	})
+	var re *requirements.Error
+	switch {
+	case errors.As(err, &re):
+		return Runtime{}, &ConfError{Section: rs.index, Type: "runtime", Key: "path",
+			Err: fmt.Errorf("%s/%w", rs.Path, err)}
+	case err != nil:
+		return Runtime{}, fmt.Errorf("runtime %q: %w", rs.Name, err)
+	}
+	r := rs.Runtime
+	r.ID = id
+	if r.Version == "" {
+		r.Version = id[:12]
+	}
+	return r, nil
 }
 
 // dir finds the directory p in the commit's tree: its tree id, and whether

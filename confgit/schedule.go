@@ -75,6 +75,16 @@ func specSchedule(spec any, section schedule, now time.Time) (schedule, error) {
 // parseConfAt is parseConf for a configuration read now: the schedules of
 // its sections must have an event in the lookAheadYears from now.
 func parseConfAt(data []byte, now time.Time) (*parsedConf, error) {
+	p, err := parseSectionsAt(data, now)
+	if err != nil {
+		return nil, err
+	}
+	return p.result()
+}
+
+// parseSectionsAt is parseSections for a configuration read now, with
+// the schedules of its sections checked as parseConfAt checks them.
+func parseSectionsAt(data []byte, now time.Time) (*confParser, error) {
 	p, err := parseSections(data)
 	if err != nil {
 		return nil, err
@@ -88,5 +98,5 @@ func parseConfAt(data []byte, now time.Time) (*parsedConf, error) {
 			p.errs = append(p.errs, &ConfError{Section: ls.index, Type: typ, Key: "schedule", Err: err})
 		}
 	}
-	return p.result()
+	return p, nil
 }

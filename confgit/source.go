@@ -100,7 +100,7 @@ func (s *Source) Read(ctx context.Context) (*Config, error) {
 	if s.cached != nil && hash == s.commit {
 		return s.cached.clone(), nil
 	}
-	cfg, err := readCommit(ctx, repo, hash, s.now())
+	cfg, err := readCommit(ctx, repo, hash, s.now(), false)
 	if err != nil {
 		return nil, fmt.Errorf("read configuration at commit %s: %w", hash, err)
 	}
@@ -169,7 +169,7 @@ func (s *Source) ReadEach(ctx context.Context, n int, sections func(*Config) err
 	// The batches are applied on another goroutine while the next ones
 	// are read; each sees them in order, one at a time.
 	pipe := newBatchPipe(each)
-	cfg, err := walk(ctx, t, s.now(), n, withCommit, pipe.send)
+	cfg, err := walk(ctx, t, s.now(), n, false, withCommit, pipe.send)
 	if eachErr := pipe.close(); eachErr != nil {
 		return nil, eachErr
 	}
@@ -335,13 +335,13 @@ func (s *Source) resolve(repo *git.Repository) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, fmt.Errorf("CONFGIT has no branch %q and its HEAD names no commit", branch)
 }
 
-func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash, now time.Time) (*Config, error) {
+func readCommit(ctx context.Context, repo *git.Repository, hash plumbing.Hash, now time.Time, check bool) (*Config, error) {
 	t, done, err := commitTree(repo, hash)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return build(ctx, t, now)
+	return build(ctx, t, now, check)
 }
 
 // objectCache bounds the objects kept while a commit's files are read.

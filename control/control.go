@@ -127,6 +127,9 @@ type App struct {
 	// Replica names this process to the others sharing the database and
 	// on the status page, and says where it is reached (Heartbeat).
 	Replica Replica
+	// ReplicaForget is how long a replica not heard from stays listed,
+	// down (--replica-forget); 0 is DefaultReplicaForget.
+	ReplicaForget time.Duration
 	// Background is the WEBAPP's own context: an application of the
 	// configuration runs until it ends, whatever its caller does; nil
 	// means it runs to its end.

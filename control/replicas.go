@@ -17,12 +17,43 @@ type Replica struct {
 	URL string
 }
 
-// replicaForget is how long a replica not heard from stays listed.
-const replicaForget = 24 * time.Hour
+// DefaultReplicaForget is how long a replica not heard from stays listed
+// (--replica-forget).
+const DefaultReplicaForget = 24 * time.Hour
+
+// The states of a replica (ReplicaState).
+const (
+	ReplicaUp   = "up"
+	ReplicaDown = "down"
+)
+
+// ReplicaState says whether replica r is up or down at now. A replica
+// records that it is alive every third of its lease term (Heartbeat):
+// one not seen for two terms has missed six of those, its leases have
+// run out, and it is down (killed, stopped, or cut off from the
+// database). It stays listed, down, until ReplicaForget forgets it.
+func (a *App) ReplicaState(r statedb.Replica, now int64) string {
+	term := a.LeaseTerm
+	if term <= 0 {
+		term = DefaultLeaseTerm
+	}
+	if now-r.LastSeen > int64((2 * term).Seconds()) {
+		return ReplicaDown
+	}
+	return ReplicaUp
+}
+
+// replicaForget is ReplicaForget, or its default.
+func (a *App) replicaForget() time.Duration {
+	if a.ReplicaForget <= 0 {
+		return DefaultReplicaForget
+	}
+	return a.ReplicaForget
+}
 
 // Heartbeat records that this process is alive, under a.Replica, and
-// forgets replicas not heard from for a day. The WEBAPP calls it every
-// third of its lease term.
+// forgets replicas not heard from for ReplicaForget. The WEBAPP calls it
+// every third of its lease term.
 func (a *App) Heartbeat(ctx context.Context, started time.Time) error {
 	if a.Replica.Name == "" {
 		return nil
@@ -33,6 +64,6 @@ func (a *App) Heartbeat(ctx context.Context, started time.Time) error {
 		if err != nil {
 			return err
 		}
-		return tx.ForgetReplicas(ctx, tx.Now-int64(replicaForget/time.Second))
+		return tx.ForgetReplicas(ctx, tx.Now-int64(a.replicaForget().Seconds()))
 	})
 }

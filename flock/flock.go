@@ -46,6 +46,25 @@ func TryShared(path string) (*Lock, error) {
 	return try(path, unix.LOCK_SH)
 }
 
+// TryExclusiveDir takes the exclusive lock on the directory dir, which
+// must exist, or fails at once with ErrLocked. The directory itself is
+// locked: no lock file is left in it, or beside it, to get in the way of
+// what it holds.
+func TryExclusiveDir(dir string) (*Lock, error) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock %s: %w", dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return &Lock{f: f}, nil
+}
+
 // try locks path in mode how without blocking.
 //
 // The holder of an exclusive lock may remove the lock file, for example

@@ -208,3 +208,29 @@ func TestInheritOutlivesHolder(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// A directory is locked in place, and its files stay as they were.
+func TestExclusiveDir(t *testing.T) {
+	dir := t.TempDir()
+	l, err := TryExclusiveDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryExclusiveDir(dir); !errors.Is(err, ErrLocked) {
+		t.Errorf("second TryExclusiveDir = %v; want ErrLocked", err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Errorf("the locked directory holds %v; want nothing", names)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = TryExclusiveDir(dir)
+	if err != nil {
+		t.Fatalf("TryExclusiveDir after Unlock = %v", err)
+	}
+	l.Unlock()
+	if _, err := TryExclusiveDir(filepath.Join(dir, "none")); err == nil || errors.Is(err, ErrLocked) {
+		t.Errorf("TryExclusiveDir of no directory = %v; want an error that is not ErrLocked", err)
+	}
+}

@@ -130,6 +130,27 @@ func TestPreReceive(t *testing.T) {
 	}
 	gittest.Git(t, r.clone, nil, "reset", "-q", "--hard", good)
 
+	// A broken lorry-controller.conf and a broken .lorry file: one refused
+	// push shows the errors of both, and the .lorry files of a section
+	// broken after its globs are read too.
+	r.commit(t, map[string]*string{"lorry-controller.conf": text(brokenConf), "b.lorry": text(badLorry)})
+	out, refused = r.push(t, "master")
+	if !refused || r.head(t, "master") != good {
+		t.Errorf("push of a broken lorry-controller.conf and .lorry file: refused %v, master %q; want it refused, master at %s\n%s", refused, r.head(t, "master"), good, out)
+	}
+	for _, want := range []string{
+		`error: lorry-controller.conf: section [0] (lorries): key "interval"`,
+		`error: lorry-controller.conf: section [1] (gitea): key "queue": no queue section is named "nightly"`,
+		`error: b.lorry: spec "b": unknown type "gti"`,
+		"lorry-controller.conf is broken, 3 errors",
+		"refusing refs/heads/master: its configuration has the errors above",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the pusher sees\n%s\nwant it to contain %q", out, want)
+		}
+	}
+	gittest.Git(t, r.clone, nil, "reset", "-q", "--hard", good)
+
 	// A broken .lorry file is refused too...
 	broken := r.commit(t, map[string]*string{"b.lorry": text(badLorry)})
 	out, refused = r.push(t, "master")

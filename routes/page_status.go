@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"lorrycontroller.dev/lc/atomicfile"
+	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
 )
@@ -30,6 +31,8 @@ type statusView struct {
 	MaxJobs      string // "" when there is no limit
 	MinionsAlive int
 	AliveWithin  int64
+	// ReplicasDown counts the WEBAPPs of St.Replicas that are down.
+	ReplicasDown int
 	LowDisk      bool
 	ConfigFailed bool
 	ConfigErrors []statedb.FileError
@@ -87,6 +90,11 @@ func (s *Server) readStatusViews(ctx context.Context, f statedb.LorryFilter, n i
 		for _, m := range st.Minions {
 			if now-m.LastSeen <= v.AliveWithin {
 				v.MinionsAlive++
+			}
+		}
+		for _, r := range st.Replicas {
+			if r.State == control.ReplicaDown {
+				v.ReplicasDown++
 			}
 		}
 		v.LowDisk = st.DiskFree >= 0 && st.DiskFree < lowDiskBytes

@@ -48,11 +48,13 @@ type statusJSON struct {
 }
 
 // replicaJSON is a WEBAPP sharing the STATEDB, with the kinds of work
-// whose lease it holds.
+// whose lease it holds, and whether it is up or down
+// (control.ReplicaState).
 type replicaJSON struct {
 	Name     string   `json:"name"`
 	URL      string   `json:"url"`
 	LastSeen int64    `json:"last_seen"`
+	State    string   `json:"state"`
 	Leases   []string `json:"leases"`
 }
 
@@ -134,7 +136,8 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	}
 	st.Replicas = make([]replicaJSON, len(replicas))
 	for i, r := range replicas {
-		st.Replicas[i] = replicaJSON{Name: r.Name, URL: r.URL, LastSeen: r.LastSeen, Leases: r.Leases}
+		st.Replicas[i] = replicaJSON{Name: r.Name, URL: r.URL, LastSeen: r.LastSeen,
+			State: s.ReplicaState(r, tx.Now), Leases: r.Leases}
 	}
 	st.DiskFree = -1
 	if !statedb.IsPostgres(s.DB.Path()) {

@@ -191,8 +191,27 @@ func (r *checkReport) check(cfg *confgit.Config, readErr error, warnFiles bool, 
 			return checkUnreadable
 		}
 		r.Errors = confProblems(readErr)
+		// The files that the good sections select were read too: their
+		// errors are shown now, not after lorry-controller.conf is fixed.
+		var broken *confgit.BrokenConf
+		if errors.As(readErr, &broken) {
+			r.Commit = broken.Config.Commit
+			r.fileProblems(broken.Config, warnFiles)
+		}
 		return checkBroken
 	}
+	r.fileProblems(cfg, warnFiles)
+	r.Summary = summarize(cfg, now)
+	r.OK = len(r.Errors) == 0
+	if !r.OK {
+		return checkBroken
+	}
+	return checkGood
+}
+
+// fileProblems adds the errors of cfg's .lorry and .scraper files, as
+// warnings with warnFiles.
+func (r *checkReport) fileProblems(cfg *confgit.Config, warnFiles bool) {
 	for _, e := range cfg.Errors {
 		p := checkProblem{File: e.File, Spec: e.Spec, Key: e.Key, Message: e.File + ": " + e.Error}
 		if warnFiles {
@@ -201,12 +220,6 @@ func (r *checkReport) check(cfg *confgit.Config, readErr error, warnFiles bool, 
 			r.Errors = append(r.Errors, p)
 		}
 	}
-	r.Summary = summarize(cfg, now)
-	r.OK = len(r.Errors) == 0
-	if !r.OK {
-		return checkBroken
-	}
-	return checkGood
 }
 
 // confProblems are the problems of a broken lorry-controller.conf: each
@@ -304,8 +317,11 @@ func (r *checkReport) print(w io.Writer) {
 		}
 	}
 	if r.Summary == nil {
-		fmt.Fprintf(w, "%s: %s is broken, %s: read-configuration would refuse the whole configuration\n",
-			where, confgit.ConfFile, count(len(r.Errors), "error"))
+		fmt.Fprintf(w, "%s: %s is broken, %s", where, confgit.ConfFile, count(len(r.Errors), "error"))
+		if len(r.Warnings) > 0 {
+			fmt.Fprintf(w, ", %s", count(len(r.Warnings), "warning"))
+		}
+		fmt.Fprintln(w, ": read-configuration would refuse the whole configuration")
 		return
 	}
 	s := r.Summary

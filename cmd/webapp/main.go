@@ -24,6 +24,7 @@ import (
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/flagconf"
+	"lorrycontroller.dev/lc/flock"
 	"lorrycontroller.dev/lc/hosts/downstream"
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/journallog"
@@ -95,10 +96,12 @@ type Config struct {
 	StateDBPasswordFile string
 	// ReplicaName, ReplicaURL and ReplicaLease say how this WEBAPP is
 	// known to the others sharing its STATEDB, and the term of the
-	// leases of the work one of them at a time does.
-	ReplicaName  string
-	ReplicaURL   string
-	ReplicaLease time.Duration
+	// leases of the work one of them at a time does; ReplicaForget how
+	// long one not heard from stays listed.
+	ReplicaName   string
+	ReplicaURL    string
+	ReplicaLease  time.Duration
+	ReplicaForget time.Duration
 	// Warnings are about the configuration file, for the log.
 	Warnings []string
 }
@@ -122,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.ReplicaName, "replica-name", "", "`name` of this WEBAPP among those sharing the STATEDB, on the status page; empty: the host's name and the listening port")
 	fs.StringVar(&c.ReplicaURL, "replica-url", "", "`url` at which the other WEBAPPs and browsers reach this one; empty: http:// and the listening address")
 	fs.DurationVar(&c.ReplicaLease, "replica-lease", control.DefaultLeaseTerm, "term of the leases of the work one WEBAPP at a time does (listings, ticks, reading CONFGIT), renewed every third of it")
+	fs.DurationVar(&c.ReplicaForget, "replica-forget", control.DefaultReplicaForget, "forget a WEBAPP sharing the STATEDB not seen for this `duration`; one not seen for two --replica-lease is listed as down until then")
 	fs.StringVar(&c.ConfigDir, "configuration-directory", "confgit", "`dir`ectory of the local CONFGIT clone")
 	fs.StringVar(&c.ConfgitURL, "confgit-url", "", "`url` of CONFGIT to clone and fetch; empty: use the repository already in --configuration-directory")
 	fs.StringVar(&c.ConfgitBranch, "confgit-branch", "master", "CONFGIT `branch` to read (falls back to the remote's HEAD if it does not exist)")
@@ -166,6 +170,10 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if c.ReplicaLease < 3*time.Second {
 		return c, fmt.Errorf("--replica-lease %v: want at least 3s", c.ReplicaLease)
+	}
+	if c.ReplicaForget <= 2*c.ReplicaLease {
+		return c, fmt.Errorf("--replica-forget %v: want more than twice --replica-lease %v, after which a WEBAPP not seen is down",
+			c.ReplicaForget, c.ReplicaLease)
 	}
 	if err := c.Downstream.Validate(); err != nil {
 		return c, err
@@ -263,6 +271,11 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := makeBackupDir(cfg); err != nil {
 		return err
 	}
+	unlockConfigDir, err := lockConfigDir(cfg)
+	if err != nil {
+		return err
+	}
+	defer unlockConfigDir()
 	secret, hookSecret, err := readSecrets(cfg, log)
 	if err != nil {
 		return err
@@ -299,6 +312,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		AllowLocalSources: cfg.AllowLocalSources,
 		BackupDirectory:   cfg.BackupDirectory,
 		LeaseTerm:         cfg.ReplicaLease,
+		ReplicaForget:     cfg.ReplicaForget,
 		Background:        ctx,
 	}
 	if err := app.EndRestoredJobs(ctx); err != nil {
@@ -390,6 +404,28 @@ func makeStatusHTMLDir(cfg Config) error {
 		return fmt.Errorf("--status-html: make its directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// lockConfigDir keeps other WEBAPPs out of the CONFGIT clone that this
+// one fetches into, --configuration-directory, until the returned
+// function is called: two fetching and repacking one clone at once would
+// break it. A repository read without --confgit-url is the operator's,
+// which the WEBAPP only reads, and is not locked.
+func lockConfigDir(cfg Config) (unlock func(), err error) {
+	if cfg.ConfgitURL == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(cfg.ConfigDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--configuration-directory: %w", err)
+	}
+	l, err := flock.TryExclusiveDir(cfg.ConfigDir)
+	if errors.Is(err, flock.ErrLocked) {
+		return nil, fmt.Errorf("--configuration-directory %s is in use by another WEBAPP: each WEBAPP of a machine needs its own configuration-directory, and its own status-html", cfg.ConfigDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--configuration-directory: %w", err)
+	}
+	return func() { l.Unlock() }, nil
 }
 
 // listen binds the listeners, or takes those systemd passed, and writes

@@ -57,6 +57,21 @@ func Database(t testing.TB) string {
 	return srv.url(name)
 }
 
+// DatabaseOrSkip is Database for a test that compares the backends in one
+// run: when the tests run on PostgreSQL it is Database, and a server that
+// cannot be had fails t; otherwise, when no server can be had (no
+// LORRY_CONTROLLER_TEST_POSTGRES, and no PostgreSQL installed to start a
+// private cluster from), it skips t, saying why.
+func DatabaseOrSkip(t testing.TB) string {
+	t.Helper()
+	if !Postgres() {
+		if _, err := server(); err != nil {
+			t.Skipf("no PostgreSQL for the tests (%v): the half of the test on PostgreSQL runs where one can be had", err)
+		}
+	}
+	return Database(t)
+}
+
 // Create is Database for a caller without a testing.TB (a scenario's
 // setup): the new database's address and what drops it.
 func Create() (url string, drop func(), err error) {

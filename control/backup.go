@@ -18,8 +18,9 @@ import (
 var ErrNoBackupDirectory = fmt.Errorf("no backup directory: the WEBAPP was started without --backup-directory: %w", statedb.ErrConflict)
 
 // backupName matches the names Backup gives its files, and only them:
-// keeping the last few never removes a file the WEBAPP did not make.
-var backupName = regexp.MustCompile(`^statedb-[0-9]{8}T[0-9]{6}Z\.sqlite$`)
+// keeping the last few never removes a file the WEBAPP did not make. The
+// suffix says the backend's kind (statedb's BackupSuffix).
+var backupName = regexp.MustCompile(`^statedb-[0-9]{8}T[0-9]{6}Z(\.sqlite|\.pgdump)$`)
 
 // BackupResult is what Backup wrote and removed.
 type BackupResult struct {
@@ -31,10 +32,13 @@ type BackupResult struct {
 }
 
 // Backup writes a backup of the state database into BackupDirectory, as
-// statedb-<UTC time>.sqlite, and, if keep is positive, then removes the
-// oldest backups there beyond the newest keep. The time in the name is
-// the wall clock's, whatever clock the queue keeps, as it is for the
-// operator; two backups in one second are one too many, and the second
+// statedb-<UTC time>.sqlite (a SQLite file) or .pgdump (pg_dump's custom
+// format, of a PostgreSQL database), and, if keep is positive, then
+// removes the oldest backups of that kind there beyond the newest keep,
+// this one among them: the backups of the other kind, from before a move
+// to PostgreSQL, say, stay for the operator to remove. The time in the
+// name is the wall clock's, whatever clock the queue keeps, as it is for
+// the operator; two backups in one second are one too many, and the second
 // is refused.
 func (a *App) Backup(ctx context.Context, keep int) (BackupResult, error) {
 	res := BackupResult{Removed: []string{}}
@@ -44,7 +48,7 @@ func (a *App) Backup(ctx context.Context, keep int) (BackupResult, error) {
 	if keep < 0 {
 		return res, fmt.Errorf("keep %d is negative: %w", keep, statedb.ErrInvalid)
 	}
-	res.Name = "statedb-" + time.Now().UTC().Format("20060102T150405Z") + ".sqlite"
+	res.Name = "statedb-" + time.Now().UTC().Format("20060102T150405Z") + a.DB.BackupSuffix()
 	b, err := a.DB.Backup(ctx, filepath.Join(a.BackupDirectory, res.Name))
 	if errors.Is(err, statedb.ErrConflict) {
 		return res, fmt.Errorf("%s exists already; try again in a second: %w", res.Name, statedb.ErrConflict)
@@ -55,7 +59,7 @@ func (a *App) Backup(ctx context.Context, keep int) (BackupResult, error) {
 	res.BackupResult = b
 	a.Log.Info("backup written", "file", b.File, "size", b.Size, "schema_version", b.SchemaVersion, "integrity", b.Integrity)
 	if keep > 0 {
-		res.Removed, err = pruneBackups(a.BackupDirectory, keep)
+		res.Removed, err = pruneBackups(a.BackupDirectory, res.Name, keep)
 		if len(res.Removed) > 0 {
 			a.Log.Info("old backups removed", "removed", res.Removed, "keep", keep)
 		}
@@ -66,26 +70,30 @@ func (a *App) Backup(ctx context.Context, keep int) (BackupResult, error) {
 	return res, nil
 }
 
-// pruneBackups removes the backups in dir but the newest keep, by name,
-// which sorts by time, and returns their names.
-func pruneBackups(dir string, keep int) ([]string, error) {
+// pruneBackups removes the backups in dir of the kind of made, the one
+// just made, but the newest keep, made and keep-1 others by name, which
+// sorts by time, and returns their names. made is kept whatever its name
+// says, so that a clock set back removes no backup just made.
+func pruneBackups(dir, made string, keep int) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	kind := filepath.Ext(made)
 	var names []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && backupName.MatchString(e.Name()) {
-			names = append(names, e.Name())
+		n := e.Name()
+		if e.Type().IsRegular() && backupName.MatchString(n) && filepath.Ext(n) == kind && n != made {
+			names = append(names, n)
 		}
 	}
 	slices.Sort(names)
-	if len(names) <= keep {
+	if len(names) <= keep-1 {
 		return []string{}, nil
 	}
 	removed := []string{}
 	var errs []error
-	for _, n := range names[:len(names)-keep] {
+	for _, n := range names[:len(names)-(keep-1)] {
 		if err := os.Remove(filepath.Join(dir, n)); err != nil {
 			errs = append(errs, err)
 			continue

@@ -186,7 +186,32 @@ func exportedNames(fams map[string]*dto.MetricFamily) map[string]bool {
 // the rules and the dashboard use no name it does not export (up aside,
 // which Prometheus makes).
 func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
-	ts := newTestServer(t)
+	exported := exportedNames(everyFamily(t, newTestServer(t)))
+	for _, want := range []string{"lorry_controller_job_duration_seconds_count", "lorry_controller_host_listing_success",
+		"lorry_controller_queue_threads", "lorry_controller_http_request_duration_seconds_bucket",
+		"lorry_controller_statedb_disk_free_bytes", "lorry_controller_notifications_oldest_pending_age_seconds"} {
+		if !exported[want] {
+			t.Fatalf("the scrape has no %s: the test WEBAPP did not do enough", want)
+		}
+	}
+	used := usedMetrics(t)
+	names := make([]string, 0, len(used))
+	for n := range used {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if n != "up" && !exported[n] {
+			t.Errorf("%s uses %s, which the WEBAPP does not export", used[n], n)
+		}
+	}
+}
+
+// everyFamily has ts do a bit of everything, so that every family has a
+// series: a queue with a limit, a host whose listing fails, a job that
+// ends, a notification waiting; and scrapes it.
+func everyFamily(t *testing.T, ts *testServer) map[string]*dto.MetricFamily {
+	t.Helper()
 	ts.conf.cfg = &confgit.Config{Commit: "c1",
 		Queues: []confgit.Queue{{Name: "heavy", Threads: ptr(1), Sort: "queue-order"}},
 		Lorries: []confgit.Lorry{{Path: "h/a", Text: `{"h/a":{"type":"git","url":"u"}}`, Type: "git",
@@ -210,23 +235,5 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 	if code, m := ts.call(t, "POST", "/1.0/force-ls-troves", url.Values{}); code != 200 {
 		t.Fatalf("force-ls-troves = %d %v", code, m)
 	}
-	exported := exportedNames(ts.scrapeServer(t))
-	for _, want := range []string{"lorry_controller_job_duration_seconds_count", "lorry_controller_host_listing_success",
-		"lorry_controller_queue_threads", "lorry_controller_http_request_duration_seconds_bucket",
-		"lorry_controller_statedb_disk_free_bytes", "lorry_controller_notifications_oldest_pending_age_seconds"} {
-		if !exported[want] {
-			t.Fatalf("the scrape has no %s: the test WEBAPP did not do enough", want)
-		}
-	}
-	used := usedMetrics(t)
-	names := make([]string, 0, len(used))
-	for n := range used {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if n != "up" && !exported[n] {
-			t.Errorf("%s uses %s, which the WEBAPP does not export", used[n], n)
-		}
-	}
+	return ts.scrapeServer(t)
 }

@@ -12,85 +12,141 @@ import (
 	"testing"
 
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
-// TestBackupWritesIntoTheDirectory backs up over HTTP: the WEBAPP names
-// the file, makes it its owner's alone, checks it and says so, and with
-// keep removes the oldest of its own backups and nothing else.
+// TestBackupWritesIntoTheDirectory backs up over HTTP, on each backend:
+// the WEBAPP names the file, makes it its owner's alone, checks it and
+// says so, and with keep removes the oldest of its own backups of the
+// kind it made and nothing else, never the one just made.
 func TestBackupWritesIntoTheDirectory(t *testing.T) {
-	dir := t.TempDir()
-	ts := newTestServer(t, func(s *Server) { s.BackupDirectory = dir })
-	ts.configure(t, "a/one")
-	var old []string
-	for i := range 8 {
-		name := fmt.Sprintf("statedb-202001%02dT000000Z.sqlite", i+1)
-		old = append(old, name)
-		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Files the WEBAPP did not name are never removed.
-	others := []string{"notes.txt", "statedb-19990101.sqlite", "statedb-20000101T000000Z.sqlite.bak"}
-	for _, name := range others {
-		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	for _, b := range []struct {
+		name, suffix, other string
+		place               func(t *testing.T) string
+		check               func(path string) (int, error)
+	}{
+		{"sqlite", ".sqlite", ".pgdump", func(t *testing.T) string { return filepath.Join(t.TempDir(), "state.db") },
+			func(path string) (int, error) {
+				integrity, version, err := statedb.CheckBackup(context.Background(), path)
+				if err == nil && integrity != "ok" {
+					err = fmt.Errorf("integrity %q", integrity)
+				}
+				return version, err
+			}},
+		{"postgres", ".pgdump", ".sqlite", func(t *testing.T) string { return dbtest.DatabaseOrSkip(t) },
+			func(path string) (int, error) { return statedb.CheckDump(context.Background(), path) }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ts := newTestServerOn(t, b.place(t), func(s *Server) { s.BackupDirectory = dir })
+			ts.configure(t, "a/one")
+			var old []string
+			for i := range 8 {
+				name := fmt.Sprintf("statedb-202001%02dT000000Z%s", i+1, b.suffix)
+				old = append(old, name)
+				if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Files the WEBAPP did not name are never removed, nor
+			// its backups of the other backend.
+			others := []string{"notes.txt", "statedb-19990101" + b.suffix, "statedb-20000101T000000Z" + b.suffix + ".bak",
+				"statedb-20000101T000000Z" + b.other}
+			for _, name := range others {
+				if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-	code, m := ts.call(t, "POST", "/1.0/backup", url.Values{"keep": {"7"}})
-	if code != 200 {
-		t.Fatalf("backup = %d %v", code, m)
+			code, m := ts.call(t, "POST", "/1.0/backup", url.Values{"keep": {"7"}})
+			if code != 200 {
+				t.Fatalf("backup = %d %v", code, m)
+			}
+			name, _ := m["file"].(string)
+			if !regexp.MustCompile(`^statedb-[0-9]{8}T[0-9]{6}Z` + regexp.QuoteMeta(b.suffix) + `$`).MatchString(name) {
+				t.Fatalf("backup named %q; want statedb-<UTC time>%s", name, b.suffix)
+			}
+			info, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			version, err := ts.DB.SchemaVersion(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m["size"] != float64(info.Size()) || m["integrity"] != "ok" || m["schema_version"] != float64(version) {
+				t.Errorf("backup = %v; want size %d, integrity ok, schema_version %d", m, info.Size(), version)
+			}
+			if info.Mode().Perm() != 0o600 {
+				t.Errorf("backup has mode %v; want 0600", info.Mode().Perm())
+			}
+			if got := toStrings(m["removed"]); !slices.Equal(got, old[:2]) {
+				t.Errorf("removed %v; want the two oldest, %v", got, old[:2])
+			}
+			if got, err := b.check(filepath.Join(dir, name)); err != nil || got != version {
+				t.Errorf("the check of the backup = %d, %v; want schema version %d", got, err, version)
+			}
+			want := append(append(append([]string{}, others...), old[2:]...), name)
+			if got := dirNames(t, dir); !slices.Equal(got, sorted(want)) {
+				t.Errorf("the directory holds %q; want %q", got, sorted(want))
+			}
+
+			// Without keep, nothing is removed.
+			code, m = ts.call(t, "POST", "/1.0/backup", nil)
+			if code != 200 && code != 409 {
+				t.Fatalf("second backup = %d %v", code, m)
+			}
+			if code == 200 && len(toStrings(m["removed"])) != 0 {
+				t.Errorf("a backup without keep removed %v", m["removed"])
+			}
+			if code, m := ts.call(t, "POST", "/1.0/backup", url.Values{"keep": {"-1"}}); code != 400 {
+				t.Errorf("backup keep=-1 = %d %v; want 400", code, m)
+			}
+
+			// A backup named for a time past the clock's, as a clock
+			// set back leaves: keep=1 keeps the backup just made.
+			future := "statedb-20990101T000000Z" + b.suffix
+			if err := os.WriteFile(filepath.Join(dir, future), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				code, m = ts.call(t, "POST", "/1.0/backup", url.Values{"keep": {"1"}})
+				if code != 409 { // another in the same second
+					break
+				}
+			}
+			if code != 200 {
+				t.Fatalf("backup keep=1 = %d %v", code, m)
+			}
+			made, _ := m["file"].(string)
+			if _, err := os.Stat(filepath.Join(dir, made)); err != nil {
+				t.Errorf("backup keep=1 removed the backup it made: %v", err)
+			}
+			if got, want := dirNames(t, dir), sorted(append(append([]string{}, others...), made)); !slices.Equal(got, want) {
+				t.Errorf("after keep=1 the directory holds %q; want %q", got, want)
+			}
+		})
 	}
-	name, _ := m["file"].(string)
-	if !regexp.MustCompile(`^statedb-[0-9]{8}T[0-9]{6}Z\.sqlite$`).MatchString(name) {
-		t.Fatalf("backup named %q; want statedb-<UTC time>.sqlite", name)
-	}
-	info, err := os.Stat(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := ts.DB.SchemaVersion(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m["size"] != float64(info.Size()) || m["integrity"] != "ok" || m["schema_version"] != float64(version) {
-		t.Errorf("backup = %v; want size %d, integrity ok, schema_version %d", m, info.Size(), version)
-	}
-	if info.Mode().Perm() != 0o600 {
-		t.Errorf("backup has mode %v; want 0600", info.Mode().Perm())
-	}
-	if got := toStrings(m["removed"]); !slices.Equal(got, old[:2]) {
-		t.Errorf("removed %v; want the two oldest, %v", got, old[:2])
-	}
-	integrity, _, err := statedb.CheckBackup(context.Background(), filepath.Join(dir, name))
-	if err != nil || integrity != "ok" {
-		t.Errorf("CheckBackup of the backup = %q, %v; want ok", integrity, err)
-	}
+}
+
+// dirNames are the names in dir, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var left []string
+	var names []string
 	for _, e := range entries {
-		left = append(left, e.Name())
+		names = append(names, e.Name())
 	}
-	want := append(append(append([]string{}, others...), old[2:]...), name)
-	slices.Sort(want)
-	if !slices.Equal(left, want) {
-		t.Errorf("the directory holds %q; want %q", left, want)
-	}
+	return names
+}
 
-	// Without keep, nothing is removed.
-	code, m = ts.call(t, "POST", "/1.0/backup", nil)
-	if code != 200 && code != 409 {
-		t.Fatalf("second backup = %d %v", code, m)
-	}
-	if code == 200 && len(toStrings(m["removed"])) != 0 {
-		t.Errorf("a backup without keep removed %v", m["removed"])
-	}
-	if code, m := ts.call(t, "POST", "/1.0/backup", url.Values{"keep": {"-1"}}); code != 400 {
-		t.Errorf("backup keep=-1 = %d %v; want 400", code, m)
-	}
+func sorted(names []string) []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out
 }
 
 func TestBackupWithoutDirectory(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -58,8 +59,8 @@ var (
 	descHostSuccess    = desc("host_listing_success", "1 if the last listing of the Upstream Host succeeded, 0 if it failed.", "host")
 	descHostTime       = desc("host_listing_timestamp_seconds", "When the Upstream Host was last listed, in Unix seconds.", "host")
 	descHostRepos      = desc("host_repos", "Repositories the last successful listing of the Upstream Host found.", "host")
-	descDBBytes        = desc("statedb_bytes", "Size of the state database's files on disk, write-ahead log included.")
-	descDBFree         = desc("statedb_free_bytes", "Part of the state database file left free by deleted rows.")
+	descDBBytes        = desc("statedb_bytes", "Size of the state database's files on disk, write-ahead log included; of a PostgreSQL one, the database's size on the server.")
+	descDBFree         = desc("statedb_free_bytes", "Part of the state database file left free by deleted rows; of a PostgreSQL one, the space its dead rows take, as its statistics estimate.")
 	descDBUp           = desc("statedb_up", "1 if the state database answered this scrape's queries and takes writes, 0 if not.")
 )
 
@@ -71,7 +72,7 @@ type metrics struct {
 	db           *statedb.DB
 	ghostTimeout int64
 	log          *slog.Logger
-	path         string // the state database's file
+	disk         string // the directory whose file system the disk metrics tell of
 	durations    *prometheus.HistogramVec
 
 	mu sync.Mutex // one scrape at a time
@@ -84,13 +85,15 @@ type metrics struct {
 	running map[int64]bool
 }
 
-// diskPath is the file whose disk the disk metrics tell of: the SQLite
-// STATEDB's, or none for a PostgreSQL one, whose disk is the server's.
-func diskPath(place string) string {
+// diskDir is the directory whose file system the disk metrics tell of:
+// the SQLite STATEDB's. A PostgreSQL STATEDB's disk is the server's,
+// which no query tells of; there they tell of the disk that the WEBAPP
+// writes the STATEDB's backups to (backups), if it has one.
+func diskDir(place, backups string) string {
 	if statedb.IsPostgres(place) {
-		return ""
+		return backups
 	}
-	return place
+	return filepath.Dir(place)
 }
 
 // metricsHandler serves GET /metrics in the Prometheus text format: the
@@ -100,7 +103,7 @@ func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler 
 		db:           s.DB,
 		ghostTimeout: int64(s.GhostTimeout.Seconds()),
 		log:          s.Log,
-		path:         diskPath(s.DB.Path()),
+		disk:         diskDir(s.DB.Path(), s.BackupDirectory),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lorry_controller_job_duration_seconds",
 			Help:    "How long jobs ran, by kind and by how they ended, observed as they end.",
@@ -176,7 +179,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descWritesUp, prometheus.GaugeValue, writes)
 	}
 	ch <- prometheus.MustNewConstMetric(descDBUp, prometheus.GaugeValue, up)
-	sendDisk(ch, m.path)
+	sendDisk(ch, m.disk)
 	m.durations.Collect(ch)
 }
 

@@ -3,7 +3,6 @@ package routes
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -24,8 +23,8 @@ var (
 	descQueueOldestWait  = desc("queue_oldest_due_wait_seconds", "How long the lorry of the queue due longest has waited to run, 0 when none is due.", "queue")
 	descNotifyPending    = desc("notifications_pending", "Notifications waiting to be delivered.")
 	descNotifyOldest     = desc("notifications_oldest_pending_age_seconds", "How long the oldest notification waiting to be delivered has waited, 0 when none waits.")
-	descDiskFree         = desc("statedb_disk_free_bytes", "Space left to unprivileged users on the state database's file system.")
-	descDiskSize         = desc("statedb_disk_size_bytes", "Size of the state database's file system.")
+	descDiskFree         = desc("statedb_disk_free_bytes", "Space left to unprivileged users on the state database's file system; for a PostgreSQL one, on that of the WEBAPP's backup directory.")
+	descDiskSize         = desc("statedb_disk_size_bytes", "Size of the state database's file system; for a PostgreSQL one, of that of the WEBAPP's backup directory.")
 	descWritesUp         = desc("statedb_writes_up", "1 if the state database takes writes, 0 if not; absent when it does not answer reads.")
 )
 
@@ -82,13 +81,13 @@ func (e *extraSnapshot) send(ch chan<- prometheus.Metric, now int64) {
 }
 
 // sendDisk sends the free space and the size of the file system that
-// holds the state database at path, unless they cannot be told.
-func sendDisk(ch chan<- prometheus.Metric, path string) {
-	if path == "" {
+// holds dir, unless they cannot be told.
+func sendDisk(ch chan<- prometheus.Metric, dir string) {
+	if dir == "" {
 		return
 	}
 	var fs unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(path), &fs); err != nil {
+	if err := unix.Statfs(dir, &fs); err != nil {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(fs.Bavail)*float64(fs.Bsize))

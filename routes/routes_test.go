@@ -43,10 +43,16 @@ type testServer struct {
 // opts says otherwise.
 func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 	t.Helper()
+	return newTestServerOn(t, filepath.Join(t.TempDir(), "state.db"), opts...)
+}
+
+// newTestServerOn is newTestServer on the state database at place.
+func newTestServerOn(t testing.TB, place string, opts ...func(*Server)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{Clock: fake, Notify: everyEvent()})
+	db, err := statedb.Open(context.Background(), place, statedb.Options{Clock: fake, Notify: everyEvent()})
 	if err != nil {
 		t.Fatal(err)
 	}

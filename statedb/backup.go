@@ -28,8 +28,7 @@ import (
 // (EndRestoredJobs): what their minions did after the copy was made is
 // not in it, and they have long since been told the jobs are not theirs.
 //
-// This is SQLite's alone; a PostgreSQL database is backed up with
-// pg_dump (docs/operations.md).
+// A PostgreSQL database is backed up with pg_dump instead (pgdump.go).
 
 // settingRestored is set in a backup, and only there, to the time the
 // backup was taken (Unix seconds); the first WEBAPP started on it clears
@@ -55,9 +54,18 @@ type BackupResult struct {
 // 0600, as it holds what the database does.
 func (db *DB) Backup(ctx context.Context, file string) (BackupResult, error) {
 	if db.pg {
-		return BackupResult{}, fmt.Errorf("back up %s: a PostgreSQL database is backed up with pg_dump: %w", db.path, ErrInvalid)
+		return BackupPostgres(ctx, db.pgAddr, db.pgPassword, file, db.Now())
 	}
 	return BackupFile(ctx, db.path, file, db.Now())
+}
+
+// BackupSuffix is how the name of a backup of the database ends: .sqlite
+// for a SQLite file, .pgdump for pg_dump's custom format.
+func (db *DB) BackupSuffix() string {
+	if db.pg {
+		return ".pgdump"
+	}
+	return ".sqlite"
 }
 
 // BackupFile is Backup of the database at src, which a WEBAPP may be
@@ -100,20 +108,7 @@ func BackupFile(ctx context.Context, src, file string, now int64) (BackupResult,
 	if res.Integrity != "ok" {
 		return fail(fmt.Errorf("the copy fails its integrity check, so the database may be damaged: %s", res.Integrity))
 	}
-	if err := syncFile(tmpName); err != nil {
-		return fail(err)
-	}
-	// A link, unlike a rename, never replaces a file that appeared since.
-	if err := os.Link(tmpName, file); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			err = fmt.Errorf("%s exists; a backup never replaces a file: %w", file, ErrConflict)
-		}
-		return fail(err)
-	}
-	if err := os.Remove(tmpName); err != nil {
-		return fail(err)
-	}
-	if err := syncFile(dir); err != nil {
+	if err := publish(tmpName, file); err != nil {
 		return fail(err)
 	}
 	info, err := os.Stat(file)
@@ -122,6 +117,25 @@ func BackupFile(ctx context.Context, src, file string, now int64) (BackupResult,
 	}
 	res.Size = info.Size()
 	return res, nil
+}
+
+// publish flushes the whole backup at tmp to disk and gives it its name,
+// file, in the same directory, unless a file of that name is there.
+func publish(tmp, file string) error {
+	if err := syncFile(tmp); err != nil {
+		return err
+	}
+	// A link, unlike a rename, never replaces a file that appeared since.
+	if err := os.Link(tmp, file); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%s exists; a backup never replaces a file: %w", file, ErrConflict)
+		}
+		return err
+	}
+	if err := os.Remove(tmp); err != nil {
+		return err
+	}
+	return syncFile(filepath.Dir(file))
 }
 
 // sqliteURI is the URI that opens the SQLite file at path with params.

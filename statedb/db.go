@@ -134,9 +134,12 @@ type DB struct {
 	clock           clock.Clock
 	path            string
 	pg              bool
-	closePool       func()
-	outputLimit     int64
-	notify          map[string]bool
+	// pgAddr and pgPassword are how a PostgreSQL database is reached,
+	// for pg_dump: path is its address without the password.
+	pgAddr, pgPassword string
+	closePool          func()
+	outputLimit        int64
+	notify             map[string]bool
 }
 
 // Options tune a DB. The zero value is the real clock and the default

@@ -11,15 +11,20 @@ import (
 // Usage is the space the state database takes.
 type Usage struct {
 	// FileBytes is the size of the database file and its write-ahead log
-	// on disk.
+	// on disk; on PostgreSQL, the database's size on the server's disk.
 	FileBytes int64
 	// FreeBytes is the part of the database file that deleted rows left
-	// free: SQLite reuses it, and Reclaim gives it back.
+	// free: SQLite reuses it, and Reclaim gives it back. On PostgreSQL it
+	// is the space its statistics estimate the dead rows, which VACUUM
+	// makes reusable, take.
 	FreeBytes int64
 }
 
 // Usage measures the database's files and free pages.
 func (db *DB) Usage(ctx context.Context) (Usage, error) {
+	if db.pg {
+		return db.pgUsage(ctx)
+	}
 	var u Usage
 	for _, p := range []string{db.path, db.path + "-wal"} {
 		info, err := os.Stat(p)
@@ -81,7 +86,29 @@ func (db *DB) Reclaim(ctx context.Context) (before, after Usage, err error) {
 	return before, after, err
 }
 
+// pgUsage is Usage on PostgreSQL: the database's size, and the space of
+// the dead rows of each table, estimated as its share of the table's rows
+// in the statistics.
+func (db *DB) pgUsage(ctx context.Context) (Usage, error) {
+	var u Usage
+	err := db.View(ctx, func(tx *Tx) error {
+		return tx.queryRow(ctx, `SELECT pg_database_size(current_database()),
+			COALESCE(SUM(pg_table_size(relid) * n_dead_tup / NULLIF(n_live_tup + n_dead_tup, 0)), 0)::bigint
+			FROM pg_stat_user_tables`).Scan(&u.FileBytes, &u.FreeBytes)
+	})
+	if err != nil {
+		return u, fmt.Errorf("database usage: %w", err)
+	}
+	return u, nil
+}
+
 func (db *DB) reclaim(ctx context.Context, u Usage) error {
+	if db.pg {
+		// Autovacuum makes the space of deleted rows reusable as it
+		// goes; giving it back to the file system (VACUUM FULL) would
+		// lock each table while it is rewritten.
+		return nil
+	}
 	// VACUUM and the auto_vacuum pragmas run outside any transaction, on
 	// the write connection, while no write transaction can start.
 	db.write.mu.Lock()

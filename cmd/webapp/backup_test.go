@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller.dev/lc/statedb/dbtest"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -39,10 +40,8 @@ func TestBackupCommandArguments(t *testing.T) {
 		{name: "two files", args: []string{"--statedb", missing, "a", "b"}, code: 2, stderrHas: "Usage"},
 		{name: "no database", args: []string{"--statedb", missing, filepath.Join(dir, "b1")}, code: 1, stderrHas: "no such file"},
 		{name: "existing file", args: []string{exists, "--statedb", missing}, code: 1, stderrHas: "exists"},
-		{name: "postgres", args: []string{"--statedb", "postgres://lc:s3cret@db.example.org:5432/lorry?sslmode=require&password=s3cret", "/backups/lc dump"},
-			stdout: "pg_dump --format=custom --file '/backups/lc dump' 'postgres://lc@db.example.org:5432/lorry?sslmode=require'\n", stderrHas: "pg_dump", stdoutLack: "s3cret"},
-		{name: "postgresql", args: []string{"--statedb", "postgresql:///lorry?host=/run/postgresql", "lorry.dump"},
-			stdout: "pg_dump --format=custom --file lorry.dump 'postgresql:///lorry?host=/run/postgresql'\n"},
+		{name: "password on the command line", args: []string{"--statedb", "postgres://lc:s3cret@db.example.org:5432/lorry?sslmode=require&password=s3cret", "/backups/lc dump"},
+			code: 2, stderrHas: "--statedb-password-file", stdoutLack: "s3cret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -180,11 +179,19 @@ func (m loadMinion) run(ctx context.Context, w *webapp, jobs *loadJobs) {
 
 // TestBackupUnderLoadAndRestore backs up the state database of a WEBAPP
 // that 8 minions keep busy, both over HTTP and with the backup command,
-// then starts a WEBAPP on each backup, as an operator restoring one
-// would: it starts, ends as lost the jobs that ran when the backup was
-// taken, keeps every job that had ended before, with its output, and
-// hands out jobs again.
+// then restores each backup as docs/operations.md says and starts a
+// WEBAPP on it: it keeps every job that had ended before, with its
+// output, and hands out jobs again; on SQLite it ends as lost the jobs
+// that ran when the backup was taken. On PostgreSQL the WEBAPP and the
+// backup command find the database and its password through a --config
+// file, as installed, on a server that asks for the password.
 func TestBackupUnderLoadAndRestore(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) { backupUnderLoad(t, backend == "postgres") })
+	}
+}
+
+func backupUnderLoad(t *testing.T, pg bool) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "confgit-origin")
 	makeRepo(t, repo, map[string]string{
@@ -196,8 +203,17 @@ func TestBackupUnderLoadAndRestore(t *testing.T) {
 	if err := os.Mkdir(wdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w := startWebapp(t, wdir, startOpts{args: []string{"--confgit-url", repo, "--insecure-no-auth",
-		"--backup-directory", backups, "--ghost-timeout", "10m"}})
+	args := []string{"--confgit-url", repo, "--insecure-no-auth", "--ghost-timeout", "10m"}
+	cliArgs := []string{"backup", "--statedb", filepath.Join(wdir, "state.db")}
+	suffix := ".sqlite"
+	if pg {
+		conf := pgConfig(t, dir, "backup-directory = "+backups+"\n")
+		args = append(args, "--config", conf, "--statedb", configuredStateDB(t, conf))
+		cliArgs, suffix = []string{"backup", "--config", conf}, ".pgdump"
+	} else {
+		args = append(args, "--backup-directory", backups)
+	}
+	w := startWebapp(t, wdir, startOpts{args: args})
 	if code, m := postJSON(t, w.url+"/1.0/read-configuration", nil); code != 200 {
 		t.Fatalf("read-configuration = %d %v", code, m)
 	}
@@ -219,14 +235,14 @@ func TestBackupUnderLoadAndRestore(t *testing.T) {
 	handoutsBefore := jobs.handouts.Load()
 
 	// Both backups at once, beside the minions.
-	cliFile := filepath.Join(dir, "cli.sqlite")
+	cliFile := filepath.Join(dir, "cli"+suffix)
 	type result struct {
 		out []byte
 		err error
 	}
 	cli := make(chan result, 1)
 	go func() {
-		out, err := exec.Command(webappBin, "backup", "--statedb", filepath.Join(wdir, "state.db"), cliFile).CombinedOutput()
+		out, err := exec.Command(webappBin, append(cliArgs, cliFile)...).CombinedOutput()
 		cli <- result{out, err}
 	}()
 	code, res := postJSON(t, w.url+"/1.0/backup", nil)
@@ -274,27 +290,52 @@ func TestBackupUnderLoadAndRestore(t *testing.T) {
 			if info.Mode().Perm() != 0o600 {
 				t.Errorf("%s has mode %v; want 0600", file, info.Mode().Perm())
 			}
-			checkRestore(t, dir, repo, file, endedBefore, liveThroughout)
+			if !strings.HasSuffix(file, suffix) {
+				t.Errorf("backup %s; want a name ending %s", file, suffix)
+			}
+			checkRestore(t, dir, repo, file, pg, endedBefore, liveThroughout)
 		})
 	}
 }
 
-// checkRestore starts a WEBAPP on a copy of the backup file, as
-// docs/operations.md says to restore one, and checks what it has.
-func checkRestore(t *testing.T, dir, repo, file string, endedBefore map[int64]string, liveThroughout []int64) {
+// checkRestore restores the backup file as docs/operations.md says, on
+// SQLite as the database's file, on PostgreSQL with pg_restore into a
+// new database, starts a WEBAPP on it, and checks what it has.
+func checkRestore(t *testing.T, dir, repo, file string, pg bool, endedBefore map[int64]string, liveThroughout []int64) {
 	rdir := filepath.Join(dir, "restored-"+filepath.Base(file))
 	if err := os.Mkdir(rdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	args := []string{"--confgit-url", repo, "--insecure-no-auth", "--ghost-timeout", "10m"}
+	if pg {
+		to := dbtest.Database(t)
+		if out, err := exec.Command("pg_restore", "--clean", "--if-exists", "--no-owner", "--dbname", to, file).CombinedOutput(); err != nil {
+			t.Fatalf("pg_restore: %v\n%s", err, out)
+		}
+		args = append(args, "--statedb", to)
+	} else {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(rdir, "state.db"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(rdir, "state.db"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w := startWebapp(t, rdir, startOpts{args: []string{"--confgit-url", repo, "--insecure-no-auth", "--ghost-timeout", "10m"}})
+	w := startWebapp(t, rdir, startOpts{args: args})
 	defer w.stop(t)
+
+	if pg {
+		// A dump carries no mark of a backup: the jobs it shows live
+		// stay so until their minions come back, or the ghost timeout.
+		for _, id := range liveThroughout {
+			if _, j := getJSON(t, fmt.Sprintf("%s/1.0/job/%d", w.url, id)); j["status"] != "running" {
+				t.Errorf("job %d, running when the dump was taken: status %v; want running", id, j["status"])
+			}
+		}
+		checkEndedAndHandOut(t, w, endedBefore)
+		return
+	}
 
 	// Before any minion asks, no job is live any more.
 	if code, m := getJSON(t, w.url+"/1.0/list-running-jobs"); code != 200 || len(m["running_jobs"].([]any)) != 0 {
@@ -306,14 +347,21 @@ func checkRestore(t *testing.T, dir, repo, file string, endedBefore map[int64]st
 			t.Errorf("job %d, running when the backup was taken: status %v, output %q; want lost, and why", id, j["status"], out)
 		}
 	}
+	if !strings.Contains(w.log(t), "started on a restored backup") {
+		t.Errorf("the WEBAPP's log says nothing of the restore:\n%s", w.log(t))
+	}
+	checkEndedAndHandOut(t, w, endedBefore)
+}
+
+// checkEndedAndHandOut checks that the restored WEBAPP w has the jobs that
+// ended before the backup, with their output, and hands out jobs again.
+func checkEndedAndHandOut(t *testing.T, w *webapp, endedBefore map[int64]string) {
+	t.Helper()
 	for id, want := range endedBefore {
 		_, j := getJSON(t, fmt.Sprintf("%s/1.0/job/%d", w.url, id))
 		if j["status"] != "succeeded" || j["output"] != want {
 			t.Errorf("job %d, ended before the backup: status %v, output %q; want succeeded, %q", id, j["status"], j["output"], want)
 		}
-	}
-	if !strings.Contains(w.log(t), "started on a restored backup") {
-		t.Errorf("the WEBAPP's log says nothing of the restore:\n%s", w.log(t))
 	}
 	// Jobs are handed out again.
 	form := wire.JobRequest{Minion: "after", Host: "h", PID: 1}.Form()

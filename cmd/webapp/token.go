@@ -47,7 +47,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	stateDB := fs.String("statedb", "", "`path` of the state database, or its postgres:// URL; default: statedb of the --config file")
-	passwordFile := fs.String("statedb-password-file", "", "`file` of a PostgreSQL state database's password (else PGPASSFILE)")
+	passwordFile := fs.String("statedb-password-file", "", "`file` of a PostgreSQL state database's password; default: statedb-password-file of the --config file, else PGPASSFILE")
 	configFile := fs.String("config", "", "the WEBAPP's configuration `file`, to find its state database")
 	role := fs.String("role", "", "role of the new token: admin or minion")
 	name := fs.String("name", "", "`name` of the new token: a person or the minions' machine")
@@ -90,7 +90,7 @@ Flags:
 		}
 	}
 
-	path, err := tokenStateDB(*stateDB, *configFile, stderr)
+	path, password, err := stateDBOf(*stateDB, *passwordFile, *configFile, stderr)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
@@ -102,17 +102,7 @@ Flags:
 		}
 	}
 	ctx := context.Background()
-	opts := statedb.Options{}
-	if *passwordFile != "" {
-		password, warning, err := secretfile.Read(*passwordFile)
-		if err != nil {
-			return fail(1, "--statedb-password-file: %v", err)
-		}
-		if warning != "" {
-			fmt.Fprintln(stderr, "lorry-controller-webapp token:", warning)
-		}
-		opts.Password = password
-	}
+	opts := statedb.Options{Password: password}
 	db, err := statedb.Open(ctx, path, opts)
 	if err != nil {
 		return fail(1, "%v", err)
@@ -133,21 +123,37 @@ Flags:
 	return 0
 }
 
-// tokenStateDB is the path of the state database: stateDB, else the
-// statedb of configFile, else the default.
-func tokenStateDB(stateDB, configFile string, stderr io.Writer) (string, error) {
-	if stateDB != "" {
-		return stateDB, nil
-	}
-	var cfgArgs []string
+// stateDBOf is the state database that a subcommand's flags name, and
+// its password, as the WEBAPP itself takes them: --statedb and
+// --statedb-password-file as given, each else the --config file's, else
+// the WEBAPP's default. The password is read from its file; without one
+// it is "", and libpq's PGPASSFILE may hold it. A warning about the file
+// goes to stderr.
+func stateDBOf(stateDB, passwordFile, configFile string, stderr io.Writer) (place, password string, err error) {
+	var args []string
 	if configFile != "" {
-		cfgArgs = []string{"--config", configFile}
+		args = append(args, "--config", configFile)
 	}
-	cfg, err := parseFlags(cfgArgs, stderr)
+	if stateDB != "" {
+		args = append(args, "--statedb", stateDB)
+	}
+	if passwordFile != "" {
+		args = append(args, "--statedb-password-file", passwordFile)
+	}
+	cfg, err := parseFlags(args, stderr)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return cfg.StateDB, nil
+	if cfg.StateDBPasswordFile != "" {
+		var warning string
+		if password, warning, err = secretfile.Read(cfg.StateDBPasswordFile); err != nil {
+			return "", "", fmt.Errorf("--statedb-password-file: %w", err)
+		}
+		if warning != "" {
+			fmt.Fprintln(stderr, "lorry-controller-webapp: warning:", warning)
+		}
+	}
+	return cfg.StateDB, password, nil
 }
 
 // createToken makes a token called name for role, and prints its secret.

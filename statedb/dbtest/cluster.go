@@ -2,6 +2,8 @@ package dbtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -114,6 +116,24 @@ func (s *srv) exec(ctx context.Context, sql string) error {
 	return err
 }
 
+// passwordRole makes a role that logs in with a random password, a
+// member of the server's own role that takes it on at login.
+func (s *srv) passwordRole() (role, password string, err error) {
+	s.mu.Lock()
+	s.made++
+	role = fmt.Sprintf("lc_pw_%d_%d", os.Getpid(), s.made)
+	s.mu.Unlock()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	password = hex.EncodeToString(b)
+	admin := pgx.Identifier{s.base.User.Username()}.Sanitize()
+	err = s.exec(context.Background(), `CREATE ROLE `+role+` LOGIN PASSWORD '`+password+`' IN ROLE `+admin+`;
+		ALTER ROLE `+role+` SET role = `+admin)
+	return role, password, err
+}
+
 // url is the address of database name on the server.
 func (s *srv) url(name string) string {
 	u := *s.base
@@ -207,6 +227,18 @@ func startCluster() (string, error) {
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	// The tests' own role is trusted; any other logs in with its
+	// password, as a server of an installation asks (PasswordDatabase).
+	hba := "local all lc trust\nlocal all all scram-sha-256\n"
+	hbaFile := filepath.Join(data, "pg_hba.conf")
+	if err := os.WriteFile(hbaFile, []byte(hba), 0o600); err != nil {
+		return "", err
+	}
+	if cred != nil {
+		if err := os.Chown(hbaFile, int(cred.Uid), int(cred.Gid)); err != nil {
+			return "", err
+		}
 	}
 	pg := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir,
 		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",

@@ -15,9 +15,12 @@ package dbtest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The environment variables that choose the backend and the server.
@@ -55,6 +58,51 @@ func Database(t testing.TB) string {
 	}
 	t.Cleanup(func() { srv.drop(name) })
 	return srv.url(name)
+}
+
+// DatabaseOrSkip is Database for a test that compares the backends in one
+// run: when the tests run on PostgreSQL it is Database, and a server that
+// cannot be had fails t; otherwise, when no server can be had (no
+// LORRY_CONTROLLER_TEST_POSTGRES, and no PostgreSQL installed to start a
+// private cluster from), it skips t, saying why.
+func DatabaseOrSkip(t testing.TB) string {
+	t.Helper()
+	if !Postgres() {
+		if _, err := server(); err != nil {
+			t.Skipf("no PostgreSQL for the tests (%v): the half of the test on PostgreSQL runs where one can be had", err)
+		}
+	}
+	return Database(t)
+}
+
+// PasswordDatabase is Database reached as a role of its own that logs in
+// with a password, as an installation's WEBAPP does: the database's
+// address, without the password, and the password. The role acts as the
+// tests' role (it is a member, and takes it on at login), so what it
+// makes is dropped with the database. A server that lets the role in
+// without its password (LORRY_CONTROLLER_TEST_POSTGRES trusting every
+// role) fails t: the test would prove nothing there. As DatabaseOrSkip,
+// it skips t when the tests do not run on PostgreSQL and none can be had.
+func PasswordDatabase(t testing.TB) (addr, password string) {
+	t.Helper()
+	addr = DatabaseOrSkip(t)
+	srv, _ := server()
+	role, password, err := srv.passwordRole()
+	if err != nil {
+		t.Fatalf("make a role with a password: %v", err)
+	}
+	t.Cleanup(func() { srv.exec(context.Background(), `DROP ROLE IF EXISTS `+role) })
+	u, err := url.Parse(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	addr = u.String()
+	if conn, err := pgx.Connect(context.Background(), addr); err == nil {
+		conn.Close(context.Background())
+		t.Fatalf("role %s logs in without its password: the server asks none (%s)", role, EnvServer)
+	}
+	return addr, password
 }
 
 // Create is Database for a caller without a testing.TB (a scenario's

@@ -1,0 +1,106 @@
+package routes
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"lorrycontroller.dev/lc/statedb/dbtest"
+)
+
+// TestMetricsOnBothBackends has a WEBAPP on SQLite and one on PostgreSQL,
+// configured alike, do the same jobs, and scrapes each: they export the
+// same metric names, among them every name the shipped alerting rules
+// and dashboard use, and the same figures of the state they share. It
+// opens both backends whichever the tests run on; only where no
+// PostgreSQL can be had is its PostgreSQL half skipped.
+func TestMetricsOnBothBackends(t *testing.T) {
+	pg := dbtest.DatabaseOrSkip(t)
+	backups := func(s *Server) { s.BackupDirectory = t.TempDir() }
+	names := map[string][]string{}
+	series := map[string]map[string]float64{}
+	for _, b := range []struct{ name, place string }{
+		{"sqlite", filepath.Join(t.TempDir(), "state.db")},
+		{"postgres", pg},
+	} {
+		fams := everyFamily(t, newTestServerOn(t, b.place, backups))
+		names[b.name] = slices.Sorted(maps.Keys(exportedNames(fams)))
+		series[b.name] = stateSeries(fams)
+		checkMetrics(t, b.name, fams, []wantMetric{
+			{name: "lorry_controller_statedb_up", value: 1},
+			{name: "lorry_controller_statedb_writes_up", value: 1},
+		})
+		for _, n := range []string{"lorry_controller_statedb_bytes", "lorry_controller_statedb_disk_free_bytes",
+			"lorry_controller_statedb_disk_size_bytes"} {
+			if v, _ := metricValue(fams, n); v <= 0 {
+				t.Errorf("%s: %s = %v; want more than 0", b.name, n, v)
+			}
+		}
+	}
+	sq, pq := names["sqlite"], names["postgres"]
+	for _, n := range sq {
+		if !slices.Contains(pq, n) {
+			t.Errorf("the WEBAPP on PostgreSQL exports no %s; on SQLite it does", n)
+		}
+	}
+	for _, n := range pq {
+		if !slices.Contains(sq, n) {
+			t.Errorf("the WEBAPP on SQLite exports no %s; on PostgreSQL it does", n)
+		}
+	}
+	used := usedMetrics(t)
+	for _, n := range slices.Sorted(maps.Keys(used)) {
+		for _, b := range []string{"sqlite", "postgres"} {
+			if n != "up" && !slices.Contains(names[b], n) {
+				t.Errorf("%s uses %s, which the WEBAPP on %s does not export", used[n], n, b)
+			}
+		}
+	}
+	if len(series["sqlite"]) < 20 {
+		t.Fatalf("only %d series of the state on SQLite: %v", len(series["sqlite"]), series["sqlite"])
+	}
+	for _, s := range slices.Sorted(maps.Keys(series["sqlite"])) {
+		if v, ok := series["postgres"][s]; !ok || v != series["sqlite"][s] {
+			t.Errorf("%s on PostgreSQL = %v (present: %v); on SQLite %v", s, v, ok, series["sqlite"][s])
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(series["postgres"])) {
+		if _, ok := series["sqlite"][s]; !ok {
+			t.Errorf("%s on PostgreSQL only", s)
+		}
+	}
+}
+
+// stateSeries are the series of a scrape that tell of the state the
+// WEBAPPs share, each with its value (a histogram's count): not the
+// sizes and disks, which are each database's own, nor the requests' and
+// the process's.
+func stateSeries(fams map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for name, f := range fams {
+		switch {
+		case !strings.HasPrefix(name, "lorry_controller_"),
+			strings.HasPrefix(name, "lorry_controller_statedb_"),
+			name == "lorry_controller_http_request_duration_seconds":
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			key := name + "{" + strings.Join(labels, ",") + "}"
+			if m.Histogram != nil {
+				out[key] = float64(m.GetHistogram().GetSampleCount())
+			} else {
+				out[key] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}

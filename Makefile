@@ -31,7 +31,7 @@ CONFIGS  := webapp.conf minion.conf
 ALERTS   := prometheus/lorry-controller-rules.yml prometheus/lorry-controller-rules.test.yml grafana/lorry-controller.json
 SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build run deps test bench bench-sim fuzz screenshots check clean install uninstall
+.PHONY: all build run deps test test-install bench bench-sim fuzz screenshots check clean install uninstall
 
 all: build
 
@@ -55,11 +55,19 @@ deps:
 
 # Every test, with the race detector; the scenario tests in yarns/ start
 # the real binaries. Then the tests of the STATEDB's users again, on
-# PostgreSQL.
+# PostgreSQL, and the installed units under systemd (test-install).
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m $(PGPKGS)
 	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m -run '^TestScenarios$$' ./yarns/
+	./scripts/test-install
+
+# What make install ships, under a real systemd: a Debian root with the
+# project installed, booted with systemd-nspawn, configured and checked
+# as docs/operations.md goes, on SQLite and then on PostgreSQL. It takes
+# root; without it, it says so and passes.
+test-install:
+	./scripts/test-install
 
 # Benchmarks print their figures; see docs/performance.md.
 bench:

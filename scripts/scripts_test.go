@@ -46,7 +46,7 @@ func TestDepsNamesWhatIsMissing(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("deps --check with converters missing: got %v, want exit 1; stderr:\n%s", err, stderr.String())
 	}
-	for _, pkg := range []string{"subversion", "mercurial", "git-remote-hg", "brz", "cvsps", "cvs"} {
+	for _, pkg := range []string{"subversion", "mercurial", "git-remote-hg", "brz", "cvsps", "cvs", "mmdebstrap", "systemd-container"} {
 		if !strings.Contains(stderr.String(), " "+pkg) {
 			t.Errorf("deps --check does not name %s; stderr:\n%s", pkg, stderr.String())
 		}

@@ -8,7 +8,10 @@
 // throwaway cluster that the test binary starts from the postgresql
 // package's initdb and postgres, listening only on a unix socket in a
 // temporary directory, as an unprivileged user when the tests run as
-// root. A package that uses it runs its tests through Main, which stops
+// root. With LORRY_CONTROLLER_TEST_PGBOUNCER=1 too, the tests reach that
+// server through a pgbouncer in transaction mode that the test binary
+// starts from the pgbouncer package, on a free loopback port; their
+// addresses then say so (BouncerQuery). A package that uses it runs its tests through Main, which stops
 // that cluster at the end.
 package dbtest
 
@@ -24,10 +27,14 @@ import (
 const (
 	EnvBackend = "LORRY_CONTROLLER_TEST_STATEDB"
 	EnvServer  = "LORRY_CONTROLLER_TEST_POSTGRES"
+	EnvBouncer = "LORRY_CONTROLLER_TEST_PGBOUNCER"
 )
 
 // Postgres says whether the tests run on PostgreSQL.
 func Postgres() bool { return os.Getenv(EnvBackend) == "postgres" }
+
+// Bouncer says whether the tests reach PostgreSQL through pgbouncer.
+func Bouncer() bool { return os.Getenv(EnvBouncer) == "1" }
 
 // Place is where a test's STATEDB lives: the --statedb of a WEBAPP, the
 // first argument of statedb.Open. Each call is a new, empty database.

@@ -27,3 +27,31 @@ func TestDatabase(t *testing.T) {
 		conn.Close(ctx)
 	}
 }
+
+// TestBouncer checks that with LORRY_CONTROLLER_TEST_PGBOUNCER=1 the
+// tests' addresses lead through a pooler in transaction mode: two
+// clients, open together, that take turns run on one server session.
+// Directly, each has its own.
+func TestBouncer(t *testing.T) {
+	if !Bouncer() {
+		t.Skip("runs with " + EnvBouncer + "=1")
+	}
+	ctx := context.Background()
+	addr := Database(t)
+	var pids []int
+	for range 2 {
+		conn, err := pgx.Connect(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var pid int
+		if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	if pids[0] != pids[1] {
+		t.Errorf("server sessions %v; want one shared by both clients", pids)
+	}
+}

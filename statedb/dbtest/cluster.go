@@ -141,6 +141,9 @@ var (
 	srvErr  error
 	private *cluster
 	bouncer *pgbouncer
+
+	poolerOnce sync.Once
+	poolerErr  error
 )
 
 func server() (*srv, error) {
@@ -164,6 +167,18 @@ func server() (*srv, error) {
 		srvErr = theSrv.start()
 	})
 	return theSrv, srvErr
+}
+
+// pooler is the pgbouncer in front of the server, started if the tests
+// do not run through one.
+func (s *srv) pooler() (*pgbouncer, error) {
+	if s.through != nil {
+		return s.through, nil
+	}
+	poolerOnce.Do(func() {
+		bouncer, poolerErr = startPgBouncer(s.base)
+	})
+	return bouncer, poolerErr
 }
 
 func connect(addr string) (*srv, error) {

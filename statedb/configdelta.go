@@ -38,7 +38,7 @@ func (tx *Tx) RemoveUnseenPaths(ctx context.Context, paths []string) (int, error
 	n := 0
 	for _, p := range paths {
 		res, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ? AND generated = 0
-			AND NOT EXISTS (SELECT 1 FROM temp.config_seen AS s WHERE s.path = lorries.path)`, p)
+			AND NOT EXISTS (SELECT 1 FROM config_seen AS s WHERE s.path = lorries.path)`, p)
 		if err != nil {
 			return n, fmt.Errorf("remove lorry %q: %w", p, err)
 		}

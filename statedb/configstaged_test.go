@@ -188,7 +188,7 @@ func TestStagedConfigStoppedHalfway(t *testing.T) {
 	// Another process takes over: the write session's paths seen are
 	// its own, and what was staged is put in place when it begins.
 	f.update(t, func(tx *Tx) error {
-		if _, err := tx.exec(ctx, `DELETE FROM temp.config_seen`); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM config_seen`); err != nil {
 			return err
 		}
 		return tx.BeginConfigLorries(ctx)

@@ -48,8 +48,7 @@
 // One assumption of one writer remains, and the lease is its answer: a
 // configuration is applied in steps, several transactions long
 // (BeginConfigLorries to EndConfigLorries), with the paths it defines
-// kept in a temporary table of the write session, so one process at a
-// time may apply one; the process that does so must hold the lease of
+// kept in config_seen, so one process at a time may apply one; the process that does so must hold the lease of
 // that work (as must the listing of an upstream host, whose lorries
 // SetHostLorries replaces from a listing made outside any transaction).
 // The WEBAPP's work (package control) holds these leases:
@@ -124,6 +123,9 @@ type DB struct {
 	reads     chan *session
 	health    chan *session
 	lastWrite atomic.Pointer[writeOutcome]
+	// unserved is the last transaction that the database failed to
+	// serve (unserved), nil once one is served; see Ping.
+	unserved atomic.Pointer[writeOutcome]
 	// outOfSpace is the last real write that failed for lack of space,
 	// nil once a real write commits; see CheckWrites.
 	outOfSpace atomic.Pointer[writeOutcome]
@@ -137,9 +139,12 @@ type DB struct {
 	// pgAddr and pgPassword are how a PostgreSQL database is reached,
 	// for pg_dump: path is its address without the password.
 	pgAddr, pgPassword string
-	closePool          func()
-	outputLimit        int64
-	notify             map[string]bool
+	// unprepared says that the sessions may not keep prepared
+	// statements (postgres.go).
+	unprepared  bool
+	closePool   func()
+	outputLimit int64
+	notify      map[string]bool
 }
 
 // Options tune a DB. The zero value is the real clock and the default
@@ -247,6 +252,7 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 	if err != nil {
 		return fail(err)
 	}
+	s.probe = true
 	db.health <- s
 	begin := db.write.begin
 	if db.pg {
@@ -301,11 +307,16 @@ func (db *DB) Now() int64 { return db.clock.Now().Unix() }
 type session struct {
 	mu    sync.Mutex // the write session is shared; a read session is held by one reader
 	conn  *sql.Conn
-	stmts map[string]*sql.Stmt
+	stmts map[string]*stmt
 	begin string
 	pg    bool
+	// prepare says that the connection keeps the statements prepared on
+	// it; see unprepared in postgres.go.
+	prepare bool
 	// cache is what the session keeps between transactions (cache.go).
 	cache sessionCache
+	// probe says that the session is the health check's.
+	probe bool
 }
 
 // Write and read transactions begin so. On SQLite a write transaction
@@ -358,7 +369,7 @@ func (db *DB) newSession(ctx context.Context, readOnly bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{conn: conn, stmts: map[string]*sql.Stmt{}, begin: sqliteBeginWrite, pg: db.pg}
+	s := &session{conn: conn, stmts: map[string]*stmt{}, begin: sqliteBeginWrite, pg: db.pg, prepare: !db.unprepared}
 	switch {
 	case db.pg && readOnly:
 		s.begin = pgBeginRead
@@ -374,26 +385,64 @@ func (db *DB) newSession(ctx context.Context, readOnly bool) (*session, error) {
 	return s, nil
 }
 
-func (s *session) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+// stmt is a statement of a session: prepared on its connection, or, on a
+// connection that may not keep it (unprepared), its text, sent each time.
+type stmt struct {
+	s        *session
+	text     string
+	prepared *sql.Stmt
+}
+
+func (s *session) stmt(ctx context.Context, query string) (*stmt, error) {
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
-	text := query
+	st := &stmt{s: s, text: query}
 	if s.pg {
-		text = pgSQL(query)
+		st.text = pgSQL(query)
 	}
-	st, err := s.conn.PrepareContext(ctx, text)
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	if s.prepare {
+		var err error
+		if st.prepared, err = s.conn.PrepareContext(ctx, st.text); err != nil {
+			return nil, fmt.Errorf("prepare: %w", pgPreparedHint(err))
+		}
 	}
 	s.stmts[query] = st
 	return st, nil
 }
 
+func (st *stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	if st.prepared != nil {
+		return st.prepared.ExecContext(ctx, args...)
+	}
+	return st.s.conn.ExecContext(ctx, st.text, args...)
+}
+
+func (st *stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	if st.prepared != nil {
+		return st.prepared.QueryContext(ctx, args...)
+	}
+	return st.s.conn.QueryContext(ctx, st.text, args...)
+}
+
+func (st *stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	if st.prepared != nil {
+		return st.prepared.QueryRowContext(ctx, args...)
+	}
+	return st.s.conn.QueryRowContext(ctx, st.text, args...)
+}
+
+func (st *stmt) close() error {
+	if st.prepared != nil {
+		return st.prepared.Close()
+	}
+	return nil
+}
+
 func (s *session) close() error {
 	var errs []error
 	for _, st := range s.stmts {
-		errs = append(errs, st.Close())
+		errs = append(errs, st.close())
 	}
 	return errors.Join(append(errs, s.conn.Close())...)
 }
@@ -440,8 +489,13 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 // runTx brackets fn with BEGIN and COMMIT on the session's own connection,
 // so that the statements prepared on it serve every transaction.
 func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
-	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
-		db.renew(ctx, s)
+	err := db.runTxOnce(ctx, s, fn)
+	db.served(s, err)
+	return err
+}
+
+func (db *DB) runTxOnce(ctx context.Context, s *session, fn func(*Tx) error) error {
+	if err := db.begin(ctx, s, s.begin); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(db.newTx(s)); err != nil {

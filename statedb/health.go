@@ -2,8 +2,12 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"syscall"
 	"time"
@@ -68,9 +72,14 @@ func (db *DB) CheckWrites(ctx context.Context) error {
 	return err
 }
 
-// Ping checks that the database answers a query. It runs on a session
+// Ping checks that the database answers a query: a statement with an
+// argument, run as every transaction runs its statements, on a session
 // kept for it, so that readers holding every read session (slow clients
-// of long answers) never make it wait.
+// of long answers) never make it wait. The health check's own statement
+// may find what others' do not (behind a pooler, each transaction has a
+// server session of its own), so a transaction of the process that the
+// database failed to serve (unserved) in the last writeFresh is the
+// answer too, until another is served.
 func (db *DB) Ping(ctx context.Context) error {
 	var s *session
 	select {
@@ -79,10 +88,49 @@ func (db *DB) Ping(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { db.health <- s }()
-	return db.runTx(ctx, s, func(tx *Tx) error {
-		var one int
-		return tx.queryRow(ctx, `SELECT 1`).Scan(&one)
+	err := db.runTx(ctx, s, func(tx *Tx) error {
+		var n int
+		return tx.queryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = ?`, settingConfigPart).Scan(&n)
 	})
+	if err != nil {
+		return err
+	}
+	if last := db.unserved.Load(); last != nil && time.Since(last.at) < writeFresh {
+		return fmt.Errorf("a transaction failed: %w", last.err)
+	}
+	return nil
+}
+
+// served notes how a transaction on s ended, for Ping: one the database
+// failed to serve is kept, and one served forgets it, unless it was
+// Ping's own.
+func (db *DB) served(s *session, err error) {
+	switch {
+	case unserved(err):
+		db.unserved.Store(&writeOutcome{at: time.Now(), err: err})
+	case err == nil && !s.probe && db.unserved.Load() != nil:
+		db.unserved.Store(nil)
+	}
+}
+
+// unserved says whether err is the database's failure to serve a
+// transaction, rather than what the transaction decided or its caller
+// gave up: its connection lost or refused, its server away, or its
+// statements not found where they were prepared (behind a pooler in
+// transaction mode, sessions that prepare them).
+func unserved(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	return pgUnserved(err)
 }
 
 // writeProbe is what CheckWrites writes: larger than a page.

@@ -107,8 +107,9 @@ const removeBatch = 1000
 // if it is large, so that neither the WEBAPP nor SQLite holds all of it
 // at once: BeginConfigLorries, then AddConfigLorries for every batch of
 // its lorries, KeepConfigLorries, RemoveUnseenLorries until it says it is
-// done, and EndConfigLorries. The write session remembers the paths added
-// in the meantime, in a temporary table, so only one configuration may be
+// done, and EndConfigLorries. The paths added in the meantime are kept in
+// config_seen (on SQLite a temporary table of the write session, on
+// PostgreSQL a table of the database), so only one configuration may be
 // applied at a time. Nothing is removed before every lorry of the
 // configuration is in place: a reader in the meantime sees each lorry
 // either as it was or as the configuration has it, and sees every lorry
@@ -129,10 +130,14 @@ func (tx *Tx) BeginConfigLorries(ctx context.Context) error {
 	if err := tx.setSetting(ctx, settingConfigPart, part); err != nil {
 		return fmt.Errorf("start applying the configuration: %w", err)
 	}
-	if _, err := tx.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS config_seen (path TEXT PRIMARY KEY) WITHOUT ROWID`); err != nil {
-		return fmt.Errorf("start applying the configuration: %w", err)
+	if !tx.pg {
+		// PostgreSQL's is a table of the schema: its transactions may
+		// each have another server session.
+		if _, err := tx.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS config_seen (path TEXT PRIMARY KEY) WITHOUT ROWID`); err != nil {
+			return fmt.Errorf("start applying the configuration: %w", err)
+		}
 	}
-	if _, err := tx.exec(ctx, `DELETE FROM temp.config_seen`); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM config_seen`); err != nil {
 		return fmt.Errorf("start applying the configuration: %w", err)
 	}
 	return nil
@@ -165,7 +170,7 @@ func (tx *Tx) EndConfigLorries(ctx context.Context) error {
 	if err := tx.flushStaged(ctx); err != nil {
 		return fmt.Errorf("end applying the configuration: %w", err)
 	}
-	if _, err := tx.exec(ctx, `DELETE FROM temp.config_seen`); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM config_seen`); err != nil {
 		return fmt.Errorf("end applying the configuration: %w", err)
 	}
 	return nil
@@ -311,7 +316,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 	// One statement each for the whole batch: a statement for each lorry
 	// cost more than the rest of the apply.
 	var twice string
-	err = tx.queryRow(ctx, `SELECT value FROM json_each(?) WHERE value IN (SELECT path FROM temp.config_seen) LIMIT 1`,
+	err = tx.queryRow(ctx, `SELECT value FROM json_each(?) WHERE value IN (SELECT path FROM config_seen) LIMIT 1`,
 		string(list)).Scan(&twice)
 	if err == nil {
 		return "", fmt.Errorf("lorry %q given twice: %w", twice, ErrInvalid)
@@ -319,7 +324,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 	if !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("read lorries: %w", err)
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path) SELECT value FROM json_each(?)`, string(list)); err != nil {
+	if _, err := tx.exec(ctx, `INSERT INTO config_seen (path) SELECT value FROM json_each(?)`, string(list)); err != nil {
 		return "", fmt.Errorf("read lorries: %w", err)
 	}
 	return string(list), nil
@@ -360,12 +365,12 @@ func (tx *Tx) KeepConfigLorries(ctx context.Context, kept Kept) error {
 		return err
 	}
 	for _, p := range kept.Paths {
-		if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path) VALUES (?) ON CONFLICT DO NOTHING`, p); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO config_seen (path) VALUES (?) ON CONFLICT DO NOTHING`, p); err != nil {
 			return fmt.Errorf("keep lorry %q: %w", p, err)
 		}
 	}
 	for _, f := range kept.FromPaths {
-		if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path)
+		if _, err := tx.exec(ctx, `INSERT INTO config_seen (path)
 			SELECT path FROM lorries WHERE from_path = ? AND generated = 0 ON CONFLICT DO NOTHING`, f); err != nil {
 			return fmt.Errorf("keep the lorries of %q: %w", f, err)
 		}
@@ -421,12 +426,12 @@ func (tx *Tx) RemoveUnseenLorries(ctx context.Context, after string, limit int) 
 // configuration applied does not define, ?2 at most, in path order.
 const removedLorriesQuery = `SELECT path FROM lorries
 	WHERE path > ?1 AND generated = 0
-		AND NOT EXISTS (SELECT 1 FROM temp.config_seen AS s WHERE s.path = lorries.path)
+		AND NOT EXISTS (SELECT 1 FROM config_seen AS s WHERE s.path = lorries.path)
 	ORDER BY path LIMIT ?2`
 
 // configStmts are the statements AddConfigLorries runs for each lorry.
 type configStmts struct {
-	insert, setSchedule, update, recommit, setUpstream, setBackoff, setQueue *sql.Stmt
+	insert, setSchedule, update, recommit, setUpstream, setBackoff, setQueue *stmt
 }
 
 func (tx *Tx) configStmts(ctx context.Context) (configStmts, error) {

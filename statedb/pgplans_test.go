@@ -159,7 +159,7 @@ func TestPostgresRemovedLorriesPlan(t *testing.T) {
 		if _, err := tx.exec(ctx, `SET LOCAL work_mem = '64kB'`); err != nil {
 			return err
 		}
-		if _, err := tx.exec(ctx, `INSERT INTO temp.config_seen (path)
+		if _, err := tx.exec(ctx, `INSERT INTO config_seen (path)
 			SELECT 'group/repo' || i FROM generate_series(1, 20000) AS i`); err != nil {
 			return err
 		}

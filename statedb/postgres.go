@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -82,8 +83,39 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	db := newDB(sqlDB, shown, opts)
 	db.pg = true
 	db.pgAddr, db.pgPassword = addr, opts.Password
+	db.unprepared = unprepared(cfg.ConnConfig)
 	db.closePool = pool.Close
 	return db.start(ctx)
+}
+
+// A session prepares each of its statements once on its connection, as
+// pgx does by default (default_query_exec_mode=cache_statement): the
+// server then parses and plans it once for the session. Behind a pooler
+// in transaction mode (pgbouncer's pool_mode = transaction) a client's
+// connection is served by a different server session in each
+// transaction, which has not got the client's statements (SQLSTATE
+// 26000) or has another client's of the same name (42P05). An address
+// that names another default_query_exec_mode (cache_describe,
+// describe_exec, exec, simple_protocol) is served in that mode: the
+// sessions prepare nothing, and pgx sends each statement's text with its
+// arguments, in one round trip once it knows the statement's types
+// (cache_describe). Nothing else of a session outlives its transaction:
+// its locks are advisory locks of the transaction
+// (pg_advisory_xact_lock), and it keeps no temporary table or setting.
+
+// unprepared says whether the sessions of a connection so configured
+// must not keep prepared statements.
+func unprepared(cfg *pgx.ConnConfig) bool {
+	return cfg.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
+}
+
+// pgPreparedHint is err, the failure to prepare a statement, with what
+// to do if a pooler in transaction mode is the cause.
+func pgPreparedHint(err error) error {
+	if code := pgCode(err); code == pgDuplicatePrepared || strings.HasPrefix(code, pgNoPrepared) {
+		return fmt.Errorf("%w (behind a pooler in transaction mode, add default_query_exec_mode=cache_describe to the address)", err)
+	}
+	return err
 }
 
 // migratePostgres applies the steps not yet applied, in one transaction
@@ -128,24 +160,58 @@ func (db *DB) migratePostgres(ctx context.Context, steps []migration, newest int
 	return nil
 }
 
+// begin begins a transaction on s with the statements begin. A session's
+// connection is found broken when it is next used, which is at the
+// begin: the server restarted, or ended the session, since its last
+// transaction. Nothing of the transaction ran then, so it begins again,
+// once, on a new connection, rather than failing once for each session
+// of the process.
+func (db *DB) begin(ctx context.Context, s *session, begin string) error {
+	_, err := s.conn.ExecContext(ctx, begin)
+	if err == nil {
+		return nil
+	}
+	db.endBegun(ctx, s)
+	if !db.renew(ctx, s) {
+		return err
+	}
+	if _, err := s.conn.ExecContext(ctx, begin); err != nil {
+		db.endBegun(ctx, s)
+		db.renew(ctx, s)
+		return err
+	}
+	return nil
+}
+
+// endBegun rolls back what a begin that failed half-way began on
+// PostgreSQL (its lock was waited for past its context, say): a session
+// left in a transaction would fail every statement of its next one.
+func (db *DB) endBegun(ctx context.Context, s *session) {
+	if db.pg && pgInTransaction(s.conn) == nil {
+		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+}
+
 // renew gives s a new connection if its own broke (the server restarted,
-// or ended it), so that the next transaction finds one that works.
-func (db *DB) renew(ctx context.Context, s *session) {
+// or ended it), so that the next transaction finds one that works, and
+// says whether it did.
+func (db *DB) renew(ctx context.Context, s *session) bool {
 	if !db.pg || s.conn.PingContext(context.WithoutCancel(ctx)) == nil {
-		return
+		return false
 	}
 	for _, st := range s.stmts {
-		st.Close()
+		st.close()
 	}
 	s.conn.Close()
-	s.stmts = map[string]*sql.Stmt{}
+	s.stmts = map[string]*stmt{}
 	s.cache = sessionCache{}
-	conn, err := db.pool.Conn(context.WithoutCancel(ctx))
+	conn, err := db.pool.Conn(ctx)
 	if err != nil {
 		// The next transaction fails on the broken one and tries again.
-		return
+		return false
 	}
 	s.conn = conn
+	return true
 }
 
 // pgArgs are args as PostgreSQL takes them: the schema keeps truth values
@@ -181,6 +247,11 @@ const (
 	pgConnection  = "08"    // connection exception
 	pgShutdown    = "57P"   // operator intervention: the server shut down or ended the session
 	pgUnavailable = "58"    // system error: I/O
+	// A prepared statement of that name is there already, or is not:
+	// a pooler in transaction mode that changes a client's server
+	// session.
+	pgDuplicatePrepared = "42P05"
+	pgNoPrepared        = "26"
 )
 
 // pgCode is err's SQLSTATE, "" if it is not PostgreSQL's.
@@ -202,6 +273,20 @@ func pgStorageFailure(err error) bool {
 		}
 	}
 	return code == "" && pgconn.Timeout(err)
+}
+
+// pgUnserved says whether err is PostgreSQL's failure to serve a
+// transaction (unserved): the connection lost or refused, the server
+// shutting down or ending the session, or a prepared statement missing
+// or already there.
+func pgUnserved(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	code := pgCode(err)
+	return strings.HasPrefix(code, pgConnection) || strings.HasPrefix(code, pgShutdown) ||
+		code == pgDuplicatePrepared || strings.HasPrefix(code, pgNoPrepared)
 }
 
 // pgInTransaction says, without a round trip, whether the PostgreSQL

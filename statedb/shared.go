@@ -168,6 +168,7 @@ func (db *DB) runShared(sw *sharedWrites) {
 			}
 		}
 		db.recordWrite(err)
+		db.served(s, err)
 	}
 	began := beginErr == nil
 	if !began {
@@ -240,6 +241,7 @@ func (db *DB) runShared(sw *sharedWrites) {
 		return
 	}
 	db.recordWrite(storageErr)
+	db.served(s, nil)
 }
 
 // runWhole runs batch as runShared does, in the transaction runShared
@@ -284,6 +286,7 @@ func (db *DB) runWhole(ctx context.Context, sw *sharedWrites, batch []*sharedWri
 		return true
 	}
 	db.recordWrite(nil)
+	db.served(s, nil)
 	return true
 }
 

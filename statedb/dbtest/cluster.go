@@ -36,6 +36,9 @@ type srv struct {
 	ahead chan struct{} // closed when makeAhead returns
 	made  int
 	drops sync.WaitGroup
+	// through is the pgbouncer that the tests reach the server through,
+	// if any; the databases are made and dropped directly.
+	through *pgbouncer
 }
 
 // prefetch is how many databases are made ahead of the tests.
@@ -49,7 +52,9 @@ func (s *srv) start() error {
 		if err := s.exec(context.Background(), `CREATE DATABASE `+s.template); err != nil {
 			return err
 		}
-		if err := prepare(context.Background(), s.url(s.template)); err != nil {
+		// Directly: pgbouncer would keep server sessions on the
+		// template, which CREATE DATABASE refuses to copy then.
+		if err := prepare(context.Background(), s.direct(s.template)); err != nil {
 			return fmt.Errorf("prepare the template database: %w", err)
 		}
 	}
@@ -134,35 +139,66 @@ func (s *srv) passwordRole() (role, password string, err error) {
 	return role, password, err
 }
 
-// url is the address of database name on the server.
+// url is the address of database name on the server, through
+// pgbouncer if the tests run through it.
 func (s *srv) url(name string) string {
+	if s.through != nil {
+		return s.through.url(name)
+	}
+	return s.direct(name)
+}
+
+// direct is the address of database name on the server itself.
+func (s *srv) direct(name string) string {
 	u := *s.base
 	u.Path = "/" + name
 	return u.String()
 }
 
 var (
-	once     sync.Once
-	theSrv   *srv
-	srvErr   error
-	clusterP *exec.Cmd
-	dir      string
+	once    sync.Once
+	theSrv  *srv
+	srvErr  error
+	private *cluster
+	bouncer *pgbouncer
+
+	poolerOnce sync.Once
+	poolerErr  error
 )
 
 func server() (*srv, error) {
 	once.Do(func() {
 		addr := os.Getenv(EnvServer)
 		if addr == "" {
-			addr, srvErr = startCluster()
-			if srvErr != nil {
+			if private, srvErr = startCluster(); srvErr != nil {
 				return
 			}
+			addr = private.url()
 		}
-		if theSrv, srvErr = connect(addr); srvErr == nil {
-			srvErr = theSrv.start()
+		if theSrv, srvErr = connect(addr); srvErr != nil {
+			return
 		}
+		if Bouncer() {
+			if bouncer, srvErr = startPgBouncer(theSrv.base); srvErr != nil {
+				return
+			}
+			theSrv.through = bouncer
+		}
+		srvErr = theSrv.start()
 	})
 	return theSrv, srvErr
+}
+
+// pooler is the pgbouncer in front of the server, started if the tests
+// do not run through one.
+func (s *srv) pooler() (*pgbouncer, error) {
+	if s.through != nil {
+		return s.through, nil
+	}
+	poolerOnce.Do(func() {
+		bouncer, poolerErr = startPgBouncer(s.base)
+	})
+	return bouncer, poolerErr
 }
 
 func connect(addr string) (*srv, error) {
@@ -203,61 +239,112 @@ func binDir() (string, error) {
 	return "", errors.New("initdb not found: install the postgresql package (make deps), or set " + EnvServer)
 }
 
+// cluster is a private throwaway cluster in a temporary directory, its
+// server listening only on a unix socket there.
+type cluster struct {
+	dir  string
+	bin  string
+	cred *syscall.Credential
+	proc *exec.Cmd
+	done chan struct{} // closed when proc has exited
+}
+
 // startCluster makes a cluster in a new temporary directory and starts
-// its server on a unix socket there, returning the address of its
-// maintenance database.
-func startCluster() (string, error) {
+// its server.
+func startCluster() (*cluster, error) {
 	bin, err := binDir()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	// The socket's path must be short: the temporary directory, not a
 	// test's.
-	dir, err = os.MkdirTemp("", "lcpg")
+	dir, err := os.MkdirTemp("", "lcpg")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	cred, err := runAs(dir)
-	if err != nil {
-		return "", err
+	c := &cluster{dir: dir, bin: bin}
+	if c.cred, err = runAs(dir); err != nil {
+		c.remove()
+		return nil, err
 	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "--pgdata", data, "--username", "lc",
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "--pgdata", c.data(), "--username", "lc",
 		"--auth", "trust", "--encoding", "UTF8", "--locale", "C", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("initdb: %v\n%s", err, out)
+		c.remove()
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
 	// The tests' own role is trusted; any other logs in with its
 	// password, as a server of an installation asks (PasswordDatabase).
 	hba := "local all lc trust\nlocal all all scram-sha-256\n"
-	hbaFile := filepath.Join(data, "pg_hba.conf")
+	hbaFile := filepath.Join(c.data(), "pg_hba.conf")
 	if err := os.WriteFile(hbaFile, []byte(hba), 0o600); err != nil {
-		return "", err
+		c.remove()
+		return nil, err
 	}
-	if cred != nil {
-		if err := os.Chown(hbaFile, int(cred.Uid), int(cred.Gid)); err != nil {
-			return "", err
+	if c.cred != nil {
+		if err := os.Chown(hbaFile, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			c.remove()
+			return nil, err
 		}
 	}
-	pg := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir,
+	if err := c.start(); err != nil {
+		c.remove()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) data() string { return filepath.Join(c.dir, "data") }
+
+// start starts the cluster's server, which has stopped or never ran.
+func (c *cluster) start() error {
+	pg := exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.data(), "-k", c.dir,
 		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=500",
 		"-c", "shared_buffers=64MB", "-c", "log_min_messages=fatal")
 	// The server dies with the test binary, should Main not stop it.
-	pg.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
-	log, err := os.Create(filepath.Join(dir, "postgres.log"))
+	pg.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	log, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer log.Close()
 	pg.Stdout, pg.Stderr = log, log
 	if err := pg.Start(); err != nil {
-		return "", fmt.Errorf("postgres: %w", err)
+		return fmt.Errorf("postgres: %w", err)
 	}
-	clusterP = pg
+	c.proc, c.done = pg, make(chan struct{})
+	go func() { pg.Wait(); close(c.done) }()
+	return nil
+}
+
+// stop stops the cluster's server with a fast shutdown: its sessions'
+// transactions are rolled back and their connections closed.
+func (c *cluster) stop() {
+	if c.proc == nil {
+		return
+	}
+	c.proc.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		c.proc.Process.Kill()
+		<-c.done
+	}
+	c.proc = nil
+}
+
+// remove stops the server and removes the cluster.
+func (c *cluster) remove() {
+	c.stop()
+	os.RemoveAll(c.dir)
+}
+
+// url is the address of the cluster's maintenance database.
+func (c *cluster) url() string {
 	return (&url.URL{Scheme: "postgres", User: url.User("lc"), Path: "/postgres",
-		RawQuery: url.Values{"host": {dir}}.Encode()}).String(), nil
+		RawQuery: url.Values{"host": {c.dir}}.Encode()}).String()
 }
 
 // runAs is who runs the cluster: this process's user, or, as root (which
@@ -291,18 +378,10 @@ func stopServer() {
 		}
 		s.admin.Close(context.Background())
 	}
-	if clusterP != nil {
-		clusterP.Process.Signal(syscall.SIGINT) // fast shutdown
-		done := make(chan struct{})
-		go func() { clusterP.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			clusterP.Process.Kill()
-			<-done
-		}
+	if bouncer != nil {
+		bouncer.stop()
 	}
-	if dir != "" {
-		os.RemoveAll(dir)
+	if private != nil {
+		private.remove()
 	}
 }

@@ -52,3 +52,33 @@ func TestPasswordDatabase(t *testing.T) {
 		t.Error("connected with a wrong password")
 	}
 }
+
+// TestPooled checks that Pooled's addresses, and with
+// LORRY_CONTROLLER_TEST_PGBOUNCER=1 Database's, lead through a pooler in
+// transaction mode: two clients, open together, that take turns run on
+// one server session.
+func TestPooled(t *testing.T) {
+	addrs := map[string]string{"Pooled": Pooled(t)}
+	if Bouncer() {
+		addrs["Database"] = Database(t)
+	}
+	ctx := context.Background()
+	for name, addr := range addrs {
+		var pids []int
+		for range 2 {
+			conn, err := pgx.Connect(ctx, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var pid int
+			if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		if pids[0] != pids[1] {
+			t.Errorf("%s: server sessions %v; want one shared by both clients", name, pids)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"lorrycontroller.dev/lc/statedb/dbtest"
+)
+
+// everySession runs a transaction of every kind, on every session: the
+// reads, the health check, the writes, the shared writes and the
+// reports. Each must answer at its first try.
+func everySession(t *testing.T, db *DB, when string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range 2 * readSessions {
+		err := db.View(ctx, func(tx *Tx) error {
+			_, err := tx.ConfigPartial(ctx)
+			return err
+		})
+		if err != nil {
+			t.Errorf("%s: read %d: %v", when, i+1, err)
+		}
+	}
+	if err := db.Ping(ctx); err != nil {
+		t.Errorf("%s: health check: %v", when, err)
+	}
+	write := func(tx *Tx) error { return tx.setSetting(ctx, "restart_test", when) }
+	if err := db.Update(ctx, write); err != nil {
+		t.Errorf("%s: write: %v", when, err)
+	}
+	if err := db.UpdateShared(ctx, write); err != nil {
+		t.Errorf("%s: shared write: %v", when, err)
+	}
+	if err := db.UpdateReports(ctx, write); err != nil {
+		t.Errorf("%s: report: %v", when, err)
+	}
+	db.lastWrite.Store(nil)
+	if err := db.CheckWrites(ctx); err != nil {
+		t.Errorf("%s: write check: %v", when, err)
+	}
+}
+
+// TestServerRestart restarts the PostgreSQL server under an open DB:
+// while it is away, the health check says so; once it is back, every
+// transaction answers at once, on a new connection where its session's
+// broke, rather than failing once for each session.
+func TestServerRestart(t *testing.T) {
+	cl := dbtest.NewCluster(t)
+	ctx := context.Background()
+	db, err := Open(ctx, cl.Database(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	everySession(t, db, "before the restart")
+
+	cl.Stop()
+	away, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := db.Ping(away); err == nil {
+		t.Errorf("health check with the server away: nil; want an error")
+	}
+	cl.Start(t)
+	everySession(t, db, "after the restart")
+}
+
+// TestSessionsEnded ends every server session of an open DB
+// (pg_terminate_backend), as an administrator or a pooler's timeout
+// may: the next transactions answer at once, on new connections.
+func TestSessionsEnded(t *testing.T) {
+	cl := dbtest.NewCluster(t)
+	ctx := context.Background()
+	const app = "lc-sessions-ended"
+	db, err := Open(ctx, cl.Database(t), Options{ApplicationName: app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	everySession(t, db, "before the sessions ended")
+
+	admin, err := sql.Open("pgx", cl.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var ended int
+	err = admin.QueryRow(`SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ended == 0 {
+		t.Fatalf("no server session of %s to end", app)
+	}
+	// pg_terminate_backend only asks: the sessions are gone once no
+	// server process of them is left.
+	for {
+		var n int
+		err := admin.QueryRow(`SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	everySession(t, db, fmt.Sprintf("after %d sessions ended", ended))
+}

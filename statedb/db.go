@@ -437,6 +437,12 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 // runTx brackets fn with BEGIN and COMMIT on the session's own connection,
 // so that the statements prepared on it serve every transaction.
 func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
+	// A context that has ended is the answer. PostgreSQL's driver would
+	// answer it as a bad connection, which hides why and costs the
+	// session its connection and its prepared statements.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
 	if _, err := s.conn.ExecContext(ctx, s.begin); err != nil {
 		db.renew(ctx, s)
 		return fmt.Errorf("begin: %w", err)

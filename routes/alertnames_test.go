@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // The alerting rules, their tests and the dashboard, beside the package.
@@ -186,6 +187,7 @@ func exportedNames(fams map[string]*dto.MetricFamily) map[string]bool {
 // the rules and the dashboard use no name it does not export (up aside,
 // which Prometheus makes).
 func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "/metrics reads sqlite_sequence and SQLite's pragmas")
 	ts := newTestServer(t)
 	ts.conf.cfg = &confgit.Config{Commit: "c1",
 		Queues: []confgit.Queue{{Name: "heavy", Threads: ptr(1), Sort: "queue-order"}},

@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // TestBackupWritesIntoTheDirectory backs up over HTTP: the WEBAPP names
 // the file, makes it its owner's alone, checks it and says so, and with
 // keep removes the oldest of its own backups and nothing else.
 func TestBackupWritesIntoTheDirectory(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "backup backs up a SQLite STATEDB only")
 	dir := t.TempDir()
 	ts := newTestServer(t, func(s *Server) { s.BackupDirectory = dir })
 	ts.configure(t, "a/one")

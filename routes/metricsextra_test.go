@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // scrapeServer GETs /metrics from the test WEBAPP over HTTP, so that the
@@ -36,6 +37,7 @@ func (ts *testServer) scrapeServer(t *testing.T) map[string]*dto.MetricFamily {
 // the run queue's: each queue's wait, the outbox, the disk, the writes and
 // the requests.
 func TestMetricsForAlerts(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "/metrics reads sqlite_sequence and SQLite's pragmas")
 	ts := newTestServer(t) // fake clock at 1000
 	ts.configureQueues(t, []confgit.Queue{{Name: "heavy", Threads: ptr(1), Sort: "queue-order"}},
 		map[string]string{"h/a": "heavy", "h/b": "heavy", "s/a": "default"})

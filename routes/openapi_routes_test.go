@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // exchange is one request of TestOpenAPIEveryRouteAnswered and the status
@@ -161,8 +162,12 @@ func TestOpenAPIEveryRouteAnswered(t *testing.T) {
 	e.run(minionExchanges(as.build01))
 	e.run(hookExchanges(t))
 	e.run(signInExchanges(as.admin))
-	e.run([]exchange{{method: "POST", path: "/1.0/pretend-time", form: form("now", "5000"), want: 200},
-		{method: "POST", path: "/1.0/backup", form: form("keep", "2"), want: 200}})
+	e.do(exchange{method: "POST", path: "/1.0/pretend-time", form: form("now", "5000"), want: 200})
+	if dbtest.DefectOnPostgres(t, "POST /1.0/backup backs up a SQLite STATEDB only") {
+		e.covered["POST /1.0/backup"] = true
+	} else {
+		e.do(exchange{method: "POST", path: "/1.0/backup", form: form("keep", "2"), want: 200})
+	}
 
 	// A runtime's archive needs a real CONFGIT.
 	repo := newConfRepo(t)

@@ -21,6 +21,7 @@ import (
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/hosts/downstream"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // stubConfig hands out a fixed configuration, or a fixed error.
@@ -46,7 +47,7 @@ func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 	dir := t.TempDir()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{Clock: fake, Notify: everyEvent()})
+	db, err := statedb.Open(context.Background(), dbtest.Place(t), statedb.Options{Clock: fake, Notify: everyEvent()})
 	if err != nil {
 		t.Fatal(err)
 	}

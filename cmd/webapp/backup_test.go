@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller.dev/lc/statedb/dbtest"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -185,6 +186,7 @@ func (m loadMinion) run(ctx context.Context, w *webapp, jobs *loadJobs) {
 // taken, keeps every job that had ended before, with its output, and
 // hands out jobs again.
 func TestBackupUnderLoadAndRestore(t *testing.T) {
+	dbtest.SkipOnPostgres(t, "backup backs up a SQLite STATEDB only")
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "confgit-origin")
 	makeRepo(t, repo, map[string]string{

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // notifySocket listens where a WEBAPP started with NOTIFY_SOCKET sends its
@@ -160,13 +162,15 @@ func TestSocketActivation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse /metrics: %v", err)
 	}
-	for _, name := range []string{"lorry_controller_statedb_up", "lorry_controller_lorries", "go_goroutines"} {
-		if f := fams[name]; len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
-			t.Errorf("/metrics has %s = %v; want one gauge", name, f)
+	if !dbtest.DefectOnPostgres(t, "/metrics reads sqlite_sequence and SQLite's pragmas") {
+		for _, name := range []string{"lorry_controller_statedb_up", "lorry_controller_lorries", "go_goroutines"} {
+			if f := fams[name]; len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
+				t.Errorf("/metrics has %s = %v; want one gauge", name, f)
+			}
 		}
-	}
-	if up := fams["lorry_controller_statedb_up"].GetMetric()[0].GetGauge().GetValue(); up != 1 {
-		t.Errorf("lorry_controller_statedb_up = %v; want 1", up)
+		if up := fams["lorry_controller_statedb_up"].GetMetric()[0].GetGauge().GetValue(); up != 1 {
+			t.Errorf("lorry_controller_statedb_up = %v; want 1", up)
+		}
 	}
 	if !strings.Contains(w.log(t), "socket_activated=true") {
 		t.Errorf("the log does not say the socket was passed:\n%s", w.log(t))

@@ -6,7 +6,7 @@ PKGS    := ./...
 # The packages whose tests run again on PostgreSQL (statedb/dbtest): a
 # private throwaway cluster, or LORRY_CONTROLLER_TEST_POSTGRES. The yarns
 # scenarios run again there too, each WEBAPP on a database of its own.
-PGPKGS  := ./statedb/... ./control/
+PGPKGS  := ./statedb/... ./control/ ./routes/... ./cmd/webapp/ ./periodic/ ./systemd/ ./webhook/
 
 # Where make install puts things. DESTDIR goes in front of every path, for
 # staged installs and packages; the installed files name the paths without

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,11 @@ func TestRemoveOldJobsReclaimsSpace(t *testing.T) {
 	if _, job := ts.call(t, "GET", "/1.0/job/"+newest["a/one"], nil); len(job["output"].(string)) != 5*len(out) {
 		t.Errorf("newest job's output is %d bytes; want %d", len(job["output"].(string)), 5*len(out))
 	}
-	if errs := logs.errors(); len(errs) > 0 && !dbtest.DefectOnPostgres(t, "DB.Reclaim and DB.Usage read SQLite's pragmas") {
+	errs := logs.errors()
+	if dbtest.DefectOnPostgres(t, "DB.Reclaim and DB.Usage read SQLite's pragmas") {
+		errs = slices.DeleteFunc(errs, func(e string) bool { return strings.HasPrefix(e, "reclaim database space") })
+	}
+	if len(errs) > 0 {
 		t.Errorf("remove-old-jobs logged errors %v; want none", errs)
 	}
 	if !sqlite {

@@ -6,7 +6,7 @@ PKGS    := ./...
 # The packages whose tests run again on PostgreSQL (statedb/dbtest): a
 # private throwaway cluster, or LORRY_CONTROLLER_TEST_POSTGRES. The yarns
 # scenarios run again there too, each WEBAPP on a database of its own.
-PGPKGS  := ./statedb/... ./control/
+PGPKGS  := ./statedb/... ./control/ ./routes/... ./cmd/webapp/ ./periodic/ ./systemd/ ./webhook/
 # The packages, and the yarns scenarios, whose PostgreSQL pass runs once
 # more through a pgbouncer in transaction mode that the tests start in
 # front of the same server (docs/operations.md, "Behind pgbouncer").

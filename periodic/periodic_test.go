@@ -18,7 +18,10 @@ import (
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/routes"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m, statedb.Migrate) }
 
 // stubConfig is a CONFGIT that reads as one lorry, or fails with err.
 type stubConfig struct{ err error }
@@ -38,7 +41,7 @@ func TestRunOnce(t *testing.T) {
 	fake := &clock.Fake{}
 	fake.Set(1000)
 	ctx := context.Background()
-	db, err := statedb.Open(ctx, filepath.Join(dir, "state.db"), statedb.Options{Clock: fake})
+	db, err := statedb.Open(ctx, dbtest.Place(t), statedb.Options{Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}

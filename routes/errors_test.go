@@ -54,6 +54,27 @@ func (h *logRecords) find(msg string) []map[string]string {
 	return out
 }
 
+// errors returns the messages and errors of the records at level ERROR.
+func (h *logRecords) errors() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.records {
+		if r.Level < slog.LevelError {
+			continue
+		}
+		msg := r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				msg += ": " + a.Value.String()
+			}
+			return true
+		})
+		out = append(out, msg)
+	}
+	return out
+}
+
 func TestStatusOf(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -14,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // scrape GETs /metrics from h and parses it with the Prometheus text
@@ -259,6 +261,7 @@ func TestHealthCheck(t *testing.T) {
 // answer, but the health check and statedb_up must say that writes do not,
 // until a real write commits again.
 func TestHealthCheckWhenWritesFail(t *testing.T) {
+	dbtest.SQLiteOnly(t, "DB.LimitSize caps a SQLite file; a PostgreSQL server has no such cap to set")
 	t.Parallel()
 	ctx := context.Background()
 	ts := newTestServer(t)

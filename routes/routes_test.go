@@ -21,6 +21,7 @@ import (
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/hosts/downstream"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // stubConfig hands out a fixed configuration, or a fixed error.
@@ -43,7 +44,7 @@ type testServer struct {
 // opts says otherwise.
 func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 	t.Helper()
-	return newTestServerOn(t, filepath.Join(t.TempDir(), "state.db"), opts...)
+	return newTestServerOn(t, dbtest.Place(t), opts...)
 }
 
 // newTestServerOn is newTestServer on the state database at place.

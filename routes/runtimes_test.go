@@ -23,6 +23,7 @@ import (
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/gittest"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // confRepo is a CONFGIT repository made with the git command line.
@@ -79,7 +80,7 @@ func newScraperServer(t *testing.T, repo *confRepo) *testServer {
 	dir := t.TempDir()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{Clock: fake})
+	db, err := statedb.Open(context.Background(), dbtest.Place(t), statedb.Options{Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}

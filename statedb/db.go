@@ -495,6 +495,12 @@ func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 }
 
 func (db *DB) runTxOnce(ctx context.Context, s *session, fn func(*Tx) error) error {
+	// A context that has ended is the answer. PostgreSQL's driver would
+	// answer it as a bad connection, which hides why and costs the
+	// session its connection and its prepared statements.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
 	if err := db.begin(ctx, s, s.begin); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

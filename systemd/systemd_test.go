@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,12 +11,14 @@ import (
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/routes"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m, statedb.Migrate) }
 
 func healthyServer(t *testing.T) (*routes.Server, *statedb.DB) {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := statedb.Open(context.Background(), filepath.Join(dir, "state.db"), statedb.Options{})
+	db, err := statedb.Open(context.Background(), dbtest.Place(t), statedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +18,10 @@ import (
 
 	"lorrycontroller.dev/lc/clock"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m, statedb.Migrate) }
 
 var secret = []byte("s3cret shared with the receiver")
 
@@ -69,7 +71,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{clock: &clock.Fake{}, path: filepath.Join(t.TempDir(), "state.db")}
+	f := &fixture{clock: &clock.Fake{}, path: dbtest.Place(t)}
 	f.clock.Set(100000)
 	f.open(t)
 	return f

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"lorrycontroller.dev/lc/gittest"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // rig is a WEBAPP with minions started from Go, for the tests and
@@ -38,7 +39,7 @@ func newRig(tb testing.TB, files map[string]string) *rig {
 	r.commit(files)
 
 	addrFile := filepath.Join(r.work, "addr")
-	r.start(filepath.Join(r.work, "webapp.log"), webappBin, "--statedb", filepath.Join(r.work, "state.db"),
+	r.start(filepath.Join(r.work, "webapp.log"), webappBin, "--statedb", dbtest.Place(tb),
 		"--confgit-url", r.conf, "--configuration-directory", filepath.Join(r.work, "confgit-clone"),
 		"--listen", "127.0.0.1:0", "--addr-file", addrFile, "--log-level", "warn", "--debug-fake-time", "--insecure-no-auth")
 	for deadline := time.Now().Add(waitLimit); r.url == ""; time.Sleep(10 * time.Millisecond) {

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func startWebapp(t testing.TB, dir string, o startOpts) *webapp {
 		bin = o.bin
 	}
 	w := &webapp{dir: dir, stderr: filepath.Join(dir, "webapp.log"), exited: make(chan error, 1)}
-	args := append([]string{"--statedb", filepath.Join(dir, "state.db"),
+	args := append([]string{"--statedb", statedbOf(t, dir),
 		"--configuration-directory", filepath.Join(dir, "confgit"),
 		"--addr-file", filepath.Join(dir, "addr")}, o.args...)
 	// A port of the system's choosing unless the test says otherwise or
@@ -147,6 +148,27 @@ func startWebapp(t testing.TB, dir string, o startOpts) *webapp {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// places are the PostgreSQL databases of the tests' directories.
+var places sync.Map
+
+// statedbOf is the --statedb of the WEBAPPs a test starts in dir, on the
+// backend under test: state.db in dir, or a PostgreSQL database of dir's
+// own, made for the first WEBAPP started there and kept for the next,
+// until the test that made it ends.
+func statedbOf(t testing.TB, dir string) string {
+	t.Helper()
+	if !dbtest.Postgres() {
+		return filepath.Join(dir, "state.db")
+	}
+	if place, ok := places.Load(dir); ok {
+		return place.(string)
+	}
+	place := dbtest.Database(t)
+	places.Store(dir, place)
+	t.Cleanup(func() { places.Delete(dir) })
+	return place
 }
 
 func (w *webapp) log(t testing.TB) string {

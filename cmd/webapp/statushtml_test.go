@@ -28,7 +28,7 @@ func TestStatusHTMLDirectoryThatCannotBeMade(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(webappBin, "--statedb", filepath.Join(dir, "state.db"),
+	cmd := exec.Command(webappBin, "--statedb", statedbOf(t, dir),
 		"--configuration-directory", filepath.Join(dir, "confgit"), "--listen", "127.0.0.1:0",
 		"--status-html", filepath.Join(file, "www", "status.html"))
 	cmd.Env = cleanEnv()

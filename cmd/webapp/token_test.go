@@ -11,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // TestTokenSubcommand makes, lists and revokes tokens in a state database
@@ -19,7 +22,7 @@ import (
 // are kept.
 func TestTokenSubcommand(t *testing.T) {
 	dir := t.TempDir()
-	db := filepath.Join(dir, "webapp.db")
+	db := statedbOf(t, dir)
 	conf := filepath.Join(dir, "webapp.conf")
 	if err := os.WriteFile(conf, []byte("statedb = "+db+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -29,7 +32,9 @@ func TestTokenSubcommand(t *testing.T) {
 		code := tokenMain(args, &out, &errOut)
 		return code, out.String(), errOut.String()
 	}
-	if code, _, stderr := run("list", "--config", conf); code != 1 || !strings.Contains(stderr, "no such file") {
+	// A PostgreSQL database is the server's to make; a SQLite file is the
+	// first create's.
+	if code, _, stderr := run("list", "--config", conf); !dbtest.Postgres() && (code != 1 || !strings.Contains(stderr, "no such file")) {
 		t.Errorf("list before any database: %d %q; want 1, and no database made", code, stderr)
 	}
 	code, admin, stderr := run("create", "--role", "admin", "--name", "root", "--config", conf)
@@ -57,11 +62,7 @@ func TestTokenSubcommand(t *testing.T) {
 			t.Errorf("%s: %d %q; want %d and %q", tc.name, code, stderr, tc.code, tc.err)
 		}
 	}
-	raw, err := os.ReadFile(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(raw, []byte(strings.TrimSpace(admin))) {
+	if bytes.Contains(storedBytes(t, db), []byte(strings.TrimSpace(admin))) {
 		t.Errorf("the database holds the token itself")
 	}
 	if code, out, _ := run("list", "--statedb", db); code != 0 || !strings.Contains(out, "build-01  minion") || !strings.Contains(out, "never") {
@@ -121,4 +122,32 @@ func TestCallSendsToken(t *testing.T) {
 			t.Errorf("call %v: %d %s, Authorization %q; want %q", tc.args, code, errOut.String(), got, tc.want)
 		}
 	}
+}
+
+// storedBytes is what the STATEDB at place keeps of its tokens, as stored:
+// a SQLite file's bytes, or the rows of PostgreSQL's tokens table as
+// text.
+func storedBytes(t *testing.T, place string) []byte {
+	t.Helper()
+	if !statedb.IsPostgres(place) {
+		raw, err := os.ReadFile(place)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, place)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(t::text, E'\n'), '') FROM tokens t`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rows, "root") {
+		t.Fatalf("tokens as stored: %q; want the token root among them", rows)
+	}
+	return []byte(rows)
 }

@@ -20,9 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"lorrycontroller.dev/lc/wire"
-
+	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
+
+	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // twoRun is how long the minions race the two WEBAPPs.
@@ -56,7 +58,7 @@ func TestTwoWebappsOneDatabase(t *testing.T) {
 		"narrow.lorry": specs("narrow", 8),
 		"wide.lorry":   specs("wide", 24),
 	})
-	db := filepath.Join(dir, "state.db")
+	db := statedbOf(t, dir)
 	var apps [2]*webapp
 	for i := range apps {
 		d := filepath.Join(dir, fmt.Sprintf("w%d", i))
@@ -212,12 +214,17 @@ func TestTwoWebappsOneDatabase(t *testing.T) {
 	checkLeaseLogs(t, apps[:])
 }
 
-// checkJobs checks, from the jobs table, that each lorry's jobs ran one
-// after another: every job ended, as the minions ended them all, and
-// none was handed out before the one before it ended.
+// checkJobs checks, from the jobs table of the STATEDB at path, that
+// each lorry's jobs ran one after another: every job ended, as the
+// minions ended them all, and none was handed out before the one before
+// it ended.
 func checkJobs(t *testing.T, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	driver, dsn := "sqlite", "file:"+path+"?mode=ro"
+	if statedb.IsPostgres(path) {
+		driver, dsn = "pgx", path
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

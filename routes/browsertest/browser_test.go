@@ -26,6 +26,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 var screenshots = flag.String("screenshots", "", "save the screenshots of the pages into this `directory`")
@@ -70,7 +72,7 @@ func runMain(m *testing.M) int {
 	}
 	wg.Wait()
 	chromium, browseErr = findChromium()
-	return m.Run()
+	return dbtest.Run(m)
 }
 
 // findChromium finds Debian's Chromium. The tests fail without it rather
@@ -94,6 +96,7 @@ type site struct {
 	t          *testing.T
 	dir        string
 	url        string
+	statedb    string // the WEBAPP's --statedb
 	statusHTML string
 	// token, if set, is the admin token that api sends.
 	token string
@@ -149,7 +152,7 @@ func startSite(t *testing.T, flags ...string) *site {
 		t.Fatal(buildErr)
 	}
 	dir := t.TempDir()
-	s := &site{t: t, dir: dir, statusHTML: filepath.Join(dir, "www", "status.html")}
+	s := &site{t: t, dir: dir, statusHTML: filepath.Join(dir, "www", "status.html"), statedb: dbtest.Place(t)}
 	conf := filepath.Join(dir, "confgit")
 	for name, text := range map[string]string{
 		"confgit/lorry-controller.conf": confFile,
@@ -173,7 +176,7 @@ func startSite(t *testing.T, flags ...string) *site {
 	}
 	addrFile := filepath.Join(dir, "addr")
 	s.start("webapp", "lorry-controller-webapp", append([]string{"--listen", "127.0.0.1:0", "--addr-file", addrFile,
-		"--statedb", filepath.Join(dir, "state.db"), "--confgit-url", conf,
+		"--statedb", s.statedb, "--confgit-url", conf,
 		"--configuration-directory", filepath.Join(dir, "confgit-clone"), "--status-html", s.statusHTML,
 		"--ghost-timeout", "10m", "--log-level", "debug"}, flags...)...)
 	deadline := time.Now().Add(waitLimit)
@@ -699,7 +702,7 @@ func TestEveryPageAndButton(t *testing.T) {
 func TestSignInCSRFAndSignOut(t *testing.T) {
 	s := startSite(t)
 	out, err := exec.Command(filepath.Join(binDir, "lorry-controller-webapp"), "token", "create",
-		"--statedb", filepath.Join(s.dir, "state.db"), "--role", "admin", "--name", "ops").Output()
+		"--statedb", s.statedb, "--role", "admin", "--name", "ops").Output()
 	if err != nil {
 		t.Fatalf("token create: %v", err)
 	}

@@ -18,10 +18,12 @@ import (
 )
 
 // webapp stands in for the WEBAPP, counting read-configuration calls.
+// With a token, as the real one, it refuses a call without it.
 type webapp struct {
 	mu    sync.Mutex
 	calls []string
 	code  int
+	token string
 }
 
 func (w *webapp) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -29,6 +31,11 @@ func (w *webapp) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	defer w.mu.Unlock()
 	w.calls = append(w.calls, r.Method+" "+r.URL.Path)
 	rw.Header().Set("Content-Type", "application/json")
+	if w.token != "" && r.Header.Get("Authorization") != "Bearer "+w.token {
+		rw.WriteHeader(http.StatusUnauthorized)
+		rw.Write([]byte(`{"error": "an admin's token is needed"}` + "\n"))
+		return
+	}
 	rw.WriteHeader(w.code)
 	if w.code == 200 {
 		rw.Write([]byte(`{"ok": true, "commit": "abc123", "errors": []}` + "\n"))
@@ -68,17 +75,12 @@ func push(t *testing.T, clone, branch string) string {
 	return stderr.String()
 }
 
-func TestPostUpdate(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Fatal("the post-update hook needs curl (or wget) to call the WEBAPP; install curl")
-	}
-	os.Unsetenv("LORRY_CONTROLLER_URL")
-	w := &webapp{code: 200}
-	srv := httptest.NewServer(w)
-	defer srv.Close()
-
+// postUpdateRepo is a bare CONFGIT repository with the post-update hook,
+// told to call url, and a clone of it to push from.
+func postUpdateRepo(t *testing.T, url string) (bare, clone string) {
+	t.Helper()
 	dir := t.TempDir()
-	bare := filepath.Join(dir, "confgit.git")
+	bare = filepath.Join(dir, "confgit.git")
 	gittest.Git(t, dir, nil, "init", "-q", "--bare", bare)
 	hook, err := os.ReadFile("post-update")
 	if err != nil {
@@ -87,9 +89,33 @@ func TestPostUpdate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bare, "hooks", "post-update"), hook, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gittest.Git(t, bare, nil, "config", "lorry-controller.url", srv.URL+"/")
-	clone := filepath.Join(dir, "clone")
+	gittest.Git(t, bare, nil, "config", "lorry-controller.url", url)
+	clone = filepath.Join(dir, "clone")
 	gittest.Git(t, dir, nil, "clone", "-q", bare, clone)
+	return bare, clone
+}
+
+// tokenFile writes token into a file of the git server's user alone.
+func tokenFile(t *testing.T, token string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "admin.token")
+	if err := os.WriteFile(f, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestPostUpdate(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("the post-update hook needs curl (or wget) to call the WEBAPP; install curl")
+	}
+	os.Unsetenv("LORRY_CONTROLLER_URL")
+	os.Unsetenv("LORRY_CONTROLLER_TOKEN_FILE")
+	w := &webapp{code: 200, token: "admin-token"}
+	srv := httptest.NewServer(w)
+	defer srv.Close()
+	bare, clone := postUpdateRepo(t, srv.URL+"/")
+	gittest.Git(t, bare, nil, "config", "lorry-controller.token-file", tokenFile(t, w.token))
 
 	out := push(t, clone, "master")
 	if got := w.took(); len(got) != 1 || got[0] != "POST /1.0/read-configuration" {
@@ -124,12 +150,98 @@ func TestPostUpdate(t *testing.T) {
 	}
 
 	// The environment wins over the repository's configuration.
-	w2 := &webapp{code: 200}
+	w2 := &webapp{code: 200, token: w.token}
 	srv2 := httptest.NewServer(w2)
 	defer srv2.Close()
 	t.Setenv("LORRY_CONTROLLER_URL", srv2.URL)
 	push(t, clone, "master")
 	if got := w2.took(); len(got) != 1 {
 		t.Errorf("calls to LORRY_CONTROLLER_URL = %q; want one", got)
+	}
+}
+
+// hookTools is a directory to be the whole PATH of a push: the programs
+// the hook runs, and tool (curl or wget) behind a script that appends
+// its arguments to the file args before running it. Where tool is wget,
+// there is no curl, and the hook takes the path for wget.
+func hookTools(t *testing.T, tool string) (dir, args string) {
+	t.Helper()
+	dir = t.TempDir()
+	for _, name := range []string{"git", "cat", "sed", "tail", "mktemp", "rm"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, err := exec.LookPath(tool)
+	if err != nil {
+		t.Fatalf("the post-update hook calls the WEBAPP with curl, or wget without it: install %s (scripts/deps)", tool)
+	}
+	args = filepath.Join(t.TempDir(), "args")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >>" + args + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, args
+}
+
+// The WEBAPP wants an admin's token. The hook sends the one in the file
+// that LORRY_CONTROLLER_TOKEN_FILE names, else git config
+// lorry-controller.token-file, with curl or, where there is no curl,
+// with wget; on the command line of neither, where ps would show it.
+func TestPostUpdateToken(t *testing.T) {
+	os.Unsetenv("LORRY_CONTROLLER_URL")
+	w := &webapp{code: 200, token: "admin-token-5f1c"}
+	srv := httptest.NewServer(w)
+	defer srv.Close()
+	right, wrong := tokenFile(t, w.token), tokenFile(t, "not-the-token")
+
+	for _, tool := range []string{"curl", "wget"} {
+		t.Run(tool, func(t *testing.T) {
+			bare, clone := postUpdateRepo(t, srv.URL)
+			dir, args := hookTools(t, tool)
+			t.Setenv("PATH", dir)
+			t.Setenv("LORRY_CONTROLLER_TOKEN_FILE", "")
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			for _, step := range []struct {
+				name, env, config string
+				ok                bool
+			}{
+				{name: "no token"},
+				{name: "git config", config: right, ok: true},
+				{name: "a wrong token", config: wrong},
+				{name: "the environment first", env: right, config: wrong, ok: true},
+				{name: "the environment wrong", env: wrong, config: right},
+			} {
+				if step.config != "" {
+					gittest.Git(t, bare, nil, "config", "lorry-controller.token-file", step.config)
+				}
+				t.Setenv("LORRY_CONTROLLER_TOKEN_FILE", step.env)
+				out := push(t, clone, "master")
+				if got := w.took(); len(got) != 1 {
+					t.Errorf("%s: calls %q; want one", step.name, got)
+				}
+				if step.ok && !strings.Contains(out, "configuration read by "+srv.URL) {
+					t.Errorf("%s: the pusher sees %q; want the configuration read", step.name, out)
+				}
+				if !step.ok && (!strings.Contains(out, "failed") || !strings.Contains(out, "an admin's token")) {
+					t.Errorf("%s: the pusher sees %q; want the call failed, with the WEBAPP's answer", step.name, out)
+				}
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("the hook left %v in TMPDIR; want nothing", left)
+			}
+			b, err := os.ReadFile(args)
+			if err != nil {
+				t.Fatalf("the hook never ran %s: %v", tool, err)
+			}
+			if strings.Contains(string(b), w.token) || !strings.Contains(string(b), "/1.0/read-configuration") {
+				t.Errorf("%s's command lines:\n%s\nwant the WEBAPP's address, and not the token", tool, b)
+			}
+		})
 	}
 }

@@ -69,7 +69,13 @@ func (r *confRepo) commit(t *testing.T, files map[string]*string) string {
 // sees, and whether the push was refused.
 func (r *confRepo) push(t *testing.T, branch string) (string, bool) {
 	t.Helper()
-	cmd := exec.Command("git", "push", "origin", "HEAD:refs/heads/"+branch)
+	return r.pushRef(t, "HEAD:refs/heads/"+branch)
+}
+
+// pushRef pushes refspec, as push does.
+func (r *confRepo) pushRef(t *testing.T, refspec string) (string, bool) {
+	t.Helper()
+	cmd := exec.Command("git", "push", "origin", refspec)
 	cmd.Dir = r.clone
 	cmd.Env = append(os.Environ(), gittest.GitEnv...)
 	var stderr bytes.Buffer
@@ -84,7 +90,13 @@ func (r *confRepo) push(t *testing.T, branch string) (string, bool) {
 // head is the commit of branch in the bare repository, "" for none.
 func (r *confRepo) head(t *testing.T, branch string) string {
 	t.Helper()
-	out := gittest.Git(t, r.bare, nil, "for-each-ref", "--format=%(objectname)", "refs/heads/"+branch)
+	return r.ref(t, "refs/heads/"+branch)
+}
+
+// ref is what ref names in the bare repository, "" for none.
+func (r *confRepo) ref(t *testing.T, ref string) string {
+	t.Helper()
+	out := gittest.Git(t, r.bare, nil, "for-each-ref", "--format=%(objectname)", ref)
 	return strings.TrimSpace(out)
 }
 
@@ -229,4 +241,156 @@ func TestPreReceivePackedPush(t *testing.T) {
 	if !refused || !strings.Contains(out, `b.lorry: spec "b"`) {
 		t.Errorf("packed push of a broken .lorry file: refused %v; want it refused naming b.lorry\n%s", refused, out)
 	}
+}
+
+// docBlock is the code block of docs/operations.md that follows the
+// first line containing after, without its indent.
+func docBlock(t *testing.T, after string) string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), after)
+	if !ok {
+		t.Fatalf("docs/operations.md has no %q", after)
+	}
+	var block []string
+	for _, line := range strings.Split(rest, "\n")[1:] {
+		switch {
+		case strings.HasPrefix(line, "    "):
+			block = append(block, strings.TrimPrefix(line, "    "))
+		case line == "" && len(block) == 0:
+		default:
+			if len(block) == 0 {
+				t.Fatalf("docs/operations.md has no code block after %q", after)
+			}
+			return strings.Join(block, "\n") + "\n"
+		}
+	}
+	t.Fatalf("docs/operations.md ends in the code block after %q", after)
+	return ""
+}
+
+// installedHook is where docs/operations.md has the wrappers find the
+// installed pre-receive hook.
+const installedHook = "/usr/local/share/lorry-controller/hooks/pre-receive"
+
+// What the pre-receive hook lets through unread, what it does without
+// settings, and the wrappers docs/operations.md gives for Gitea and
+// GitLab, which set them in the environment.
+func TestPreReceiveRefsAndSettings(t *testing.T) {
+	os.Unsetenv("LORRY_CONTROLLER_WEBAPP")
+	os.Unsetenv("LORRY_CONTROLLER_LORRY_FILES")
+	os.Unsetenv("LORRY_CONTROLLER_BRANCH")
+	webapp := buildWebapp(t)
+	good := map[string]*string{"lorry-controller.conf": text(goodConf), "a.lorry": text(goodLorry)}
+	broken := map[string]*string{"lorry-controller.conf": text(brokenConf)}
+
+	t.Run("tags and deletions", func(t *testing.T) {
+		r := newConfRepo(t, webapp)
+		// Not the branch HEAD names, which git itself keeps from deletion.
+		gittest.Git(t, r.bare, nil, "config", "lorry-controller.branch", "conf")
+		r.commit(t, good)
+		if out, refused := r.push(t, "conf"); refused {
+			t.Fatalf("push of a good configuration: refused\n%s", out)
+		}
+		bad := r.commit(t, broken)
+		if out, refused := r.push(t, "conf"); !refused {
+			t.Fatalf("push of a broken configuration: accepted\n%s", out)
+		}
+		if out, refused := r.pushRef(t, "HEAD:refs/tags/conf"); refused || r.ref(t, "refs/tags/conf") != bad {
+			t.Errorf("push of a tag of a broken configuration: refused %v; want it let through\n%s", refused, out)
+		}
+		if out, refused := r.pushRef(t, ":refs/heads/conf"); refused || r.head(t, "conf") != "" {
+			t.Errorf("deletion of the configuration branch: refused %v; want it let through\n%s", refused, out)
+		}
+	})
+
+	t.Run("no checker", func(t *testing.T) {
+		r := newConfRepo(t, webapp)
+		r.commit(t, good)
+		t.Setenv("LORRY_CONTROLLER_WEBAPP", "/nonexistent")
+		out, refused := r.push(t, "master")
+		if !refused || r.head(t, "master") != "" {
+			t.Errorf("push with LORRY_CONTROLLER_WEBAPP=/nonexistent: refused %v; want it refused\n%s", refused, out)
+		}
+		if want := "refusing refs/heads/master: its configuration cannot be checked with /nonexistent"; !strings.Contains(out, want) {
+			t.Errorf("the pusher sees\n%s\nwant it to contain %q", out, want)
+		}
+	})
+
+	// Without a branch set, master and the branch HEAD names are checked.
+	t.Run("default branches", func(t *testing.T) {
+		r := newConfRepo(t, webapp)
+		gittest.Git(t, r.bare, nil, "symbolic-ref", "HEAD", "refs/heads/main")
+		r.commit(t, broken)
+		for _, tc := range []struct {
+			branch  string
+			refused bool
+		}{{"master", true}, {"main", true}, {"topic", false}} {
+			if out, refused := r.push(t, tc.branch); refused != tc.refused {
+				t.Errorf("push of a broken configuration to %s: refused %v; want %v\n%s", tc.branch, refused, tc.refused, out)
+			}
+		}
+	})
+
+	// The wrapper for Gitea, as the doc gives it, with the installed hook
+	// where the doc has it: its settings win over the repository's.
+	t.Run("Gitea wrapper", func(t *testing.T) {
+		r := newConfRepo(t, webapp)
+		hook := filepath.Join(t.TempDir(), "pre-receive")
+		os.Rename(filepath.Join(r.bare, "hooks", "pre-receive"), hook)
+		wrapper := docBlock(t, "hands the push on to the installed one:")
+		if !strings.Contains(wrapper, installedHook) {
+			t.Fatalf("the Gitea wrapper\n%s\ndoes not run %s", wrapper, installedHook)
+		}
+		wrapper = strings.ReplaceAll(wrapper, installedHook, hook)
+		if err := os.WriteFile(filepath.Join(r.bare, "hooks", "pre-receive"), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		gittest.Git(t, r.bare, nil, "config", "lorry-controller.branch", "topic")
+		gittest.Git(t, r.bare, nil, "config", "lorry-controller.lorry-files", "warn")
+		r.commit(t, good)
+		r.commit(t, map[string]*string{"b.lorry": text(badLorry)})
+		if out, refused := r.push(t, "topic"); refused {
+			t.Errorf("push of a broken .lorry file to topic through the Gitea wrapper (branch master): refused\n%s", out)
+		}
+		out, refused := r.push(t, "master")
+		if !refused || !strings.Contains(out, `error: b.lorry: spec "b"`) {
+			t.Errorf("push of a broken .lorry file to master through the Gitea wrapper (lorry-files refuse): refused %v; want refused, naming b.lorry\n%s", refused, out)
+		}
+	})
+
+	// The hook that the doc's commands for GitLab make, run from a
+	// directory of its own as Gitaly does.
+	t.Run("GitLab wrapper", func(t *testing.T) {
+		r := newConfRepo(t, webapp)
+		hook := filepath.Join(t.TempDir(), "pre-receive")
+		os.Rename(filepath.Join(r.bare, "hooks", "pre-receive"), hook)
+		var printf string
+		for _, line := range strings.Split(docBlock(t, "relative path\"):"), "\n") {
+			if strings.HasPrefix(line, "printf ") {
+				printf = strings.TrimSuffix(line, " \\")
+			}
+		}
+		if !strings.Contains(printf, installedHook) {
+			t.Fatalf("the GitLab commands have no printf of a wrapper that runs %s", installedHook)
+		}
+		wrapper := filepath.Join(r.bare, "hooks", "pre-receive")
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(printf, installedHook, hook)+" >"+wrapper)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", printf, err, out)
+		}
+		if err := os.Chmod(wrapper, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r.commit(t, broken)
+		if out, refused := r.push(t, "master"); refused {
+			t.Errorf("push of a broken configuration to master through the GitLab wrapper (branch main): refused\n%s", out)
+		}
+		if out, refused := r.push(t, "main"); !refused {
+			t.Errorf("push of a broken configuration to main through the GitLab wrapper: accepted\n%s", out)
+		}
+	})
 }

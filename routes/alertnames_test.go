@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lorrycontroller.dev/lc/confgit"
+	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
 // The alerting rules, their tests and the dashboard, beside the package.
@@ -236,4 +238,104 @@ func everyFamily(t *testing.T, ts *testServer) map[string]*dto.MetricFamily {
 		t.Fatalf("force-ls-troves = %d %v", code, m)
 	}
 	return ts.scrapeServer(t)
+}
+
+// operationsDoc is the operator's guide, whose monitoring section names
+// the metrics.
+const operationsDoc = "../docs/operations.md"
+
+var (
+	// docMetricRow is a row of a table of metrics: the name, and the
+	// labels in braces.
+	docMetricRow = regexp.MustCompile("(?m)^\\| `(lorry_controller_[a-z0-9_]+)(?:\\{([a-z_,]*)\\})?` \\|")
+	// docMetricName is a name of ours anywhere in the text.
+	docMetricName = regexp.MustCompile(`\blorry_controller_[a-z0-9_]+\b`)
+	// docPromQL is a line of a code block that uses a name of ours.
+	docPromQL = regexp.MustCompile(`(?m)^    .*\blorry_controller_[a-z0-9_]+\b.*$`)
+)
+
+// TestDocsUseExportedMetrics checks docs/operations.md against what the
+// WEBAPP exports, on each backend: every metric of its tables, with the
+// labels the table gives it; every name of the queries in its code
+// blocks ("Alerts worth having"); and every other name of ours in its
+// text.
+func TestDocsUseExportedMetrics(t *testing.T) {
+	backups := func(s *Server) { s.BackupDirectory = t.TempDir() }
+	t.Run("sqlite", func(t *testing.T) {
+		checkDocMetrics(t, everyFamily(t, newTestServerOn(t, filepath.Join(t.TempDir(), "state.db"), backups)))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		checkDocMetrics(t, everyFamily(t, newTestServerOn(t, dbtest.DatabaseOrSkip(t), backups)))
+	})
+}
+
+func checkDocMetrics(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	exported := exportedNames(fams)
+	b, err := os.ReadFile(operationsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+
+	rows := docMetricRow.FindAllStringSubmatch(doc, -1)
+	if len(rows) < 20 {
+		t.Fatalf("%s has %d rows of metrics; want the tables of the monitoring section", operationsDoc, len(rows))
+	}
+	for _, row := range rows {
+		name, labels := row[1], row[2]
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("%s: the table's %s is not exported", operationsDoc, name)
+			continue
+		}
+		have := map[string]bool{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = true
+			}
+		}
+		var got []string
+		for l := range have {
+			got = append(got, l)
+		}
+		sort.Strings(got)
+		want := []string{}
+		if labels != "" {
+			want = strings.Split(labels, ",")
+		}
+		sort.Strings(want)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: the table gives %s the labels {%s}; the WEBAPP exports it with {%s}", operationsDoc, name, labels, strings.Join(got, ","))
+		}
+	}
+
+	queries := docPromQL.FindAllString(doc, -1)
+	if len(queries) < 8 {
+		t.Fatalf("%s has %d lines of queries; want the alerts worth having", operationsDoc, len(queries))
+	}
+	for _, q := range queries {
+		for _, n := range promqlNames(q) {
+			if n != "up" && !exported[n] {
+				t.Errorf("%s: the query %q uses %s, which the WEBAPP does not export", operationsDoc, strings.TrimSpace(q), n)
+			}
+		}
+	}
+
+	for _, n := range docMetricName.FindAllString(doc, -1) {
+		if _, ok := fams[n]; !ok && !exported[n] {
+			t.Errorf("%s names %s, which the WEBAPP does not export", operationsDoc, n)
+		}
+	}
+
+	// "and the Go runtime's and the process's own (go_*, process_*)"
+	for _, prefix := range []string{"go_", "process_"} {
+		found := false
+		for n := range fams {
+			found = found || strings.HasPrefix(n, prefix)
+		}
+		if strings.Contains(doc, "`"+prefix+"*`") && !found {
+			t.Errorf("%s says the WEBAPP exports %s*; it exports none", operationsDoc, prefix)
+		}
+	}
 }

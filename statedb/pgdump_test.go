@@ -125,3 +125,92 @@ func TestDumpTarget(t *testing.T) {
 		t.Errorf("dumpTarget of a file: %v; want invalid", err)
 	}
 }
+
+// TestBackupPostgresRestoresInPlace restores a dump as docs/operations.md
+// says, into the database in use, which has gone on after the dump: a
+// lorry added, a job handed out and another's output grown. pg_restore
+// --clean --if-exists --no-owner, as the database's role with its
+// password in the environment, leaves the database as the dump found it.
+func TestBackupPostgresRestoresInPlace(t *testing.T) {
+	addr, password := dbtest.PasswordDatabase(t)
+	ctx := context.Background()
+	clk := &clock.Fake{}
+	clk.Set(1000)
+	db, err := Open(ctx, addr, Options{Clock: clk, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f := &fixture{db: db, clock: clk, path: addr}
+	f.lorries(t, "a", "b")
+	done := f.mustGive(t, m1)
+	if _, err := f.report(t, JobUpdate{ID: done.Job.ID, Minion: m1, Stdout: []byte("mirrored\n"), Exit: exit(0)}); err != nil {
+		t.Fatal(err)
+	}
+	m2 := MinionID{Name: "m2", Host: "h", PID: 2}
+	running := f.mustGive(t, m2)
+	if _, err := f.report(t, JobUpdate{ID: running.Job.ID, Minion: m2, Stdout: []byte("half way\n")}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "statedb.pgdump")
+	if _, err := db.Backup(ctx, file); err != nil {
+		t.Fatal(err)
+	}
+	queue := f.queue(t)
+
+	// The database goes on after the dump.
+	if _, err := f.report(t, JobUpdate{ID: running.Job.ID, Minion: m2, Stdout: []byte("after the dump\n"), Exit: exit(0)}); err != nil {
+		t.Fatal(err)
+	}
+	f.lorries(t, "a", "b", "c")
+	clk.Set(5000)
+	later := f.mustGive(t, MinionID{Name: "m3", Host: "h", PID: 3})
+	if later.Job.ID <= running.Job.ID {
+		t.Fatalf("the job after the dump has id %d; want one above %d", later.Job.ID, running.Job.ID)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command("pg_restore", "--clean", "--if-exists", "--no-owner", "--dbname="+addr, file)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore into the database in use: %v\n%s", err, out)
+	}
+
+	restored, err := Open(ctx, addr, Options{Clock: clk, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	r := &fixture{db: restored, clock: clk, path: addr}
+	if j := r.job(t, done.Job.ID); j.Status != StatusSucceeded {
+		t.Errorf("restored job %d: %s; want succeeded", j.ID, j.Status)
+	}
+	if j := r.job(t, running.Job.ID); j.Status != StatusRunning {
+		t.Errorf("restored job %d: %s; want running, as the dump found it", j.ID, j.Status)
+	}
+	err = restored.View(ctx, func(tx *Tx) error {
+		out, err := tx.Output(ctx, running.Job.ID)
+		if err != nil {
+			return err
+		}
+		if out != "half way\n" {
+			t.Errorf("restored output of job %d = %q; want what it had at the dump", running.Job.ID, out)
+		}
+		if _, err := tx.Job(ctx, later.Job.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("job %d, handed out after the dump, after the restore: %v; want not found", later.Job.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(r.queue(t), " "), strings.Join(queue, " "); got != want {
+		t.Errorf("restored queue %q; want the dump's %q", got, want)
+	}
+	// The database takes writes again: the next job is handed out.
+	if a := r.mustGive(t, MinionID{Name: "m4", Host: "h", PID: 4}); a.Job.ID <= running.Job.ID {
+		t.Errorf("a job after the restore has id %d; want one above %d", a.Job.ID, running.Job.ID)
+	}
+}

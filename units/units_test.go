@@ -370,3 +370,232 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 		}
 	}
 }
+
+// docUnits reads the table of units in docs/operations.md: what each
+// unit does, by its name.
+func docUnits(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(lorry-controller[-a-z@N]*\\.(?:service|socket|timer|target))` \\| (.*) \\|$")
+	out := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = m[2]
+	}
+	if len(out) < 5 {
+		t.Fatalf("docs/operations.md has a table of %d units: %v", len(out), out)
+	}
+	return out
+}
+
+// The timers and their services do what the table of units in
+// docs/operations.md says: each timer's interval, the call its service
+// makes, which the WEBAPP's unit also runs at its start, and which
+// lorry-controller.target pulls in.
+func TestTimersAsDocumented(t *testing.T) {
+	doc := docUnits(t)
+	timers, err := filepath.Glob("lorry-controller-*.timer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range timers {
+		if _, ok := doc[f]; !ok {
+			t.Errorf("%s is not in the table of units of docs/operations.md", f)
+		}
+	}
+	every := regexp.MustCompile(`\bevery (?:(\d+) )?minutes?\b`)
+	calendar := regexp.MustCompile(`\b(hourly|daily|weekly)\b`)
+	call := regexp.MustCompile("^`([^`]+)`")
+	webapp := directives(t, "lorry-controller-webapp.service")
+	target := directives(t, "lorry-controller.target")
+	var wants []string
+	for _, w := range target["Wants"] {
+		wants = append(wants, strings.Fields(w)...)
+	}
+	for name, does := range doc {
+		if !strings.HasSuffix(name, ".timer") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			if _, err := os.Stat(name); err != nil {
+				t.Fatalf("docs/operations.md names %s, which is not a unit here", name)
+			}
+			d := directives(t, name)
+			switch m, c := every.FindStringSubmatch(does), calendar.FindString(does); {
+			case m != nil:
+				n := m[1]
+				if n == "" {
+					n = "1"
+				}
+				if got, want := strings.Join(d["OnUnitActiveSec"], " "), n+"min"; got != want || d["OnCalendar"] != nil {
+					t.Errorf("OnUnitActiveSec=%s, OnCalendar=%v; the doc says %q: want OnUnitActiveSec=%s alone", got, d["OnCalendar"], does, want)
+				}
+			case c != "":
+				if got := strings.Join(d["OnCalendar"], " "); got != c || d["OnUnitActiveSec"] != nil {
+					t.Errorf("OnCalendar=%s, OnUnitActiveSec=%v; the doc says %q: want OnCalendar=%s alone", got, d["OnUnitActiveSec"], does, c)
+				}
+			default:
+				t.Fatalf("the doc's %q says no interval this test knows", does)
+			}
+			if strings.Contains(does, "made up at boot") && strings.Join(d["Persistent"], "") != "true" {
+				t.Errorf("the doc says %q; want Persistent=true, not %v", does, d["Persistent"])
+			}
+
+			// Each timer starts a oneshot service of the same name, which
+			// makes the call the doc names.
+			service := strings.TrimSuffix(name, ".timer") + ".service"
+			s := directives(t, service)
+			if got := strings.Join(s["Type"], ""); got != "oneshot" {
+				t.Errorf("%s: Type=%s; want oneshot", service, got)
+			}
+			m := call.FindStringSubmatch(does)
+			if m == nil || len(s["ExecStart"]) != 1 {
+				t.Fatalf("the doc's %q names no call, or %s has ExecStart %q", does, service, s["ExecStart"])
+			}
+			cmdline := strings.NewReplacer("@bindir@/", "", "@sysconfdir@", "/etc").Replace(s["ExecStart"][0])
+			if strings.HasPrefix(m[1], "lorry-controller-") {
+				// A program and its command, such as "lorry-controller-minion gc".
+				if !strings.HasPrefix(cmdline, m[1]+" ") {
+					t.Errorf("%s runs %q; the doc says %q", service, cmdline, m[1])
+				}
+			} else if want := "lorry-controller-webapp call --quiet --config /etc/lorry-controller/webapp.conf " + m[1]; cmdline != want {
+				t.Errorf("%s runs %q; the doc says it runs %q", service, cmdline, want)
+			}
+
+			atStart := strings.Contains(does, "WEBAPP start") || strings.Contains(does, "each time the WEBAPP starts")
+			inWebapp := strings.Contains(" "+strings.Join(webapp["Wants"], " ")+" ", " "+service+" ")
+			if atStart != inWebapp {
+				t.Errorf("the doc says %q; the WEBAPP's unit wants %s: %v", does, service, inWebapp)
+			}
+			inTarget := false
+			for _, w := range wants {
+				inTarget = inTarget || w == name
+			}
+			if own := strings.Contains(does, "enabled on its own"); inTarget == own {
+				t.Errorf("lorry-controller.target wants %s: %v; the doc says %q", name, inTarget, does)
+			}
+		})
+	}
+}
+
+// TestInstallVariables installs with each of make install's directory
+// variables set alone, as docs/operations.md says they may be: the files
+// of that directory go to the one given, the rest where they go by
+// default, and the units and the pre-receive hook name the programs and
+// files where they are. make uninstall with the same variable leaves only
+// the configuration.
+func TestInstallVariables(t *testing.T) {
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "bin")
+	makeTarget := func(t *testing.T, destdir string, args ...string) {
+		t.Helper()
+		// -o build: the programs are built once, below.
+		cmd := exec.Command("make", append([]string{"-C", "..", "-o", "build", "DESTDIR=" + destdir, "BIN=" + bin}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := exec.Command("make", "-C", "..", "build", "BIN="+bin).CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	defaults := filepath.Join(tmp, "defaults")
+	makeTarget(t, defaults, "install")
+	byDefault := tree(t, defaults)
+	if _, ok := byDefault["/usr/local/bin/lorry-controller-webapp"]; !ok {
+		t.Fatalf("make install without variables made no /usr/local/bin/lorry-controller-webapp: %v", byDefault)
+	}
+
+	for _, tc := range []struct{ variable, dflt string }{
+		{"BINDIR", "/usr/local/bin"},
+		{"SYSCONFDIR", "/etc"},
+		{"DATADIR", "/usr/local/share"},
+		{"DOCDIR", "/usr/local/share/doc/lorry-controller"},
+		{"HOOKDIR", "/usr/local/share/lorry-controller/hooks"},
+		{"SYSTEMDDIR", "/usr/local/lib/systemd/system"},
+		{"SYSUSERSDIR", "/usr/local/lib/sysusers.d"},
+		{"TMPFILESDIR", "/usr/local/lib/tmpfiles.d"},
+	} {
+		t.Run(tc.variable, func(t *testing.T) {
+			dir := "/opt/lc-" + strings.ToLower(tc.variable)
+			destdir := filepath.Join(t.TempDir(), "root")
+			makeTarget(t, destdir, "install", tc.variable+"="+dir)
+			got := tree(t, destdir)
+			moved := 0
+			want := map[string]fs.FileMode{}
+			for p, mode := range byDefault {
+				if rest, ok := strings.CutPrefix(p, tc.dflt+"/"); ok {
+					p = dir + "/" + rest
+					moved++
+				}
+				want[p] = mode
+			}
+			if moved == 0 {
+				t.Fatalf("nothing is installed under %s by default", tc.dflt)
+			}
+			for p, mode := range want {
+				if m, ok := got[p]; !ok || m != mode {
+					t.Errorf("%s=%s: want %s, mode %v; got %v (there: %v)", tc.variable, dir, p, mode, m, ok)
+				}
+			}
+			for p := range got {
+				if _, ok := want[p]; !ok {
+					t.Errorf("%s=%s: made %s, which it should not", tc.variable, dir, p)
+				}
+			}
+
+			// What the installed files name is there.
+			exists := func(what, p string) {
+				t.Helper()
+				if _, err := os.Stat(filepath.Join(destdir, p)); err != nil {
+					t.Errorf("%s=%s: %s names %s, which is not installed", tc.variable, dir, what, p)
+				}
+			}
+			units := 0
+			for p := range got {
+				if !strings.HasSuffix(p, ".service") {
+					continue
+				}
+				units++
+				d := directives(t, filepath.Join(destdir, p))
+				for _, ex := range d["ExecStart"] {
+					f := strings.Fields(ex)
+					exists(p, f[0])
+					for i, a := range f[:len(f)-1] {
+						if a == "--config" {
+							exists(p, f[i+1])
+						}
+					}
+				}
+				for _, doc := range d["Documentation"] {
+					exists(p, strings.TrimPrefix(doc, "file://"))
+				}
+			}
+			if units < 8 {
+				t.Errorf("%s=%s: %d services installed; want all of them", tc.variable, dir, units)
+			}
+			hook := filepath.Join(destdir, strings.Replace("/usr/local/share/lorry-controller/hooks/pre-receive", tc.dflt, dir, 1))
+			b, err := os.ReadFile(hook)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := regexp.MustCompile(`webapp=(/\S+/lorry-controller-webapp)`).FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("the pre-receive hook names no installed lorry-controller-webapp")
+			}
+			exists("the pre-receive hook", string(m[1]))
+
+			makeTarget(t, destdir, "uninstall", tc.variable+"="+dir)
+			var left []string
+			for p := range tree(t, destdir) {
+				left = append(left, p)
+			}
+			sort.Strings(left)
+			conf := strings.Replace("/etc/lorry-controller", tc.dflt, dir, 1)
+			if want := conf + "/minion.conf " + conf + "/webapp.conf"; strings.Join(left, " ") != want {
+				t.Errorf("%s=%s: make uninstall left %q; want only the configuration", tc.variable, dir, left)
+			}
+		})
+	}
+}

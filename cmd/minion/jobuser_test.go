@@ -159,8 +159,15 @@ func (r *jobUserRig) run(t *testing.T, w *webapp, lorry string) string {
 	return logs.String()
 }
 
-// start starts the minion as its user with its three capabilities.
+// start starts the minion as its user, in the jobs' group, with its
+// three capabilities.
 func (r *jobUserRig) start(t *testing.T, w *webapp, lorry string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	return r.startIn(t, []uint32{r.jobs.gid}, w, lorry, extra...)
+}
+
+// startIn is start with the minion's supplementary groups given.
+func (r *jobUserRig) startIn(t *testing.T, groups []uint32, w *webapp, lorry string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(r.exe, append([]string{
 		"--webapp-url", w.srv.URL,
@@ -176,7 +183,7 @@ func (r *jobUserRig) start(t *testing.T, w *webapp, lorry string, extra ...strin
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "GORACE=atexit_sleep_ms=0", seccomptest.Env+"=1")
 	cmd.Dir = r.base
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential:  &syscall.Credential{Uid: r.minion.uid, Gid: r.minion.gid, Groups: []uint32{r.jobs.gid}},
+		Credential:  &syscall.Credential{Uid: r.minion.uid, Gid: r.minion.gid, Groups: groups},
 		AmbientCaps: []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL},
 	}
 	var logs bytes.Buffer
@@ -421,6 +428,48 @@ func TestJobUserStopJob(t *testing.T) {
 			t.Fatalf("the job's child %d outlived stop-job", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A minion whose user is not in the jobs' user's group refuses to start,
+// and says why, rather than fail every job: whether it makes its working
+// area or finds it made, as systemd-tmpfiles makes it, already of the
+// jobs' group.
+func TestJobUserNotInGroup(t *testing.T) {
+	r := newJobUserRig(t)
+	for _, tc := range []struct {
+		name string
+		made bool
+	}{
+		{name: "working area to make"},
+		{name: "working area made by tmpfiles", made: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work := filepath.Join(r.base, "work")
+			os.RemoveAll(work)
+			if tc.made {
+				if err := os.Mkdir(work, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(work, int(r.minion.uid), int(r.jobs.gid)); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(work, 0o770|os.ModeSticky); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := newWebapp(t, `{"job_id": 80, "path": "delta/group", "kind": "lorry", "text": "{}"}`)
+			cmd, logs := r.startIn(t, nil, w, "/bin/true", "--once")
+			if code := waitExit(t, cmd, logs); code == 0 {
+				t.Fatalf("minion not in the jobs' group: exit 0; want it refused. log:\n%s", logs)
+			}
+			if want := "not in the group"; !strings.Contains(logs.String(), want) {
+				t.Errorf("the minion's log does not say %q:\n%s", want, logs)
+			}
+			if polls, _ := w.snapshot(); polls != 0 {
+				t.Errorf("the minion asked for work %d times; want none", polls)
+			}
+		})
 	}
 }
 

@@ -365,6 +365,29 @@ func defaultLorryCmd() string {
 	return "lorry"
 }
 
+// inGroup checks that this process is in group gid, the job user's: the
+// minion gives the working area and the files it hands a job that group,
+// which a user outside it may not do. Root may.
+func inGroup(gid uint32) error {
+	if os.Geteuid() == 0 || uint32(os.Getegid()) == gid {
+		return nil
+	}
+	groups, err := os.Getgroups()
+	if err != nil {
+		return fmt.Errorf("the minion's groups: %w", err)
+	}
+	for _, g := range groups {
+		if uint32(g) == gid {
+			return nil
+		}
+	}
+	name := strconv.FormatUint(uint64(gid), 10)
+	if g, err := user.LookupGroupId(name); err == nil {
+		name = g.Name
+	}
+	return fmt.Errorf("the minion's user is not in the group %s, through which it shares the working area with the jobs", name)
+}
+
 // lookupJobUser is the --job-user, or nil without one. Taking it on
 // checks that the minion may act as it: a minion without CAP_SETUID and
 // CAP_SETGID had better say so at its start than fail every job.
@@ -386,6 +409,9 @@ func lookupJobUser(name string) (*proc.User, error) {
 	}
 	if int(uid) == os.Getuid() {
 		return nil, fmt.Errorf("--job-user %s: that is the minion's own user; jobs would read its token", name)
+	}
+	if err := inGroup(uint32(gid)); err != nil {
+		return nil, fmt.Errorf("--job-user %s: %w", name, err)
 	}
 	ju := &proc.User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
 	if err := ju.Do(func() error { return nil }); err != nil {

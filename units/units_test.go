@@ -370,3 +370,45 @@ func TestSysusersAndTmpfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestTimersAsDocumented: each timer fires as the table of units in
+// docs/operations.md says, and the table names every timer.
+func TestTimersAsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the table says of a timer, and the line of the timer that
+	// says the same.
+	said := map[string]string{
+		"every minute":    "OnUnitActiveSec=1min",
+		"every 5 minutes": "OnUnitActiveSec=5min",
+		"hourly":          "OnCalendar=hourly",
+		"daily":           "OnCalendar=daily",
+	}
+	when := regexp.MustCompile(`every minute|every 5 minutes|hourly|daily`)
+	timers, err := filepath.Glob("*.timer")
+	if err != nil || len(timers) == 0 {
+		t.Fatalf("no timers: %v", err)
+	}
+	for _, timer := range timers {
+		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(timer) + "` \\| (.*)$").FindSubmatch(doc)
+		if row == nil {
+			t.Errorf("docs/operations.md has no row for %s in its table of units", timer)
+			continue
+		}
+		phrase := when.Find(row[1])
+		if phrase == nil {
+			t.Errorf("docs/operations.md does not say how often %s fires: %s", timer, row[1])
+			continue
+		}
+		unit, err := os.ReadFile(timer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := said[string(phrase)]
+		if !regexp.MustCompile("(?m)^" + regexp.QuoteMeta(want) + "$").Match(unit) {
+			t.Errorf("%s: docs/operations.md says %q, so want %s in the unit", timer, phrase, want)
+		}
+	}
+}

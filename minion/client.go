@@ -29,6 +29,9 @@ type job struct {
 	// errorClass is the class lorry gave the job's failure, sent with
 	// the final update of a job that failed.
 	errorClass string
+	// stopping says that the job ended because the minion was stopping,
+	// sent with the final update of a job that did not succeed.
+	stopping bool
 	// duDir is the directory whose disk usage the final update reports,
 	// when not the lorry's working directory.
 	duDir string
@@ -154,8 +157,8 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, disk
 	if r := j.runtime; r != nil {
 		upd.RuntimeBuilt, upd.RuntimeBuildSeconds = &r.built, &r.seconds
 	}
-	if exit != 0 {
-		upd.ErrorClass = j.errorClass
+	if exit != 0 && exit != updateRunning {
+		upd.ErrorClass, upd.Stopping = j.errorClass, j.stopping
 	}
 	_, body, err := m.post(ctx, "job-update", upd.Form())
 	if err != nil {

@@ -22,6 +22,15 @@ const (
 // tries are made. A backlog too large for one update goes first in
 // running updates, so that only the last one carries the exit.
 func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int, out *output) {
+	if exit != 0 && ctx.Err() != nil {
+		// The minion is stopping: it killed the job (watch), or the stop
+		// reached the job's processes with the minion's, as systemd's
+		// KillMode=control-group sends its SIGTERM to every process of
+		// the unit at once. Either way the job did not fail of itself, and
+		// the WEBAPP ends it as killed, not as a failure of its lorry.
+		j.stopping = true
+		out.add(nil, []byte("lorry-controller-minion: the minion is stopping: job killed\n"))
+	}
 	var du *int64
 	duDir := j.duDir
 	if duDir == "" {

@@ -591,6 +591,14 @@ func TestStop(t *testing.T) {
 			if got := final.Form.Get("exit"); got != "143" {
 				t.Errorf("exit: got %s, want 143", got)
 			}
+			// The job did not fail of itself: the WEBAPP ends it as
+			// killed, not as a failure of its lorry.
+			if got := final.Form.Get("stopping"); got != "true" {
+				t.Errorf("stopping: got %q, want true", got)
+			}
+			if out := final.Form.Get("stderr") + final.Form.Get("stdout"); !strings.Contains(out, "the minion is stopping: job killed") {
+				t.Errorf("final output %q does not say that the stopping minion killed the job", out)
+			}
 			if finals != tt.failFinals+1 {
 				t.Errorf("final update tries: got %d, want %d", finals, tt.failFinals+1)
 			}

@@ -113,3 +113,30 @@ func TestJobUpdateErrorClass(t *testing.T) {
 		t.Errorf("job error_class %v; want network", j["error_class"])
 	}
 }
+
+// TestMinionStoppingKillsJob: a job that a minion killed as it stopped
+// (stopping=true) ends killed, with no error class, and is no failure of
+// its lorry.
+func TestMinionStoppingKillsJob(t *testing.T) {
+	ts := newTestServer(t)
+	ts.configure(t, "a/b")
+	m := url.Values{"minion": {"m1"}, "host": {"h"}, "pid": {"1"}}
+	code, j := ts.call(t, "POST", "/1.0/give-me-job", m)
+	if code != 200 {
+		t.Fatalf("give-me-job = %d", code)
+	}
+	id := fmt.Sprint(j["job_id"])
+	u := url.Values{"minion": {"m1"}, "host": {"h"}, "pid": {"1"}, "job_id": {id}, "exit": {"143"},
+		"error_class": {"internal"}, "stopping": {"true"}}
+	if code, m := ts.call(t, "POST", "/1.0/job-update", u); code != 200 {
+		t.Fatalf("job-update = %d %v", code, m)
+	}
+	_, j = ts.call(t, "GET", "/1.0/job/"+id, nil)
+	if j["status"] != "killed" || j["error_class"] != "" {
+		t.Errorf("job %s: status %v, error_class %v; want killed, none", id, j["status"], j["error_class"])
+	}
+	_, l := ts.call(t, "GET", "/1.0/lorry/a/b", nil)
+	if l["consecutive_failures"] != 0.0 || l["last_error_class"] != "" {
+		t.Errorf("lorry: consecutive_failures %v, last_error_class %v; want 0, none", l["consecutive_failures"], l["last_error_class"])
+	}
+}

@@ -81,7 +81,7 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	u.Exit, u.DiskUsage, u.CutBytes = wu.Exit, wu.DiskUsage, wu.CutBytes
 	u.RuntimeBuilt, u.RuntimeBuildSeconds = wu.RuntimeBuilt, wu.RuntimeBuildSeconds
-	u.Head, u.Refs, u.ErrorClass = wu.Head, wu.Refs, wu.ErrorClass
+	u.Head, u.Refs, u.ErrorClass, u.Stopping = wu.Head, wu.Refs, wu.ErrorClass, wu.Stopping
 	res, err := s.UpdateJob(r.Context(), u)
 	if err != nil {
 		return err

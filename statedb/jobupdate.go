@@ -38,6 +38,10 @@ type JobUpdate struct {
 	// ErrorClass is the kind of failure lorry found, reported with a
 	// failed end; "" when not reported.
 	ErrorClass string
+	// Stopping says that the minion killed the job because it was itself
+	// stopping (systemctl stop or restart, an upgrade): the job ends as
+	// killed, as when an operator stops it, not as a failure of its lorry.
+	Stopping bool
 }
 
 // UpdateJob records a minion's report: it appends output, keeps the job
@@ -219,7 +223,7 @@ func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate, l *Lorry) 
 		status = StatusSucceeded
 	case j.KillReason == StatusTimedOut:
 		status = StatusTimedOut
-	case j.KillReason == StatusKilled:
+	case j.KillReason == StatusKilled, u.Stopping:
 		status = StatusKilled
 	}
 	if status == StatusSucceeded && u.Refs != nil {

@@ -388,6 +388,7 @@ func TestUpdateJobLifecycle(t *testing.T) {
 		name       string
 		stop       bool
 		timeout    bool
+		stopping   bool // the minion killed it as it stopped
 		exit       int64
 		wantStatus string
 	}{
@@ -395,6 +396,7 @@ func TestUpdateJobLifecycle(t *testing.T) {
 		{name: "failure", exit: 3, wantStatus: StatusFailed},
 		{name: "stopped", stop: true, exit: 143, wantStatus: StatusKilled},
 		{name: "timed out", timeout: true, exit: 143, wantStatus: StatusTimedOut},
+		{name: "minion stopping", stopping: true, exit: 143, wantStatus: StatusKilled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -416,7 +418,12 @@ func TestUpdateJobLifecycle(t *testing.T) {
 			if err != nil || kill != (tc.stop || tc.timeout) {
 				t.Fatalf("second update kill = %v, %v; want %v", kill, err, tc.stop || tc.timeout)
 			}
-			if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(tc.exit), Stderr: []byte("bye\n")}); err != nil {
+			end := JobUpdate{ID: a.Job.ID, Minion: m1, Exit: exit(tc.exit), Stderr: []byte("bye\n"), Stopping: tc.stopping}
+			if tc.exit != 0 {
+				// What lorry says of a git killed under it.
+				end.ErrorClass = ClassInternal
+			}
+			if _, err := f.report(t, end); err != nil {
 				t.Fatal(err)
 			}
 			j := f.job(t, a.Job.ID)
@@ -436,6 +443,14 @@ func TestUpdateJobLifecycle(t *testing.T) {
 			}
 			if tc.wantStatus != StatusSucceeded && !strings.Contains(l.LastRunError, "bye") {
 				t.Errorf("last_run_error = %q; want the output's tail", l.LastRunError)
+			}
+			// Only a failure of the lorry's own counts against it.
+			failed := tc.wantStatus == StatusFailed || tc.wantStatus == StatusTimedOut
+			if got := l.ConsecutiveFailures; got != map[bool]int64{true: 1}[failed] {
+				t.Errorf("consecutive_failures = %d after a job %s", got, tc.wantStatus)
+			}
+			if wantClass := map[bool]string{true: ClassInternal}[tc.wantStatus == StatusFailed]; j.ErrorClass != wantClass {
+				t.Errorf("job's error_class = %q; want %q", j.ErrorClass, wantClass)
 			}
 			if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m1}); !errors.Is(err, ErrConflict) {
 				t.Errorf("update after end = %v; want ErrConflict", err)

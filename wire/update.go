@@ -56,6 +56,10 @@ type Update struct {
 	// ErrorClass is the kind of failure lorry found, a short word of
 	// lower-case letters and "-": with a final exit other than 0 only.
 	ErrorClass string
+	// Stopping says that the minion killed the job because it was itself
+	// told to stop: with a final exit other than 0 only. The WEBAPP then
+	// ends the job as killed, which is no failure of its lorry.
+	Stopping bool
 }
 
 // Form encodes u as the minion sends it: stdout and stderr always, the
@@ -96,6 +100,9 @@ func (u Update) Form() url.Values {
 	}
 	if u.ErrorClass != "" {
 		form.Set("error_class", u.ErrorClass)
+	}
+	if u.Stopping {
+		form.Set("stopping", "true")
 	}
 	return form
 }
@@ -165,6 +172,14 @@ func ParseUpdate(p map[string]string) (Update, error) {
 	}
 	if u.ErrorClass != "" && u.Exit == nil {
 		return u, fmt.Errorf("error_class is reported with the final update only, with exit")
+	}
+	if v := p["stopping"]; v != "" {
+		if u.Stopping, err = strconv.ParseBool(v); err != nil {
+			return u, fmt.Errorf("parameter stopping: %q is neither true nor false", v)
+		}
+		if u.Stopping && (u.Exit == nil || *u.Exit == 0) {
+			return u, fmt.Errorf("stopping is reported with the final update of a job that did not succeed only, with its exit")
+		}
 	}
 	return u, nil
 }

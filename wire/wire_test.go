@@ -115,7 +115,7 @@ func TestFormRoundTrip(t *testing.T) {
 		}
 	}
 
-	zero, one, du, built, secs := int64(0), int64(1), int64(12345), true, 1.5
+	zero, one, term, du, built, secs := int64(0), int64(1), int64(143), int64(12345), true, 1.5
 	for _, u := range []Update{
 		{JobID: 1, Minion: "m", PID: 7, Stdout: "out\n", Stderr: "err\n"},
 		{JobID: 2, Minion: "m", PID: 7, CutBytes: 99, Stdout: "tail"},
@@ -124,6 +124,7 @@ func TestFormRoundTrip(t *testing.T) {
 				Deleted: []RefChange{{Ref: "refs/heads/gone", Old: id2}}, Truncated: true}},
 		{JobID: 4, Minion: "m", PID: 7, Exit: &one, ErrorClass: "auth"},
 		{JobID: 5, Minion: "m", PID: 7, RuntimeBuilt: &built, RuntimeBuildSeconds: &secs},
+		{JobID: 6, Minion: "m", PID: 7, Exit: &term, ErrorClass: "internal", Stopping: true},
 	} {
 		got, err := ParseUpdate(form(t, u.Form()))
 		if err != nil || !reflect.DeepEqual(got, u) {
@@ -189,6 +190,9 @@ func TestParseUpdateRefuses(t *testing.T) {
 		{"bad error class", ok("exit", "1", "error_class", "Auth"), `parameter error_class: "Auth" is not an error class`},
 		{"long error class", ok("exit", "1", "error_class", strings.Repeat("a", MaxErrorClass+1)), "parameter error_class:"},
 		{"error class while running", ok("error_class", "auth"), "error_class is reported with the final update only"},
+		{"bad stopping", ok("exit", "143", "stopping", "soon"), `parameter stopping: "soon" is neither true nor false`},
+		{"stopping while running", ok("stopping", "true"), "stopping is reported with the final update of a job that did not succeed only"},
+		{"stopping with success", ok("exit", "0", "stopping", "true"), "stopping is reported with the final update of a job that did not succeed only"},
 	} {
 		if _, err := ParseUpdate(tt.p); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("%s: got %v; want an error starting %q", tt.name, err, tt.want)

@@ -188,7 +188,7 @@ func exportedNames(fams map[string]*dto.MetricFamily) map[string]bool {
 // the rules and the dashboard use no name it does not export (up aside,
 // which Prometheus makes).
 func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
-	exported := exportedNames(everyFamily(t, newTestServer(t)))
+	exported := exportedNames(everyFamily(t, newTestServer(t, withBackups(t))))
 	for _, want := range []string{"lorry_controller_job_duration_seconds_count", "lorry_controller_host_listing_success",
 		"lorry_controller_queue_threads", "lorry_controller_http_request_duration_seconds_bucket",
 		"lorry_controller_statedb_disk_free_bytes", "lorry_controller_notifications_oldest_pending_age_seconds"} {
@@ -207,6 +207,13 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 			t.Errorf("%s uses %s, which the WEBAPP does not export", used[n], n)
 		}
 	}
+}
+
+// withBackups gives a test server a backup directory, as the installed
+// webapp.conf does: on PostgreSQL the disk figures are that directory's.
+func withBackups(t testing.TB) func(*Server) {
+	dir := t.TempDir()
+	return func(s *Server) { s.BackupDirectory = dir }
 }
 
 // everyFamily has ts do a bit of everything, so that every family has a
@@ -260,7 +267,7 @@ var (
 // blocks ("Alerts worth having"); and every other name of ours in its
 // text.
 func TestDocsUseExportedMetrics(t *testing.T) {
-	backups := func(s *Server) { s.BackupDirectory = t.TempDir() }
+	backups := withBackups(t)
 	t.Run("sqlite", func(t *testing.T) {
 		checkDocMetrics(t, everyFamily(t, newTestServerOn(t, filepath.Join(t.TempDir(), "state.db"), backups)))
 	})

@@ -21,7 +21,7 @@ import (
 // PostgreSQL can be had is its PostgreSQL half skipped.
 func TestMetricsOnBothBackends(t *testing.T) {
 	pg := dbtest.DatabaseOrSkip(t)
-	backups := func(s *Server) { s.BackupDirectory = t.TempDir() }
+	backups := withBackups(t)
 	names := map[string][]string{}
 	series := map[string]map[string]float64{}
 	for _, b := range []struct{ name, place string }{

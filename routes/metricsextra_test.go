@@ -36,7 +36,7 @@ func (ts *testServer) scrapeServer(t *testing.T) map[string]*dto.MetricFamily {
 // the run queue's: each queue's wait, the outbox, the disk, the writes and
 // the requests.
 func TestMetricsForAlerts(t *testing.T) {
-	ts := newTestServer(t) // fake clock at 1000
+	ts := newTestServer(t, withBackups(t)) // fake clock at 1000
 	ts.configureQueues(t, []confgit.Queue{{Name: "heavy", Threads: ptr(1), Sort: "queue-order"}},
 		map[string]string{"h/a": "heavy", "h/b": "heavy", "s/a": "default"})
 	only := url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"m1"}, "queues": {"heavy"}}

@@ -50,7 +50,7 @@ func (a *App) Backup(ctx context.Context, keep int) (BackupResult, error) {
 	}
 	res.Name = "statedb-" + time.Now().UTC().Format("20060102T150405Z") + a.DB.BackupSuffix()
 	b, err := a.DB.Backup(ctx, filepath.Join(a.BackupDirectory, res.Name))
-	if errors.Is(err, statedb.ErrConflict) {
+	if errors.Is(err, statedb.ErrConflict) && !errors.Is(err, statedb.ErrBackupThroughPooler) {
 		return res, fmt.Errorf("%s exists already; try again in a second: %w", res.Name, statedb.ErrConflict)
 	}
 	if err != nil {

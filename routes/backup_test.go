@@ -22,10 +22,12 @@ import (
 func TestBackupWritesIntoTheDirectory(t *testing.T) {
 	for _, b := range []struct {
 		name, suffix, other string
-		place               func(t *testing.T) string
+		place               func(t *testing.T) (string, statedb.Options)
 		check               func(path string) (int, error)
 	}{
-		{"sqlite", ".sqlite", ".pgdump", func(t *testing.T) string { return filepath.Join(t.TempDir(), "state.db") },
+		{"sqlite", ".sqlite", ".pgdump", func(t *testing.T) (string, statedb.Options) {
+			return filepath.Join(t.TempDir(), "state.db"), statedb.Options{}
+		},
 			func(path string) (int, error) {
 				integrity, version, err := statedb.CheckBackup(context.Background(), path)
 				if err == nil && integrity != "ok" {
@@ -33,12 +35,18 @@ func TestBackupWritesIntoTheDirectory(t *testing.T) {
 				}
 				return version, err
 			}},
-		{"postgres", ".pgdump", ".sqlite", func(t *testing.T) string { return dbtest.DatabaseOrSkip(t) },
+		// pg_dump reaches the server itself, which the WEBAPP may reach
+		// through a pooler.
+		{"postgres", ".pgdump", ".sqlite", func(t *testing.T) (string, statedb.Options) {
+			place := dbtest.DatabaseOrSkip(t)
+			return place, statedb.Options{BackupAddress: dbtest.Direct(t, place)}
+		},
 			func(path string) (int, error) { return statedb.CheckDump(context.Background(), path) }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			dir := t.TempDir()
-			ts := newTestServerOn(t, b.place(t), func(s *Server) { s.BackupDirectory = dir })
+			place, dbOpts := b.place(t)
+			ts := newTestServerDB(t, place, dbOpts, func(s *Server) { s.BackupDirectory = dir })
 			ts.configure(t, "a/one")
 			var old []string
 			for i := range 8 {
@@ -154,5 +162,25 @@ func TestBackupWithoutDirectory(t *testing.T) {
 	code, m := ts.call(t, "POST", "/1.0/backup", nil)
 	if msg, _ := m["error"].(string); code != 409 || !strings.Contains(msg, "--backup-directory") {
 		t.Errorf("backup without a directory = %d %v; want 409 naming --backup-directory", code, m)
+	}
+}
+
+// TestBackupThroughPooler backs up a PostgreSQL STATEDB reached through
+// pgbouncer in transaction mode (dbtest.Pooled), with no address on the
+// server itself: 409 naming backup-statedb, no file, and the WEBAPP
+// answers through the pooler after it.
+func TestBackupThroughPooler(t *testing.T) {
+	dir := t.TempDir()
+	ts := newTestServerOn(t, dbtest.Pooled(t), func(s *Server) { s.BackupDirectory = dir })
+	ts.configure(t, "a/one")
+	code, m := ts.call(t, "POST", "/1.0/backup", nil)
+	if msg, _ := m["error"].(string); code != 409 || !strings.Contains(msg, "backup-statedb") {
+		t.Errorf("backup through the pooler = %d %v; want 409 naming backup-statedb", code, m)
+	}
+	if got := dirNames(t, dir); len(got) != 0 {
+		t.Errorf("a refused backup left %q", got)
+	}
+	if code, m := ts.call(t, "GET", "/1.0/list-queue", nil); code != 200 || !slices.Equal(toStrings(m["queue"]), []string{"a/one"}) {
+		t.Errorf("list-queue after the refused backup = %d %v; want a/one", code, m)
 	}
 }

@@ -50,10 +50,18 @@ func newTestServer(t testing.TB, opts ...func(*Server)) *testServer {
 // newTestServerOn is newTestServer on the state database at place.
 func newTestServerOn(t testing.TB, place string, opts ...func(*Server)) *testServer {
 	t.Helper()
+	return newTestServerDB(t, place, statedb.Options{}, opts...)
+}
+
+// newTestServerDB is newTestServerOn with the database opened with
+// dbOpts, its clock and events those of the test.
+func newTestServerDB(t testing.TB, place string, dbOpts statedb.Options, opts ...func(*Server)) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), place, statedb.Options{Clock: fake, Notify: everyEvent()})
+	dbOpts.Clock, dbOpts.Notify = fake, everyEvent()
+	db, err := statedb.Open(context.Background(), place, dbOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

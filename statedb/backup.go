@@ -54,7 +54,11 @@ type BackupResult struct {
 // 0600, as it holds what the database does.
 func (db *DB) Backup(ctx context.Context, file string) (BackupResult, error) {
 	if db.pg {
-		return BackupPostgres(ctx, db.pgAddr, db.pgPassword, file, db.Now())
+		addr, err := DumpAddress(db.pgAddr, db.pgBackupAddr)
+		if err != nil {
+			return BackupResult{File: file, Taken: db.Now()}, fmt.Errorf("back up %s to %s: %w", db.path, file, err)
+		}
+		return BackupPostgres(ctx, addr, db.pgPassword, file, db.Now())
 	}
 	return BackupFile(ctx, db.path, file, db.Now())
 }

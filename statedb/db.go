@@ -137,8 +137,9 @@ type DB struct {
 	path            string
 	pg              bool
 	// pgAddr and pgPassword are how a PostgreSQL database is reached,
-	// for pg_dump: path is its address without the password.
-	pgAddr, pgPassword string
+	// path being its address without the password; pgBackupAddr is
+	// Options.BackupAddress.
+	pgAddr, pgPassword, pgBackupAddr string
 	// unprepared says that the sessions may not keep prepared
 	// statements (postgres.go).
 	unprepared  bool
@@ -161,6 +162,11 @@ type Options struct {
 	// ApplicationName names the connections to a PostgreSQL database,
 	// in pg_stat_activity.
 	ApplicationName string
+	// BackupAddress is the address at which pg_dump reaches a
+	// PostgreSQL database on its server itself, when the database's own
+	// address goes through a pooler; "" for that address (see
+	// DumpAddress).
+	BackupAddress string
 }
 
 // readSessions is how many reads can run at once.

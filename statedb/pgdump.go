@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Backups of a PostgreSQL STATEDB are pg_dump's, in its custom format,
@@ -25,6 +27,16 @@ import (
 // directory of the backup, read back whole with pg_restore, flushed to
 // disk, and only then given its name, which it never takes from a file
 // already there.
+//
+// pg_dump, as pg_restore does, sets its session's settings outside its
+// transactions (search_path to '', to begin with). Through a pooler in
+// transaction mode those settings stay on the server session that served
+// that statement, which the pooler hands to another client next (a
+// WEBAPP, whose every unqualified name then fails to resolve), and
+// pg_dump's own transaction may run on another server session, without
+// them. So pg_dump reaches the server itself: at the STATEDB's address,
+// or, when that goes through a pooler, at the address the operator gives
+// for backups (DumpAddress).
 //
 // The password never reaches a command line, where every user of the
 // machine could read it: pg_dump gets the address without it, and the
@@ -68,9 +80,38 @@ func dumpTarget(addr, password string) (target, pass string, err error) {
 	return u.String(), pass, nil
 }
 
-// BackupPostgres is Backup of the PostgreSQL database at addr, its
-// password being password if not in addr or libpq's password file; see
-// above. now is the time to record as the time of the backup.
+// ErrBackupThroughPooler is DumpAddress's error for a STATEDB reached
+// through a pooler, with no other address to back it up from.
+var ErrBackupThroughPooler = fmt.Errorf("the state database's address names default_query_exec_mode, as one through a pooler in transaction mode does, "+
+	"through which pg_dump's session settings would reach the WEBAPPs' transactions: set backup-statedb to the address of the database "+
+	"on its PostgreSQL server itself (docs/operations.md, \"Behind pgbouncer\"): %w", ErrConflict)
+
+// DumpAddress is the address at which pg_dump reaches the PostgreSQL
+// STATEDB at addr: backup, the address of the database on its server
+// itself, if given, else addr, unless addr says that it goes through a
+// pooler in transaction mode (a default_query_exec_mode that prepares
+// nothing, see unprepared): then ErrBackupThroughPooler.
+func DumpAddress(addr, backup string) (string, error) {
+	if backup != "" {
+		if !IsPostgres(backup) {
+			return "", fmt.Errorf("backup-statedb %s is not a PostgreSQL address: %w", Redact(backup), ErrInvalid)
+		}
+		return backup, nil
+	}
+	cfg, err := pgx.ParseConfig(addr)
+	if err != nil {
+		// pgx's message may quote the address.
+		return "", fmt.Errorf("%s is not a PostgreSQL address: %w", Redact(addr), ErrInvalid)
+	}
+	if unprepared(cfg) {
+		return "", ErrBackupThroughPooler
+	}
+	return addr, nil
+}
+
+// BackupPostgres is Backup of the PostgreSQL database at addr, which
+// pg_dump reaches (DumpAddress), its password being password if not in
+// addr or libpq's password file; see above. now is the time to record as the time of the backup.
 func BackupPostgres(ctx context.Context, addr, password, file string, now int64) (BackupResult, error) {
 	res := BackupResult{File: file, Taken: now}
 	fail := func(err error) (BackupResult, error) {

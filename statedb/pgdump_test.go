@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"lorrycontroller.dev/lc/clock"
 	"lorrycontroller.dev/lc/statedb/dbtest"
 )
@@ -73,16 +75,10 @@ func TestBackupPostgresRestores(t *testing.T) {
 		t.Errorf("BackupSuffix = %q; want .pgdump", db.BackupSuffix())
 	}
 
-	// The restore of docs/operations.md, into a database of its own.
+	// The restore of docs/operations.md, into a database of its own, on
+	// the server itself; the WEBAPP's address may go through a pooler.
 	to := dbtest.Database(t)
-	if out, err := exec.Command("pg_restore", "--clean", "--if-exists", "--no-owner", "--dbname="+to, file).CombinedOutput(); err != nil {
-		t.Fatalf("pg_restore: %v\n%s", err, out)
-	}
-	restored, err := Open(ctx, to, Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer restored.Close()
+	restored := restore(t, file, to, Options{Clock: clk})
 	r := &fixture{db: restored, clock: clk, path: to}
 	if j := r.job(t, done.Job.ID); j.Status != StatusSucceeded {
 		t.Errorf("restored job %d: %s; want succeeded", j.ID, j.Status)
@@ -101,6 +97,148 @@ func TestBackupPostgresRestores(t *testing.T) {
 	}
 	if got := strings.Join(r.queue(t), " "); got != strings.Join(f.queue(t), " ") {
 		t.Errorf("restored queue %q; want %q", got, strings.Join(f.queue(t), " "))
+	}
+}
+
+// restore restores the dump file into the empty test database at to as
+// docs/operations.md says, with pg_restore on the server itself, and
+// opens it at to, closed when t ends.
+func restore(t *testing.T, file, to string, opts Options) *DB {
+	t.Helper()
+	if out, err := exec.Command("pg_restore", "--clean", "--if-exists", "--no-owner", "--dbname="+dbtest.Direct(t, to), file).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	db, err := Open(context.Background(), to, opts)
+	if err != nil {
+		t.Fatalf("open the restored database at %s: %v", to, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// poolerSessions checks every server session of the pooler at addr (in
+// transaction mode, holding at most dbtest's default_pool_size of them
+// for a database): each has the server's search_path, which a client's
+// session settings made through the pooler would have changed. The
+// clients hold their transactions at once, so that each has a session
+// of its own.
+func poolerSessions(t *testing.T, addr string) {
+	t.Helper()
+	ctx := context.Background()
+	direct, err := pgx.Connect(ctx, dbtest.Direct(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(ctx)
+	var want string
+	if err := direct.QueryRow(ctx, `SHOW search_path`).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	const poolSize = 20
+	for i := range poolSize {
+		conn, err := pgx.Connect(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `BEGIN`); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := conn.QueryRow(ctx, `SHOW search_path`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("server session %d behind the pooler has search_path %q; want the server's %q", i, got, want)
+		}
+	}
+}
+
+// TestBackupThroughPooler backs up a STATEDB whose address goes through
+// pgbouncer in transaction mode (dbtest.Pooled). Without the server's
+// own address, the backup is refused, saying which setting gives it, and
+// the pooler's server sessions are as they were; with it, pg_dump dumps
+// the database there, leaves the pooler's sessions alone, and the dump,
+// restored on the server itself, opens through the pooler.
+func TestBackupThroughPooler(t *testing.T) {
+	ctx := context.Background()
+	addr := dbtest.Pooled(t)
+	clk := &clock.Fake{}
+	clk.Set(1000)
+	db, err := Open(ctx, addr, Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f := &fixture{db: db, clock: clk, path: addr}
+	f.lorries(t, "a", "b")
+	done := f.mustGive(t, m1)
+	if _, err := f.report(t, JobUpdate{ID: done.Job.ID, Minion: m1, Stdout: []byte("mirrored\n"), Exit: exit(0)}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "refused.pgdump")
+	if _, err := db.Backup(ctx, file); !errors.Is(err, ErrBackupThroughPooler) || !errors.Is(err, ErrConflict) ||
+		!strings.Contains(err.Error(), "backup-statedb") {
+		t.Errorf("a backup through the pooler: %v; want it refused, naming backup-statedb", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("a refused backup left %q", left)
+	}
+	poolerSessions(t, addr)
+	if j := f.job(t, done.Job.ID); j.Status != StatusSucceeded {
+		t.Errorf("job %d through the pooler after the refused backup: %s; want succeeded", j.ID, j.Status)
+	}
+
+	backed, err := Open(ctx, addr, Options{Clock: clk, BackupAddress: dbtest.Direct(t, addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backed.Close()
+	file = filepath.Join(dir, "backup.pgdump")
+	res, err := backed.Backup(ctx, file)
+	if err != nil {
+		t.Fatalf("a backup from the server's own address: %v", err)
+	}
+	if version, err := db.SchemaVersion(ctx); err != nil || res.Integrity != "ok" || res.SchemaVersion != version {
+		t.Errorf("Backup = %+v; want integrity ok, schema %d (%v)", res, version, err)
+	}
+	poolerSessions(t, addr)
+
+	to := dbtest.Pooled(t)
+	r := &fixture{db: restore(t, file, to, Options{Clock: clk}), clock: clk, path: to}
+	if j := r.job(t, done.Job.ID); j.Status != StatusSucceeded {
+		t.Errorf("restored job %d: %s; want succeeded", j.ID, j.Status)
+	}
+	if got, want := strings.Join(r.queue(t), " "), strings.Join(f.queue(t), " "); got != want {
+		t.Errorf("restored queue %q; want %q", got, want)
+	}
+	poolerSessions(t, to)
+}
+
+// TestDumpAddress checks which address pg_dump is given: the one for
+// backups if there is one, else the STATEDB's, unless that goes through
+// a pooler.
+func TestDumpAddress(t *testing.T) {
+	const direct = "postgres://lc@db.example.org:5432/lorry?sslmode=require"
+	for _, tc := range []struct {
+		name, addr, backup, want string
+		err                      error
+	}{
+		{"direct", direct, "", direct, nil},
+		{"prepared statements named", direct + "&default_query_exec_mode=cache_statement", "", direct + "&default_query_exec_mode=cache_statement", nil},
+		{"through a pooler", "postgres://lc@pool.example.org:6432/lorry?default_query_exec_mode=cache_describe", "", "", ErrBackupThroughPooler},
+		{"simple protocol", "postgres://lc@pool.example.org:6432/lorry?default_query_exec_mode=simple_protocol", "", "", ErrBackupThroughPooler},
+		{"through a pooler, backed up directly", "postgres://lc@pool.example.org:6432/lorry?default_query_exec_mode=cache_describe", direct, direct, nil},
+		{"backup address not PostgreSQL's", direct, "/var/lib/lorry-controller/webapp.db", "", ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DumpAddress(tc.addr, tc.backup)
+			if got != tc.want || !errors.Is(err, tc.err) || tc.err == nil && err != nil {
+				t.Errorf("DumpAddress(%s, %s) = %q, %v; want %q, %v", tc.addr, tc.backup, got, err, tc.want, tc.err)
+			}
+		})
 	}
 }
 

@@ -82,7 +82,7 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	sqlDB.SetMaxIdleConns(3 + readSessions + 2)
 	db := newDB(sqlDB, shown, opts)
 	db.pg = true
-	db.pgAddr, db.pgPassword = addr, opts.Password
+	db.pgAddr, db.pgPassword, db.pgBackupAddr = addr, opts.Password, opts.BackupAddress
 	db.unprepared = unprepared(cfg.ConnConfig)
 	db.closePool = pool.Close
 	return db.start(ctx)

@@ -31,7 +31,8 @@ only. A SQLite state database is copied as a SQLite file, checked with
 PRAGMA integrity_check; a WEBAPP started on it ends as lost the jobs it
 shows running. A PostgreSQL one is dumped with pg_dump in its custom
 format, read back whole with pg_restore, and restored with pg_restore
-(docs/operations.md, "Backups and restore").
+(docs/operations.md, "Backups and restore"), at --backup-statedb when
+--statedb goes through a pooler such as pgbouncer.
 
 Flags:
 `)
@@ -39,6 +40,7 @@ Flags:
 	}
 	stateDB := fs.String("statedb", "", "`path` of the state database, or its postgres:// URL; default: statedb of the --config file")
 	passwordFile := fs.String("statedb-password-file", "", "`file` of a PostgreSQL state database's password; default: statedb-password-file of the --config file, else PGPASSFILE")
+	backupStateDB := fs.String("backup-statedb", "", "postgres:// `url` of the PostgreSQL state database on its server itself, for pg_dump when --statedb goes through a pooler; default: backup-statedb of the --config file, else --statedb")
 	configFile := fs.String("config", "", "the WEBAPP's configuration `file`, to find its state database")
 	fail := func(code int, format string, args ...any) int {
 		fmt.Fprintf(stderr, "lorry-controller-webapp backup: "+format+"\n", args...)
@@ -63,15 +65,23 @@ Flags:
 		return 2
 	}
 	file := operands[0]
-	src, password, err := stateDBOf(*stateDB, *passwordFile, *configFile, stderr)
+	var extra []string
+	if *backupStateDB != "" {
+		extra = []string{"--backup-statedb", *backupStateDB}
+	}
+	cfg, password, err := stateDBOf(*stateDB, *passwordFile, *configFile, stderr, extra...)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
+	src := cfg.StateDB
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var res statedb.BackupResult
 	if statedb.IsPostgres(src) {
-		res, err = statedb.BackupPostgres(ctx, src, password, file, time.Now().Unix())
+		var addr string
+		if addr, err = statedb.DumpAddress(src, cfg.BackupStateDB); err == nil {
+			res, err = statedb.BackupPostgres(ctx, addr, password, file, time.Now().Unix())
+		}
 	} else {
 		res, err = statedb.BackupFile(ctx, src, file, time.Now().Unix())
 	}

@@ -42,6 +42,13 @@ func TestBackupCommandArguments(t *testing.T) {
 		{name: "existing file", args: []string{exists, "--statedb", missing}, code: 1, stderrHas: "exists"},
 		{name: "password on the command line", args: []string{"--statedb", "postgres://lc:s3cret@db.example.org:5432/lorry?sslmode=require&password=s3cret", "/backups/lc dump"},
 			code: 2, stderrHas: "--statedb-password-file", stdoutLack: "s3cret"},
+		{name: "backup address's password on the command line", args: []string{"--statedb", "postgres://lc@pool.example.org/lorry?default_query_exec_mode=cache_describe",
+			"--backup-statedb", "postgres://lc:s3cret@db.example.org/lorry", "/backups/lc dump"},
+			code: 2, stderrHas: "--backup-statedb postgres://lc:xxxxx@db.example.org/lorry: a password", stdoutLack: "s3cret"},
+		{name: "backup address not PostgreSQL's", args: []string{"--statedb", missing, "--backup-statedb", missing, filepath.Join(dir, "b2")},
+			code: 2, stderrHas: "--backup-statedb " + missing + ": want the postgres:// URL"},
+		{name: "through a pooler", args: []string{"--statedb", "postgres://lc@pool.example.org/lorry?default_query_exec_mode=cache_describe", filepath.Join(dir, "b3")},
+			code: 1, stderrHas: "set backup-statedb"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -309,7 +316,8 @@ func checkRestore(t *testing.T, dir, repo, file string, pg bool, endedBefore map
 	args := []string{"--confgit-url", repo, "--insecure-no-auth", "--ghost-timeout", "10m"}
 	if pg {
 		to := dbtest.Database(t)
-		if out, err := exec.Command("pg_restore", "--clean", "--if-exists", "--no-owner", "--dbname", to, file).CombinedOutput(); err != nil {
+		// On the server itself: to may go through a pooler.
+		if out, err := exec.Command("pg_restore", "--clean", "--if-exists", "--no-owner", "--dbname", dbtest.Direct(t, to), file).CombinedOutput(); err != nil {
 			t.Fatalf("pg_restore: %v\n%s", err, out)
 		}
 		args = append(args, "--statedb", to)

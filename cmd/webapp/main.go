@@ -94,6 +94,10 @@ type Config struct {
 	MaxConnections  int
 	// StateDBPasswordFile holds the password of a PostgreSQL STATEDB.
 	StateDBPasswordFile string
+	// BackupStateDB is the address at which pg_dump reaches a
+	// PostgreSQL STATEDB on its server itself, when StateDB goes
+	// through a pooler; "" for StateDB (statedb's DumpAddress).
+	BackupStateDB string
 	// ReplicaName, ReplicaURL and ReplicaLease say how this WEBAPP is
 	// known to the others sharing its STATEDB, and the term of the
 	// leases of the work one of them at a time does; ReplicaForget how
@@ -122,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	fs.StringVar(&c.StateDB, "statedb", "lorry-controller.db", "`path` of the state database (SQLite), or the postgres:// URL of a PostgreSQL database, without its password")
 	fs.StringVar(&c.StateDBPasswordFile, "statedb-password-file", "", "`file` of the PostgreSQL STATEDB's password (else libpq's PGPASSFILE or ~/.pgpass)")
+	fs.StringVar(&c.BackupStateDB, "backup-statedb", "", "postgres:// `url` of the PostgreSQL STATEDB on its server itself, without its password, for pg_dump when --statedb goes through a pooler such as pgbouncer; empty: --statedb")
 	fs.StringVar(&c.ReplicaName, "replica-name", "", "`name` of this WEBAPP among those sharing the STATEDB, on the status page; empty: the host's name and the listening port")
 	fs.StringVar(&c.ReplicaURL, "replica-url", "", "`url` at which the other WEBAPPs and browsers reach this one; empty: http:// and the listening address")
 	fs.DurationVar(&c.ReplicaLease, "replica-lease", control.DefaultLeaseTerm, "term of the leases of the work one WEBAPP at a time does (listings, ticks, reading CONFGIT), renewed every third of it")
@@ -167,6 +172,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if err := checkStateDBOnCommandLine(args); err != nil {
 		return c, err
+	}
+	if c.BackupStateDB != "" && !statedb.IsPostgres(c.BackupStateDB) {
+		return c, fmt.Errorf("--backup-statedb %s: want the postgres:// URL of the PostgreSQL STATEDB on its server itself", c.BackupStateDB)
 	}
 	if c.ReplicaLease < 3*time.Second {
 		return c, fmt.Errorf("--replica-lease %v: want at least 3s", c.ReplicaLease)

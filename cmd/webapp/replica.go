@@ -14,8 +14,8 @@ import (
 	"lorrycontroller.dev/lc/statedb"
 )
 
-// checkStateDBOnCommandLine refuses a --statedb with a password given on
-// the command line, which any user of the machine can read: it belongs
+// checkStateDBOnCommandLine refuses a --statedb or --backup-statedb with
+// a password given on the command line, which any user of the machine can read: it belongs
 // in --statedb-password-file, the --config file, or PGPASSFILE.
 func checkStateDBOnCommandLine(args []string) error {
 	for i, a := range args {
@@ -23,15 +23,15 @@ func checkStateDBOnCommandLine(args []string) error {
 			break
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name != "statedb" || !strings.HasPrefix(a, "-") {
+		if name != "statedb" && name != "backup-statedb" || !strings.HasPrefix(a, "-") {
 			continue
 		}
 		if !hasValue && i+1 < len(args) {
 			value = args[i+1]
 		}
 		if statedb.Redact(value) != value {
-			return fmt.Errorf("--statedb %s: a password on the command line is readable by every user of the machine; put it in --statedb-password-file, the --config file or PGPASSFILE",
-				statedb.Redact(value))
+			return fmt.Errorf("--%s %s: a password on the command line is readable by every user of the machine; put it in --statedb-password-file, the --config file or PGPASSFILE",
+				name, statedb.Redact(value))
 		}
 	}
 	return nil

@@ -15,13 +15,15 @@ import (
 )
 
 // TestStateDBPasswordNotOnCommandLine refuses a PostgreSQL password on
-// the command line, in either form of the flag, and takes a URL without
-// one.
+// the command line, in --statedb or --backup-statedb, in either form of
+// the flag, and takes a URL without one.
 func TestStateDBPasswordNotOnCommandLine(t *testing.T) {
 	for _, args := range [][]string{
 		{"--statedb", "postgres://lorry:sekrit@db/lorry"},
 		{"--statedb=postgres://lorry:sekrit@db/lorry"},
 		{"-statedb", "postgres://lorry@db/lorry?password=sekrit"},
+		{"--backup-statedb", "postgres://lorry:sekrit@db/lorry"},
+		{"--backup-statedb=postgres://lorry@db/lorry?password=sekrit"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "--statedb-password-file") {

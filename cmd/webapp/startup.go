@@ -40,7 +40,7 @@ func readSecrets(cfg Config, log *slog.Logger) (notify, hook string, err error) 
 // database pretends it is.
 func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.Fake, log *slog.Logger) (*statedb.DB, error) {
 	opts := statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents,
-		ApplicationName: strings.TrimSuffix("lorry-controller-webapp "+cfg.ReplicaName, " ")}
+		ApplicationName: strings.TrimSuffix("lorry-controller-webapp "+cfg.ReplicaName, " "), BackupAddress: cfg.BackupStateDB}
 	if cfg.StateDBPasswordFile != "" {
 		password, warning, err := secretfile.Read(cfg.StateDBPasswordFile)
 		if err != nil {
@@ -55,6 +55,7 @@ func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.F
 	if err != nil {
 		return nil, err
 	}
+	warnBackups(cfg, log)
 	if err := checkAuth(ctx, cfg, db, log); err != nil {
 		db.Close()
 		return nil, err
@@ -72,4 +73,16 @@ func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.F
 		log.Warn("fake clock in use", "now", fake.Now().Unix())
 	}
 	return db, nil
+}
+
+// warnBackups says at start that POST /1.0/backup will fail, rather than
+// leaving the operator to learn it from the backup timer: a PostgreSQL
+// STATEDB reached through a pooler, with no --backup-statedb.
+func warnBackups(cfg Config, log *slog.Logger) {
+	if cfg.BackupDirectory == "" || !statedb.IsPostgres(cfg.StateDB) {
+		return
+	}
+	if _, err := statedb.DumpAddress(cfg.StateDB, cfg.BackupStateDB); err != nil {
+		log.Warn("backups will fail", "err", err)
+	}
 }

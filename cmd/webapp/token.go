@@ -90,10 +90,11 @@ Flags:
 		}
 	}
 
-	path, password, err := stateDBOf(*stateDB, *passwordFile, *configFile, stderr)
+	cfg, password, err := stateDBOf(*stateDB, *passwordFile, *configFile, stderr)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
+	path := cfg.StateDB
 	if verb != "create" && !statedb.IsPostgres(path) {
 		// Only create may make the database: a typo elsewhere should not
 		// leave an empty one behind.
@@ -128,8 +129,9 @@ Flags:
 // --statedb-password-file as given, each else the --config file's, else
 // the WEBAPP's default. The password is read from its file; without one
 // it is "", and libpq's PGPASSFILE may hold it. A warning about the file
-// goes to stderr.
-func stateDBOf(stateDB, passwordFile, configFile string, stderr io.Writer) (place, password string, err error) {
+// goes to stderr. extra are more of the WEBAPP's flags, given on the
+// subcommand's command line.
+func stateDBOf(stateDB, passwordFile, configFile string, stderr io.Writer, extra ...string) (cfg Config, password string, err error) {
 	var args []string
 	if configFile != "" {
 		args = append(args, "--config", configFile)
@@ -140,20 +142,20 @@ func stateDBOf(stateDB, passwordFile, configFile string, stderr io.Writer) (plac
 	if passwordFile != "" {
 		args = append(args, "--statedb-password-file", passwordFile)
 	}
-	cfg, err := parseFlags(args, stderr)
+	cfg, err = parseFlags(append(args, extra...), stderr)
 	if err != nil {
-		return "", "", err
+		return cfg, "", err
 	}
 	if cfg.StateDBPasswordFile != "" {
 		var warning string
 		if password, warning, err = secretfile.Read(cfg.StateDBPasswordFile); err != nil {
-			return "", "", fmt.Errorf("--statedb-password-file: %w", err)
+			return cfg, "", fmt.Errorf("--statedb-password-file: %w", err)
 		}
 		if warning != "" {
 			fmt.Fprintln(stderr, "lorry-controller-webapp: warning:", warning)
 		}
 	}
-	return cfg.StateDB, password, nil
+	return cfg, password, nil
 }
 
 // createToken makes a token called name for role, and prints its secret.

@@ -140,6 +140,23 @@ func Pooled(t testing.TB) string {
 	return b.url(name)
 }
 
+// Direct is the address of the test database at addr (from Place,
+// Database or Pooled) on the server itself, not through a pooler: for
+// what must not go through one, such as pg_dump and pg_restore. It is
+// addr's database by its name, on the server the tests use.
+func Direct(t testing.TB, addr string) string {
+	t.Helper()
+	srv, err := server()
+	if err != nil {
+		t.Fatalf("PostgreSQL for the tests: %v", err)
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		t.Fatalf("%s is not the address of a test database", addr)
+	}
+	return srv.direct(path.Base(u.Path))
+}
+
 // Create is Database for a caller without a testing.TB (a scenario's
 // setup): the new database's address and what drops it.
 func Create() (url string, drop func(), err error) {

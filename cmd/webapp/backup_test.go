@@ -218,7 +218,8 @@ func backupUnderLoad(t *testing.T, pg bool) {
 		args = append(args, "--config", conf, "--statedb", configuredStateDB(t, conf))
 		cliArgs, suffix = []string{"backup", "--config", conf}, ".pgdump"
 	} else {
-		args = append(args, "--backup-directory", backups)
+		// A file, whichever backend the other tests run on.
+		args = append(args, "--backup-directory", backups, "--statedb", filepath.Join(wdir, "state.db"))
 	}
 	w := startWebapp(t, wdir, startOpts{args: args})
 	if code, m := postJSON(t, w.url+"/1.0/read-configuration", nil); code != 200 {
@@ -329,6 +330,7 @@ func checkRestore(t *testing.T, dir, repo, file string, pg bool, endedBefore map
 		if err := os.WriteFile(filepath.Join(rdir, "state.db"), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		args = append(args, "--statedb", filepath.Join(rdir, "state.db"))
 	}
 	w := startWebapp(t, rdir, startOpts{args: args})
 	defer w.stop(t)

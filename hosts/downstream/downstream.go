@@ -159,6 +159,13 @@ func (s sharing) create(ctx context.Context, base, dir string) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("git init: %w: %s", err, strings.TrimSpace(string(out)))
 	}
+	// git init --shared also refuses non-fast-forward pushes, and a
+	// mirror follows its upstream wherever it goes, forced updates too.
+	cmd = exec.CommandContext(ctx, "git", "--git-dir", tmp, "config", "receive.denyNonFastForwards", "false")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git config: %w: %s", err, strings.TrimSpace(string(out)))
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another process may have made it meanwhile; anything else in
 		// the way is not a repository to push to.

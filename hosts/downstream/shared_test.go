@@ -120,6 +120,10 @@ func TestLocalSharedWithGroup(t *testing.T) {
 				{"init", "-q", "-b", "main", src},
 				{"-C", src, "commit", "-q", "--allow-empty", "-m", "first"},
 				{"-C", src, "push", "-q", "--receive-pack", trusting(dir, "receive-pack"), dir, "main"},
+				// A mirror follows an upstream that rewrote its
+				// history: git init --shared alone refuses that.
+				{"-C", src, "commit", "-q", "--amend", "--allow-empty", "-m", "rewritten"},
+				{"-C", src, "push", "-q", "--force", "--receive-pack", trusting(dir, "receive-pack"), dir, "main"},
 			} {
 				if out, err := asUser(t, pusherUID, sharedGID, args...); err != nil {
 					t.Fatalf("git %s as a user of the group: %v\n%s", strings.Join(args, " "), err, out)

@@ -45,12 +45,14 @@ func (c *Config) checkPublicURL() error {
 	if c.PublicURL == "" {
 		return nil
 	}
+	// Any "@" is a user part, as in checkReplicaURL.
+	if strings.Contains(c.PublicURL, "@") {
+		return errors.New("--public-url: want no user or password in it")
+	}
 	u, err := url.Parse(c.PublicURL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
 		return fmt.Errorf("--public-url %q: want an http or https URL, such as https://lorry.example.org", redact.URLs(c.PublicURL))
-	case u.User != nil:
-		return fmt.Errorf("--public-url %q: want no user or password in it", redact.URLs(c.PublicURL))
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return fmt.Errorf("--public-url %q: want no query or fragment in it", c.PublicURL)
 	}

@@ -2,14 +2,40 @@ package confgit
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
 )
 
-// fsTree is the tree of Parse: the files of an fs.FS.
+// fsTree is the tree of Parse: the files of an fs.FS. It follows no
+// symbolic link, as the tree of a commit has none to follow: a link is
+// neither a file nor a directory of the configuration, and nothing is
+// read through one, so that a directory of files pushed by anyone (a
+// checkout in CI) cannot make it read a file of the machine.
 type fsTree struct{ fsys fs.FS }
 
+// errLink is the error of a path through a symbolic link.
+var errLink = fmt.Errorf("a symbolic link, which is not followed: %w", fs.ErrNotExist)
+
+// stat is fs.Lstat of name, refused when a directory on its way is a
+// symbolic link: the information of name itself, a link or not.
+func (t fsTree) stat(name string) (fs.FileInfo, error) {
+	parts := strings.Split(name, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		fi, err := fs.Lstat(t.fsys, dir)
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s: %w", dir, errLink)
+		}
+	}
+	return fs.Lstat(t.fsys, name)
+}
+
 func (t fsTree) conf() ([]byte, bool, error) {
-	fi, err := fs.Stat(t.fsys, ConfFile)
+	fi, err := t.stat(ConfFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -44,9 +70,12 @@ func (t fsTree) files() ([]string, error) {
 }
 
 func (t fsTree) read(name string) ([]byte, error) {
-	fi, err := fs.Stat(t.fsys, name)
+	fi, err := t.stat(name)
 	if err != nil {
 		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s: %w", name, errLink)
 	}
 	if fi.Size() > maxFileSize {
 		return nil, errTooLarge

@@ -195,7 +195,10 @@ func (t *gitTree) file(name string) ([]byte, error) {
 }
 
 func (t fsTree) file(name string) ([]byte, error) {
-	fi, err := fs.Stat(t.fsys, name)
+	fi, err := t.stat(name)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s: %w", name, errLink)
+	}
 	if err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
 	}
@@ -214,7 +217,7 @@ func hasRequirements(tr *object.Tree) bool {
 // dir computes the id git would give directory p, so that Parse and Read
 // agree on runtime ids.
 func (t fsTree) dir(p string) (string, bool, error) {
-	fi, err := fs.Stat(t.fsys, p)
+	fi, err := t.stat(p)
 	if err != nil {
 		return "", false, err
 	}

@@ -75,7 +75,9 @@ type Process struct {
 // forked from an arbitrary goroutine could therefore be killed at a random
 // moment. Start forks from a goroutine locked to its thread and keeps that
 // goroutine, and so the thread, busy waiting for the child until the child
-// has exited. The child gets none of the minion's ambient capabilities.
+// has exited. The child gets none of the minion's ambient or inheritable
+// capabilities, nor, run as another user by a minion that may clear it,
+// any bounding set.
 func Start(c Command) (*Process, error) {
 	cmd := exec.Command(c.Name, c.Args...)
 	cmd.Env = c.Env
@@ -91,20 +93,20 @@ func Start(c Command) (*Process, error) {
 	cmd.WaitDelay = pipeDrain
 
 	started := make(chan error, 1)
-	go p.run(cmd, started)
+	go p.run(cmd, c.User, started)
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Name, err)
 	}
 	return p, nil
 }
 
-func (p *Process) run(cmd *exec.Cmd, started chan<- error) {
+func (p *Process) run(cmd *exec.Cmd, u *User, started chan<- error) {
 	// No UnlockOSThread: the thread ends with this goroutine, so that
 	// the capabilities dropped for the child are dropped on no thread
 	// that the minion goes on using.
 	runtime.LockOSThread()
 
-	if err := dropAmbient(); err != nil {
+	if err := dropCapabilities(u); err != nil {
 		started <- err
 		return
 	}

@@ -22,7 +22,23 @@ import (
 // Start, prints the child's pid and then waits to be killed.
 const helperEnv = "PROC_TEST_HELPER_PARENT"
 
+// capsEnv makes the test binary act as a minion that starts a job as
+// the user whose uid and gid it holds ("uid:gid"), prints the job's
+// capabilities and exits.
+const capsEnv = "PROC_TEST_CAPS_JOB"
+
 func TestMain(m *testing.M) {
+	if ids := os.Getenv(capsEnv); ids != "" {
+		var uid, gid uint32
+		fmt.Sscanf(ids, "%d:%d", &uid, &gid)
+		caps, err := jobCaps(&User{Name: "job", UID: uid, GID: gid})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Print(caps)
+		os.Exit(0)
+	}
 	if os.Getenv(helperEnv) == "1" {
 		p, err := Start(Command{Name: "sh", Args: []string{"-c", "sleep 1000"}})
 		if err != nil {
@@ -448,5 +464,111 @@ func TestStarterThreadExit(t *testing.T) {
 	}
 	if out, _ := r.p.NewOutput(); string(out) != "alive\n" {
 		t.Errorf("stdout: got %q, want %q", out, "alive\n")
+	}
+}
+
+// jobCaps starts a job as u that prints the capability lines of its
+// /proc/self/status, and returns them.
+func jobCaps(u *User) (string, error) {
+	p, err := Start(Command{Name: "grep", Args: []string{"^Cap", "/proc/self/status"}, User: u})
+	if err != nil {
+		return "", err
+	}
+	code := p.Wait()
+	out, errOut := p.NewOutput()
+	if code != 0 {
+		return "", fmt.Errorf("grep exit %d: %s", code, errOut)
+	}
+	return string(out), nil
+}
+
+// capSets parses the lines of jobCaps into set name -> mask.
+func capSets(t *testing.T, lines string) map[string]string {
+	t.Helper()
+	sets := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
+		name, mask, ok := strings.Cut(l, ":\t")
+		if !ok {
+			t.Fatalf("capability line %q", l)
+		}
+		sets[name] = mask
+	}
+	return sets
+}
+
+const noCaps = "0000000000000000"
+
+// The test's users: the minion's and the jobs', ids no one else uses.
+const (
+	testMinionID = 61741
+	testJobID    = 61742
+)
+
+// A job run as another user starts with no capabilities in any set,
+// though the minion that starts it holds CAP_SETUID, CAP_SETGID and
+// CAP_KILL as ambient, and so inheritable, ones, as under its unit's
+// AmbientCapabilities=: with any inheritable one left, a program whose
+// file carries it (cap_setuid+ei) would get it back. That minion lacks
+// CAP_SETPCAP and so keeps the bounding set it was given.
+func TestJobUserCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: starting the minion as another user with capabilities takes root (CI runs this as root)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir, whose parent only root may enter.
+	dir, err := os.MkdirTemp("", "jobcaps-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "proc.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	minion := exec.Command(exe)
+	minion.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", capsEnv, testJobID, testJobID))
+	minion.SysProcAttr = &syscall.SysProcAttr{
+		Credential:  &syscall.Credential{Uid: testMinionID, Gid: testMinionID, Groups: []uint32{}},
+		AmbientCaps: []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL},
+	}
+	var stderr bytes.Buffer
+	minion.Stderr = &stderr
+	out, err := minion.Output()
+	if err != nil {
+		t.Fatalf("minion: %v\n%s", err, stderr.Bytes())
+	}
+	sets := capSets(t, string(out))
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		if sets[set] != noCaps {
+			t.Errorf("job's %s: got %s, want %s", set, sets[set], noCaps)
+		}
+	}
+}
+
+// A minion that may clear the bounding set (CAP_SETPCAP: here root)
+// starts a job as another user with it empty too.
+func TestJobUserBoundingSet(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: starting a job as another user takes root (CI runs this as root)")
+	}
+	out, err := jobCaps(&User{Name: "job", UID: testJobID, GID: testJobID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := capSets(t, out)
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if sets[set] != noCaps {
+			t.Errorf("job's %s: got %s, want %s", set, sets[set], noCaps)
+		}
 	}
 }

@@ -74,16 +74,49 @@ func (u *User) ShareDir(dir string) error {
 	return nil
 }
 
-// dropAmbient clears the calling thread's ambient capabilities, so that a
-// child it forks holds none of the minion's capabilities once it has
-// executed its program. Under systemd's AmbientCapabilities= the minion
-// got CAP_SETUID, CAP_SETGID and CAP_KILL as ambient ones, which execve
-// passes on: a job would otherwise keep them and could become any user.
-// Kernels without ambient capabilities (before 4.3) have none to clear.
-func dropAmbient() error {
+// dropCapabilities clears the calling thread's inheritable and ambient
+// capabilities, so that a child it forks holds none of the minion's
+// capabilities once it has executed its program. Under systemd's
+// AmbientCapabilities= the minion got CAP_SETUID, CAP_SETGID and
+// CAP_KILL as ambient ones, and so as inheritable ones too: execve
+// passes the ambient set on to any program, and the inheritable one to a
+// program whose file carries them (cap_setuid+ei), which would make a job
+// any user, the minion's included.
+//
+// With a user to run as, it also clears the thread's bounding set where
+// the thread may (CAP_SETPCAP), so that no file capability can raise the
+// job's. The minion's unit grants no CAP_SETPCAP: there the bounding set
+// stays the unit's CapabilityBoundingSet=, and the empty inheritable set
+// is what keeps a file's capabilities from the job.
+func dropCapabilities(u *User) error {
+	// Kernels without ambient capabilities (before 4.3) have none to clear.
 	err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	if err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	setpcap := data[unix.CAP_SETPCAP/32].Effective&(1<<(unix.CAP_SETPCAP%32)) != 0
+	if data[0].Inheritable != 0 || data[1].Inheritable != 0 {
+		data[0].Inheritable, data[1].Inheritable = 0, 0
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("clear inheritable capabilities: %w", err)
+		}
+	}
+	if u == nil || !setpcap {
+		return nil
+	}
+	// 64: every capability the set can hold, newer ones than this
+	// package knows included.
+	for c := 0; c < 64; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		// EINVAL: a capability this kernel does not know.
+		if err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("clear bounding capability %d: %w", c, err)
+		}
 	}
 	return nil
 }

@@ -73,3 +73,72 @@ func TestPushHookReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestPushHookReplayOtherRoute sends each forge's signed push, acted on
+// at its own route, again to every other forge's route, signed as that
+// forge signs (GitHub's and Gitea's signatures are the same HMAC of the
+// body): a delivery is one delivery whichever route it arrives on, so
+// each is a repeat, answered 200 and acted on no more, under its own
+// delivery id or another; or, where the route cannot read the other
+// forge's body, refused.
+func TestPushHookReplayOtherRoute(t *testing.T) {
+	type route struct {
+		name, route, file, lorry string
+		headers                  func(body []byte, delivery string) map[string]string
+	}
+	routes := []route{
+		{"gitlab", "/1.0/hooks/gitlab", "gitlab-push.json", "m/widget", func(_ []byte, d string) map[string]string {
+			return map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": testHookSecret, "Idempotency-Key": d}
+		}},
+		{"gitea", "/1.0/hooks/gitea", "gitea-push.json", "m/gadget", func(b []byte, d string) map[string]string {
+			return map[string]string{"X-Gitea-Event": "push", "X-Gitea-Signature": signed(b), "X-Gitea-Delivery": d}
+		}},
+		{"github", "/1.0/hooks/github", "github-push.json", "m/gizmo", func(b []byte, d string) map[string]string {
+			return map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=" + signed(b), "X-GitHub-Delivery": d}
+		}},
+	}
+	for _, first := range routes {
+		for _, again := range routes {
+			if again.name == first.name {
+				continue
+			}
+			for _, delivery := range []string{"d-1", "d-2"} {
+				t.Run(first.name+" then "+again.name+" "+delivery, func(t *testing.T) {
+					ts := newTestServer(t, func(s *Server) { s.HookSecret = []byte(testHookSecret) })
+					ts.configureUpstreams(t, map[string]string{
+						"m/widget": "https://gitlab.example.com/tools/widget.git",
+						"m/gadget": "ssh://git@gitea.example.com:2222/tools/gadget.git",
+						"m/gizmo":  "https://github.com/tools/gizmo",
+					})
+					settle := func() {
+						t.Helper()
+						ts.runAll(t)
+						ts.FakeClock.Set(ts.FakeClock.Now().Unix() + 10)
+						if due := ts.dueNow(t); len(due) != 0 {
+							t.Fatalf("due after all ran = %v; want none", due)
+						}
+					}
+					settle()
+					body := hookPayload(t, first.file)
+					code, ans := ts.post(t, first.route, body, first.headers(body, "d-1"))
+					if due := ts.dueNow(t); code != 200 || ans["repeat"] != nil || !slices.Contains(due, first.lorry) {
+						t.Fatalf("%s: hook = %d %v, due %v; want 200 and %s run", first.route, code, ans, due, first.lorry)
+					}
+					settle()
+					code, ans = ts.post(t, again.route, body, again.headers(body, delivery))
+					ls, _ := ans["lorries"].([]any)
+					due := ts.dueNow(t)
+					// A GitLab push names no repository in the shape of the
+					// others', nor theirs in GitLab's: refused unread.
+					unread := (first.name == "gitlab") != (again.name == "gitlab")
+					if unread && (code != 400 || len(due) != 0) {
+						t.Errorf("%s's hook again on %s: %d %v, due %v; want 400, not acted on", first.name, again.route, code, ans, due)
+					}
+					if !unread && (code != 200 || ans["repeat"] != true || len(ls) != 0 || len(due) != 0) {
+						t.Errorf("%s's hook again on %s: %d %v, due %v; want 200, a repeat, not acted on", first.name, again.route, code, ans, due)
+					}
+				})
+			}
+		}
+	}
+}

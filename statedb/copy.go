@@ -52,7 +52,7 @@ const (
 // every table in both databases, and an error if any differ.
 func CopyToPostgres(ctx context.Context, path, addr string, opts CopyOptions) ([]TableCount, error) {
 	if !IsPostgres(addr) {
-		return nil, fmt.Errorf("%s: not a postgres:// address", Redact(addr))
+		return nil, fmt.Errorf("%s: not a PostgreSQL address", Redact(addr))
 	}
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = 1000

@@ -165,7 +165,7 @@ func openPostgresTarget(ctx context.Context, addr, password string) (*postgresTa
 	if err := db.Close(); err != nil {
 		return nil, fmt.Errorf("open %s: %w", shown, err)
 	}
-	cfg, err := pgx.ParseConfig(addr)
+	cfg, err := pgx.ParseConfig(pgConnString(addr))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: not a PostgreSQL address", shown)
 	}

@@ -119,3 +119,35 @@ func TestCheckWritesOnAFullDisk(t *testing.T) {
 		t.Errorf("CheckWrites after a real write committed: %v; want nil", err)
 	}
 }
+
+// The first health check after the disk fills fails, though the last
+// real write committed a moment before and no write has failed yet: the
+// disk the database grows on has no room left. It passes again once
+// there is room, no real write having failed meanwhile.
+func TestCheckWritesAtOnceOnAFullDisk(t *testing.T) {
+	sqliteOnly(t)
+	ctx := context.Background()
+	disk := smallDisk(t, "4m")
+	f := &fixture{clock: &clock.Fake{}, path: filepath.Join(disk, "state.db")}
+	f.clock.Set(1000)
+	db, err := Open(ctx, f.path, Options{Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f.db = db
+	f.lorries(t, "a/b")
+	if err := db.CheckWrites(ctx); err != nil {
+		t.Fatalf("CheckWrites with room on the disk: %v; want nil", err)
+	}
+	filler := fillDisk(t, disk)
+	if err := db.CheckWrites(ctx); err == nil || !strings.Contains(err.Error(), "full") {
+		t.Fatalf("first CheckWrites once the disk is full: %v; want it full", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckWrites(ctx); err != nil {
+		t.Errorf("CheckWrites once there is room again: %v; want nil", err)
+	}
+}

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // writeFresh is how long the outcome of a write transaction stands for
@@ -27,8 +30,10 @@ type writeOutcome struct {
 // CheckWrites checks that the database takes writes. The last write
 // transaction tells, if it committed less than writeFresh ago; otherwise,
 // or if it failed, a small write of CheckWrites' own, unless a write is
-// under way, whose outcome will tell the next check. So a database that
-// filled up is seen at once.
+// under way, whose outcome will tell the next check. A SQLite database
+// whose disk has no room left fails first, before any write has failed
+// and though the last committed a moment ago (diskRoom). So a database
+// that filled up is seen at once.
 //
 // A real write that failed for lack of space is the answer until a real
 // write commits: the probe is small, and finds room in the free pages
@@ -37,6 +42,9 @@ type writeOutcome struct {
 func (db *DB) CheckWrites(ctx context.Context) error {
 	if full := db.outOfSpace.Load(); full != nil {
 		return full.err
+	}
+	if err := db.diskRoom(); err != nil {
+		return err
 	}
 	last := db.lastWrite.Load()
 	if last != nil && last.err == nil && time.Since(last.at) < writeFresh {
@@ -131,6 +139,26 @@ func unserved(err error) bool {
 		return true
 	}
 	return pgUnserved(err)
+}
+
+// diskRoom fails when the disk of a SQLite database has less room
+// left, for the database's user, than CheckWrites' own probe would take:
+// a write that grows the database or its log cannot be made there. The
+// disk of a PostgreSQL database is its server's, which the server's
+// errors tell of.
+func (db *DB) diskRoom() error {
+	if db.pg {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(db.path), &st); err != nil {
+		// The writes will tell.
+		return nil
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < uint64(len(writeProbe)) {
+		return fmt.Errorf("database or disk is full: %d bytes free on the disk of %s", free, db.path)
+	}
+	return nil
 }
 
 // writeProbe is what CheckWrites writes: larger than a page.

@@ -56,8 +56,14 @@ var pgKeywords = map[string]bool{"host": true, "hostaddr": true, "port": true, "
 // dumpTarget is the address pg_dump is given, with no password in it,
 // and the password, from the address if password is "".
 func dumpTarget(addr, password string) (target, pass string, err error) {
-	u, err := url.Parse(addr)
-	if err != nil || !IsPostgres(addr) {
+	if !IsPostgres(addr) {
+		return "", "", fmt.Errorf("%s is not a PostgreSQL address: %w", Redact(addr), ErrInvalid)
+	}
+	if pgSchemeLen(addr) == 0 {
+		return dumpKeywords(addr, password)
+	}
+	u, err := url.Parse(pgConnString(addr))
+	if err != nil {
 		return "", "", fmt.Errorf("%s is not a PostgreSQL address: %w", Redact(addr), ErrInvalid)
 	}
 	pass = password
@@ -98,7 +104,7 @@ func DumpAddress(addr, backup string) (string, error) {
 		}
 		return backup, nil
 	}
-	cfg, err := pgx.ParseConfig(addr)
+	cfg, err := pgx.ParseConfig(pgConnString(addr))
 	if err != nil {
 		// pgx's message may quote the address.
 		return "", fmt.Errorf("%s is not a PostgreSQL address: %w", Redact(addr), ErrInvalid)
@@ -107,6 +113,25 @@ func DumpAddress(addr, backup string) (string, error) {
 		return "", ErrBackupThroughPooler
 	}
 	return addr, nil
+}
+
+// dumpKeywords is dumpTarget of an address in the keyword form.
+func dumpKeywords(addr, password string) (target, pass string, err error) {
+	pairs, err := pgKeywordPairs(addr)
+	if err != nil {
+		return "", "", fmt.Errorf("%s is not a PostgreSQL address: %w", Redact(addr), ErrInvalid)
+	}
+	pass = password
+	var kept []string
+	for _, p := range pairs {
+		if p.key == "password" && pass == "" {
+			pass = p.value
+		}
+		if pgKeywords[p.key] {
+			kept = append(kept, p.key+"="+pgQuote(p.value))
+		}
+	}
+	return strings.Join(kept, " "), pass, nil
 }
 
 // BackupPostgres is Backup of the PostgreSQL database at addr, which

@@ -253,6 +253,10 @@ func TestDumpTarget(t *testing.T) {
 		{"postgres://lc@db/lorry?password=s3cret&pool_max_conns=4", "", "postgres://lc@db/lorry", "s3cret"},
 		{"postgres://lc:inline@db/lorry", "fromfile", "postgres://lc@db/lorry", "fromfile"},
 		{"postgresql:///lorry?host=%2Frun%2Fpostgresql", "", "postgresql:///lorry?host=%2Frun%2Fpostgresql", ""},
+		{"POSTGRES://lc:s3cret@db/lorry?sslpassword=k3y", "", "postgres://lc@db/lorry", "s3cret"},
+		{"host=db user=lc password='s3 cr\\'et' sslpassword=k3y dbname=lorry default_query_exec_mode=exec", "",
+			"host=db user=lc dbname=lorry", `s3 cr'et`},
+		{"host=/run/postgresql dbname='lorry db'", "fromfile", "host=/run/postgresql dbname='lorry db'", "fromfile"},
 	} {
 		target, pass, err := dumpTarget(tc.addr, tc.password)
 		if err != nil || target != tc.target || pass != tc.pass {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -29,37 +28,9 @@ const (
 	pgReportLock  = `1819435883`
 )
 
-// IsPostgres says whether place names a PostgreSQL database rather than a
-// SQLite file.
-func IsPostgres(place string) bool {
-	return strings.HasPrefix(place, "postgres://") || strings.HasPrefix(place, "postgresql://")
-}
-
-// Redact is place with any password left out.
-func Redact(place string) string {
-	if !IsPostgres(place) {
-		return place
-	}
-	u, err := url.Parse(place)
-	if err != nil {
-		return "postgres://…"
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
 func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	shown := Redact(addr)
-	cfg, err := pgxpool.ParseConfig(addr)
+	cfg, err := pgxpool.ParseConfig(pgConnString(addr))
 	if err != nil {
 		// pgx's message may quote the address.
 		return nil, fmt.Errorf("open %s: not a PostgreSQL address", shown)

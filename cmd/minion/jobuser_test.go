@@ -210,13 +210,14 @@ func output(w *webapp) (stdout, stderr, exit string) {
 
 // A scraper, and the build of its runtime, run as --job-user: the
 // scraper cannot open the minion's token file or its locks, and holds
-// none of the minion's capabilities, though the minion is no root.
+// none of the minion's capabilities, inheritable ones included, though
+// the minion is no root.
 func TestJobUserScraper(t *testing.T) {
 	r := newJobUserRig(t)
 	python := r.script(t, "python", "if [ \"$1 $2\" = \"-m venv\" ]; then mkdir -p \"$3/bin\" && cp \"$0\" \"$3/bin/python\"; fi\n")
 	lockFile := filepath.Join(r.base, "work", "scrapers", "ju.lock")
 	nameLock := filepath.Join(r.base, "work", ".jobs", "ju.lock")
-	probe := fmt.Sprintf(`id -u; id -G; grep '^Cap\(Prm\|Eff\|Amb\)' /proc/self/status
+	probe := fmt.Sprintf(`id -u; id -G; grep '^Cap\(Inh\|Prm\|Eff\|Amb\)' /proc/self/status
 stat -c 'env %%u' "$VIRTUAL_ENV"
 for f in %s %s %s; do cat "$f" >/dev/null && echo "read $f"; done
 true`, r.token, lockFile, nameLock)
@@ -234,7 +235,7 @@ true`, r.token, lockFile, nameLock)
 	if exit != "0" {
 		t.Fatalf("scraper exit %q, want 0; stdout %q, stderr %q; log:\n%s", exit, stdout, stderr, logs)
 	}
-	want := fmt.Sprintf("%d\n%d\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\nenv %d\n", r.jobs.uid, r.jobs.gid, r.jobs.uid)
+	want := fmt.Sprintf("%d\n%d\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\nenv %d\n", r.jobs.uid, r.jobs.gid, r.jobs.uid)
 	if stdout != want {
 		t.Errorf("scraper's ids, capabilities and runtime's owner:\ngot  %q\nwant %q", stdout, want)
 	}

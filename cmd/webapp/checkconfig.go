@@ -145,7 +145,8 @@ Flags:
 	return code
 }
 
-// parseDir reads the configuration in the files of dir.
+// parseDir reads the configuration in the files of dir, and nothing
+// outside it: a symbolic link is not followed, as --git-dir follows none.
 func parseDir(dir string) (*confgit.Config, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -154,7 +155,14 @@ func parseDir(dir string) (*confgit.Config, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	return confgit.Parse(os.DirFS(dir))
+	// The root refuses any path that leaves dir, and Parse follows no
+	// symbolic link inside it.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return confgit.Parse(root.FS())
 }
 
 // objectDirs are the object directories that git names for a hook, the

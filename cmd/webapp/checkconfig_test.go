@@ -234,3 +234,75 @@ func gitRepo(t *testing.T) string {
 	gittest.Git(t, repo, nil, "commit", "-q", "--allow-empty", "-m", "empty")
 	return repo
 }
+
+// check-config DIR reads nothing outside DIR, whatever a symbolic link in
+// it points at: lorry-controller.conf, a runtime's directory, its
+// requirements.txt or a file that it names with -r, a .lorry file or a
+// directory of them. A link is no file of the configuration, as in a
+// commit that --git-dir reads, and the file outside does not show.
+func TestCheckConfigSymlinksOut(t *testing.T) {
+	const secret = "root:$6$SEKRIT-LINE:19000:0:99999:7:::"
+	outside := writeFiles(t, map[string]string{
+		"shadow":                     secret + "\n",
+		"fn/requirements.txt":        "-r shadow\n",
+		"fn/shadow":                  secret + "\n",
+		"lorries/x.lorry":            secret + "\n",
+		"conf/lorry-controller.conf": secret + "\n",
+		"conf/runtimes/fn/req.txt":   secret + "\n",
+	})
+	shadow := filepath.Join(outside, "shadow")
+	runtimeConf := `[{"type": "runtime", "name": "fn", "path": "runtimes/fn"},
+	  {"type": "lorries", "prefix": "p", "globs": ["lorries/*.lorry"], "interval": "1h"}]`
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		links map[string]string // link in DIR -> its target
+		want  string            // in the output
+	}{
+		{name: "-r names a link out",
+			files: map[string]string{"lorry-controller.conf": runtimeConf, "runtimes/fn/requirements.txt": "-r link.txt\n"},
+			links: map[string]string{"runtimes/fn/link.txt": shadow},
+			want:  `names "link.txt", which is not a file of the runtime`},
+		{name: "requirements.txt is a link out",
+			files: map[string]string{"lorry-controller.conf": runtimeConf, "runtimes/fn/keep": ""},
+			links: map[string]string{"runtimes/fn/requirements.txt": shadow},
+			want:  "has no requirements.txt"},
+		{name: "the runtime's directory is a link out",
+			files: map[string]string{"lorry-controller.conf": runtimeConf},
+			links: map[string]string{"runtimes/fn": filepath.Join(outside, "fn")},
+			want:  "runtimes/fn"},
+		{name: "a directory on the way is a link out",
+			files: map[string]string{"lorry-controller.conf": runtimeConf},
+			links: map[string]string{"runtimes": filepath.Join(outside, "conf", "runtimes")},
+			want:  "runtimes/fn"},
+		{name: "lorry-controller.conf is a link out",
+			links: map[string]string{"lorry-controller.conf": shadow},
+			want:  "not a regular file"},
+		{name: "a .lorry file and a directory of them are links out",
+			files: map[string]string{"lorry-controller.conf": checkConf, "nightly/n.lorry": lorryN},
+			links: map[string]string{"lorries": filepath.Join(outside, "lorries"), "nightly/x.lorry": shadow},
+			want:  "1 lorry,"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeFiles(t, tc.files)
+			for link, target := range tc.links {
+				p := filepath.Join(dir, filepath.FromSlash(link))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(target, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, args := range [][]string{{dir}, {"--json", dir}} {
+				out, _ := runCheckConfig(t, args...)
+				if strings.Contains(out, "SEKRIT") {
+					t.Errorf("check-config %q shows the file outside:\n%s", args, out)
+				}
+				if len(args) == 1 && !strings.Contains(out, tc.want) {
+					t.Errorf("check-config %q printed\n%s\nwant %q", args, out, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -45,16 +45,41 @@ func (c *Config) checkPublicURL() error {
 	if c.PublicURL == "" {
 		return nil
 	}
+	// Any "@" is a user part, as in checkReplicaURL.
+	if strings.Contains(c.PublicURL, "@") {
+		return errors.New("--public-url: want no user or password in it")
+	}
 	u, err := url.Parse(c.PublicURL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
 		return fmt.Errorf("--public-url %q: want an http or https URL, such as https://lorry.example.org", redact.URLs(c.PublicURL))
-	case u.User != nil:
-		return fmt.Errorf("--public-url %q: want no user or password in it", redact.URLs(c.PublicURL))
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return fmt.Errorf("--public-url %q: want no query or fragment in it", c.PublicURL)
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	return nil
+}
+
+// checkReplicaURL checks --replica-url, which /1.0/status shows to
+// anyone who may read it: an http or https URL with a host and at most a
+// path, and no user or password. Any "@" counts as a user part, whatever
+// comes before it: a password holding "/", "?" or "#" ends the authority
+// early for a URL parser, but it is still a password, and the error does
+// not show it.
+func (c *Config) checkReplicaURL() error {
+	if c.ReplicaURL == "" {
+		return nil
+	}
+	if strings.Contains(c.ReplicaURL, "@") {
+		return errors.New("--replica-url: want no user or password in it: /1.0/status shows it to its readers")
+	}
+	u, err := url.Parse(c.ReplicaURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("--replica-url %q: want an http or https URL, such as https://lc1.example.org", c.ReplicaURL)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("--replica-url %q: want no query or fragment in it", c.ReplicaURL)
+	}
 	return nil
 }
 

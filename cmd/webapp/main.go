@@ -209,6 +209,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := c.checkPublicURL(); err != nil {
 		return c, err
 	}
+	if err := c.checkReplicaURL(); err != nil {
+		return c, err
+	}
 	return c, checkLease(c)
 }
 

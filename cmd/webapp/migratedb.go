@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -57,7 +56,10 @@ Flags:
 		return 2
 	}
 	if err := checkTargetURL(*to); err != nil {
-		return fail(2, "--to: %v", err)
+		return fail(2, "--to %s: %v", statedb.Redact(*to), err)
+	}
+	if statedb.IsPostgres(*from) {
+		return fail(2, "--from %s: want the path of a SQLite file", statedb.Redact(*from))
 	}
 	var password string
 	if *passwordFile != "" {
@@ -85,18 +87,14 @@ Flags:
 }
 
 // checkTargetURL refuses an address that is not PostgreSQL's or that
-// holds a password, which would be seen in the list of processes.
+// holds a password or another secret, which would be seen in the list of
+// processes.
 func checkTargetURL(to string) error {
 	if !statedb.IsPostgres(to) {
 		return errors.New("want a postgres:// address")
 	}
-	u, err := url.Parse(to)
-	if err != nil {
-		return errors.New("not a postgres:// address")
-	}
-	_, inUser := u.User.Password()
-	if inUser || u.Query().Has("password") {
-		return errors.New("want no password in the address: give it in --statedb-password-file or a PGPASSFILE")
+	if statedb.HoldsSecret(to) {
+		return errors.New("want no password or other credential in the address: give the password in --statedb-password-file or a PGPASSFILE (a literal @ in a parameter is written %40)")
 	}
 	return nil
 }

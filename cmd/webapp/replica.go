@@ -15,8 +15,9 @@ import (
 )
 
 // checkStateDBOnCommandLine refuses a --statedb or --backup-statedb with
-// a password given on the command line, which any user of the machine can read: it belongs
-// in --statedb-password-file, the --config file, or PGPASSFILE.
+// a password or another secret given on the command line
+// (statedb.HoldsSecret), which any user of the machine can read: it
+// belongs in --statedb-password-file, the --config file, or PGPASSFILE.
 func checkStateDBOnCommandLine(args []string) error {
 	for i, a := range args {
 		if a == "--" {
@@ -29,8 +30,8 @@ func checkStateDBOnCommandLine(args []string) error {
 		if !hasValue && i+1 < len(args) {
 			value = args[i+1]
 		}
-		if statedb.Redact(value) != value {
-			return fmt.Errorf("--%s %s: a password on the command line is readable by every user of the machine; put it in --statedb-password-file, the --config file or PGPASSFILE",
+		if statedb.HoldsSecret(value) {
+			return fmt.Errorf("--%s %s: a password on the command line is readable by every user of the machine; put it in --statedb-password-file, the --config file or PGPASSFILE (a literal @ in a parameter is written %%40)",
 				name, statedb.Redact(value))
 		}
 	}

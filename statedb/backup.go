@@ -88,18 +88,12 @@ func BackupFile(ctx context.Context, src, file string, now int64) (BackupResult,
 	if _, err := os.Stat(src); err != nil {
 		return fail(fmt.Errorf("state database: %w", err))
 	}
-	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-*")
+	// VACUUM INTO writes into the empty file and keeps its mode.
+	tmpName, err := emptyBeside(file)
 	if err != nil {
 		return fail(err)
 	}
-	// CreateTemp makes it 0600; VACUUM INTO writes into the empty file
-	// and keeps its mode.
-	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
 	if err := vacuumInto(ctx, src, tmpName); err != nil {
 		return fail(err)
 	}
@@ -275,4 +269,19 @@ func (tx *Tx) EndRestoredJobs(ctx context.Context) (ids []int64, taken int64, er
 		ids = append(ids, j.ID)
 	}
 	return ids, taken, tx.deleteSetting(ctx, settingRestored)
+}
+
+// emptyBeside makes an empty file of mode 0600 in file's directory, named
+// after it, for a backup to be written into and then renamed to file
+// once checked; the caller removes it if it is left.
+func emptyBeside(file string) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
 }

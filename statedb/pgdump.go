@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -151,18 +150,13 @@ func BackupPostgres(ctx context.Context, addr, password, file string, now int64)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
 	}
-	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-*")
+	// pg_dump writes into the empty file, keeping its mode: the dump
+	// holds what the database does.
+	tmpName, err := emptyBeside(file)
 	if err != nil {
 		return fail(err)
 	}
-	// CreateTemp makes it 0600, and pg_dump writes into it, keeping its
-	// mode: the dump holds what the database does.
-	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
 	env := dumpEnv(pass)
 	if err := runTool(ctx, env, nil, "pg_dump", "--format=custom", "--no-password", "--file="+tmpName, "--dbname="+target); err != nil {
 		return fail(err)

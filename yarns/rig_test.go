@@ -20,28 +20,40 @@ import (
 // rig is a WEBAPP with minions started from Go, for the tests and
 // benchmarks that drive more than a scenario script conveniently can.
 type rig struct {
-	tb   testing.TB
-	work string
-	conf string // CONFGIT's work tree
-	url  string
+	tb      testing.TB
+	work    string
+	conf    string // CONFGIT's work tree
+	url     string
+	statedb string
 }
 
+// newRig starts a WEBAPP that asks for no token on CONFGIT files, and
+// has it read them.
 func newRig(tb testing.TB, files map[string]string) *rig {
+	tb.Helper()
+	r := startRig(tb, files, "--insecure-no-auth")
+	r.post("read-configuration")
+	return r
+}
+
+// startRig starts a WEBAPP on CONFGIT files with args besides the rig's
+// own, and leaves the reading of the configuration to the test.
+func startRig(tb testing.TB, files map[string]string, args ...string) *rig {
 	tb.Helper()
 	for _, bin := range []string{webappBin, minionBin} {
 		if err := buildErrs[bin]; err != nil {
 			tb.Fatal(err)
 		}
 	}
-	r := &rig{tb: tb, work: tb.TempDir()}
+	r := &rig{tb: tb, work: tb.TempDir(), statedb: dbtest.Place(tb)}
 	r.conf = filepath.Join(r.work, "confgit")
 	gittest.Git(tb, "", nil, "init", "-q", "-b", "master", r.conf)
 	r.commit(files)
 
 	addrFile := filepath.Join(r.work, "addr")
-	r.start(filepath.Join(r.work, "webapp.log"), webappBin, "--statedb", dbtest.Place(tb),
+	r.start(filepath.Join(r.work, "webapp.log"), webappBin, append([]string{"--statedb", r.statedb,
 		"--confgit-url", r.conf, "--configuration-directory", filepath.Join(r.work, "confgit-clone"),
-		"--listen", "127.0.0.1:0", "--addr-file", addrFile, "--log-level", "warn", "--debug-fake-time", "--insecure-no-auth")
+		"--listen", "127.0.0.1:0", "--addr-file", addrFile, "--log-level", "warn", "--debug-fake-time"}, args...)...)
 	for deadline := time.Now().Add(waitLimit); r.url == ""; time.Sleep(10 * time.Millisecond) {
 		if a, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(a), "\n") {
 			r.url = "http://" + strings.TrimSpace(string(a))
@@ -50,7 +62,6 @@ func newRig(tb testing.TB, files map[string]string) *rig {
 			tb.Fatal("the webapp wrote no address")
 		}
 	}
-	r.post("read-configuration")
 	return r
 }
 

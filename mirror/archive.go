@@ -108,7 +108,10 @@ func importArchive(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, err
 	}
 	head := refs["refs/heads/"+branch]
-	same := st.Commit != "" && st.Commit == head && st.URL == a.URL && st.Type == typ &&
+	// The state names the URL without its credentials; a state written
+	// before kept them.
+	plain := withoutUserinfo(a.URL)
+	same := st.Commit != "" && st.Commit == head && (st.URL == plain || st.URL == a.URL) && st.Type == typ &&
 		st.Strip == a.Strip && st.Branch == branch
 	var cond *validators
 	if same {
@@ -159,7 +162,7 @@ func importArchive(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("import %s: %w", base, err)
 	}
-	st = archiveState{URL: a.URL, Type: typ, Branch: branch, Strip: a.Strip, SHA256: d.sha256, Commit: commit, validators: d.validators}
+	st = archiveState{URL: plain, Type: typ, Branch: branch, Strip: a.Strip, SHA256: d.sha256, Commit: commit, validators: d.validators}
 	if err := saveState(stateFile, &st); err != nil {
 		return nil, false, err
 	}

@@ -93,7 +93,10 @@ func localPath(rawURL string) (string, bool, error) {
 	if strings.HasPrefix(rawURL, "/") {
 		return rawURL, true, nil
 	}
-	u, err := url.Parse(rawURL)
+	if _, err := splitURL(rawURL); err != nil && !errors.Is(err, errNoURL) {
+		return "", false, err
+	}
+	u, err := url.Parse(withoutUserinfo(rawURL))
 	if err != nil {
 		return "", false, fmt.Errorf("bad URL %q: %w", redact.URLs(rawURL), err)
 	}
@@ -155,9 +158,19 @@ func (j *job) saveDownload(r io.Reader, part string, total int64) (int64, string
 func (j *job) fetchHTTP(ctx context.Context, rawURL string, checkCertificates *bool, part string, cond *validators) (download, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	// The credentials go in the request's header, from the URL as
+	// splitURL reads it, which takes every character that the spec's
+	// other types take; net/url refuses many.
+	parts, err := splitURL(rawURL)
 	if err != nil {
 		return download{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, parts.plain(false), nil)
+	if err != nil {
+		return download{}, err
+	}
+	if parts.hasUser {
+		req.SetBasicAuth(parts.user, parts.password)
 	}
 	req.Header.Set("User-Agent", "lorry")
 	if cond != nil {
@@ -320,7 +333,7 @@ func mib(n int64) string {
 func urlBaseName(rawURL string) (string, error) {
 	p := rawURL
 	if !strings.HasPrefix(rawURL, "/") {
-		u, err := url.Parse(rawURL)
+		u, err := url.Parse(withoutUserinfo(rawURL))
 		if err != nil {
 			return "", fmt.Errorf("bad URL %q: %w", redact.URLs(rawURL), err)
 		}

@@ -78,7 +78,13 @@ func importRawFile(ctx context.Context, j *job, v any) ([]string, bool, error) {
 			return nil, false, fmt.Errorf("%s and %s would both be %s", redact.URLs(other), redact.URLs(u.URL), p)
 		}
 		byPath[p] = u.URL
-		rec, ok := st.Files[u.URL]
+		// The state names the URL without its credentials; a state
+		// written before kept them.
+		plain := withoutUserinfo(u.URL)
+		rec, ok := st.Files[plain]
+		if !ok {
+			rec, ok = st.Files[u.URL]
+		}
 		usable := trusted && ok && rec.Path == p
 		var cond *validators
 		if usable {
@@ -88,7 +94,7 @@ func importRawFile(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		f := rawFile{url: u.URL, d: d}
+		f := rawFile{url: plain, d: d}
 		switch {
 		case usable && d.notModified:
 		case usable && d.sha256 == rec.SHA256:

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,15 +176,15 @@ func (c *bzrConversion) pull(ctx context.Context, name, url string) error {
 	fmt.Fprintf(c.j.out, "pulling %s for branch %s\n", redact.URLs(url), name)
 	dst := c.branch(name)
 	// brz is given the URL without credentials; Breezy takes them from
-	// an authentication.conf that only this user can read, there for the
-	// pull alone.
+	// an authentication.conf outside the working area that only this user
+	// can read, there for the pull alone.
 	plain, auth, err := bzrCredentials(url)
 	if err != nil {
 		return err
 	}
 	env := c.env()
 	if auth != "" {
-		home, err := bzrAuthHome(c.dir, auth)
+		home, err := bzrAuthHome(auth)
 		if err != nil {
 			return err
 		}
@@ -221,20 +220,18 @@ func (c *bzrConversion) pull(ctx context.Context, name, url string) error {
 // an http or https url even without a password, as it may be a token;
 // of other schemes, such as bzr+ssh, only a user with a password.
 func bzrCredentials(rawURL string) (plain, auth string, err error) {
-	n := schemeLen(rawURL)
-	if n == 0 || !strings.HasPrefix(rawURL[n:], "://") {
+	u, err := splitURL(rawURL)
+	if errors.Is(err, errNoURL) {
 		return rawURL, "", nil
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
+	if err != nil {
+		return "", "", err
+	}
+	scheme := strings.ToLower(u.scheme)
+	if !u.hasUser || !u.hasPassword && scheme != "http" && scheme != "https" {
 		return rawURL, "", nil
 	}
-	pass, hasPass := u.User.Password()
-	scheme := strings.ToLower(u.Scheme)
-	if !hasPass && scheme != "http" && scheme != "https" {
-		return rawURL, "", nil
-	}
-	lines := [][2]string{{"host", u.Hostname()}, {"port", u.Port()}, {"user", u.User.Username()}, {"password", pass}}
+	lines := [][2]string{{"host", u.hostname()}, {"port", u.port()}, {"user", u.user}, {"password", u.password}}
 	auth = "[lorry-url]\n"
 	for _, kv := range lines {
 		if kv[1] == "" {
@@ -246,8 +243,7 @@ func bzrCredentials(rawURL string) (plain, auth string, err error) {
 		}
 		auth += kv[0] + " = " + v + "\n"
 	}
-	u.User = nil
-	return u.String(), auth, nil
+	return u.plain(false), auth, nil
 }
 
 // configObjQuote quotes s as a value of a Breezy configuration file,
@@ -266,13 +262,14 @@ func configObjQuote(s string) (string, bool) {
 	return "", false
 }
 
-// bzrAuthHome makes a Breezy configuration directory in dir, for BRZ_HOME,
+// bzrAuthHome makes a Breezy configuration directory outside the working
+// area (see privateDir), for BRZ_HOME,
 // whose authentication.conf has auth before the sections of the user's
 // own; the rest of the user's Breezy configuration (breezy.conf,
 // locations.conf, plugins) is linked in. Breezy reads the first section
 // that matches a host. The caller removes the directory.
-func bzrAuthHome(dir, auth string) (home string, err error) {
-	home, err = os.MkdirTemp(dir, "brz-home-")
+func bzrAuthHome(auth string) (home string, err error) {
+	home, err = privateDir("brz")
 	if err != nil {
 		return "", err
 	}

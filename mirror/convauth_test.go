@@ -141,7 +141,7 @@ func TestBzrCredentials(t *testing.T) {
 	}
 }
 
-func TestCvsCredentials(t *testing.T) {
+func TestCvsRootCredentials(t *testing.T) {
 	tests := []struct {
 		root, plain, pass string
 	}{
@@ -149,21 +149,27 @@ func TestCvsCredentials(t *testing.T) {
 			"/1 :pserver:anon@cvs.example.com:2401/cvsroot AZwh d,r:3\n:pserver:anon@cvs.example.com:/cvsroot AZwh d,r:3\n"},
 		{":pserver:u:r@cvs.example.com:2402/cvs/root", ":pserver:u@cvs.example.com:2402/cvs/root",
 			"/1 :pserver:u@cvs.example.com:2402/cvs/root A \n"},
-		{":pserver;proxy=p.example.com:u:p@w@cvs.example.com/r", ":pserver;proxy=p.example.com:u@cvs.example.com/r",
+		{":PSERVER:u:p@w@cvs.example.com/r", ":pserver:u@cvs.example.com:/r",
 			"/1 :pserver:u@cvs.example.com:2401/r A:)3\n:pserver:u@cvs.example.com:/r A:)3\n"},
 		{":pserver:anonymous@cvs.example.com:/cvsroot", ":pserver:anonymous@cvs.example.com:/cvsroot", ""},
-		{":ext:u:p@cvs.example.com:/cvsroot", ":ext:u:p@cvs.example.com:/cvsroot", ""},
+		{":EXTSSH:u@cvs.example.com:/cvsroot", ":ext:u@cvs.example.com:/cvsroot", ""},
+		{"cvs.example.com:/cvsroot", ":ext:cvs.example.com:/cvsroot", ""},
 		{"/srv/cvsroot", "/srv/cvsroot", ""},
+		{":local:/srv/cvsroot", "/srv/cvsroot", ""},
 	}
 	for _, tt := range tests {
-		plain, pass, err := cvsCredentials(tt.root)
-		if err != nil || plain != tt.plain || pass != tt.pass {
-			t.Errorf("cvsCredentials(%q) = %q, %q, %v; want %q, %q", tt.root, plain, pass, err, tt.plain, tt.pass)
+		r, err := parseCvsRoot(tt.root)
+		if err != nil || r.plain() != tt.plain || r.passLines() != tt.pass {
+			t.Errorf("parseCvsRoot(%q) = %q, %q, %v; want %q, %q", tt.root, r.plain(), r.passLines(), err, tt.plain, tt.pass)
 		}
 	}
-	for _, root := range []string{":pserver::p@h:/r", ":pserver:u:a\nb@h:/r"} {
-		if _, _, err := cvsCredentials(root); err == nil {
-			t.Errorf("cvsCredentials(%q): no error", root)
+	for _, root := range []string{
+		":pserver::p@h:/r", ":pserver:u:a\nb@h:/r",
+		":ext:u:p@cvs.example.com:/cvsroot", ":SSH:u:p@h:/r", ":server:u:p@h:/r", "u:p@h:/r",
+		":gserver:u:p@h:/r", ":kserver:h:/r", ":pserver:a@b:p@h:/r", ":pserver:a b@h:/r",
+	} {
+		if _, err := parseCvsRoot(root); err == nil {
+			t.Errorf("parseCvsRoot(%q): no error", root)
 		}
 	}
 }

@@ -2,10 +2,12 @@ package mirror
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
+
+	"lorrycontroller.dev/lc/redact"
 )
 
 // A URL's credentials, a downstream's API token or an upstream's
@@ -15,29 +17,43 @@ import (
 // requests to the URL's host, in configuration given by its environment,
 // which only the user running it can read.
 
-// credentials splits the user info off an http or https url: plain is url
+// credentials splits the user info off url (see splitURL): plain is url
 // without it, and config is git configuration ("name=value") that sends
-// it with every request to url's host. Any other url is returned as it is,
-// with no configuration.
-func credentials(rawURL string) (plain string, config []string) {
-	scheme := strings.ToLower(rawURL[:schemeLen(rawURL)])
+// it with every request to url's host, for an http or https url. A
+// password in a url of another transport (ssh, git, an scp-like address)
+// is refused: git would hand it to ssh on its command line, and ssh takes
+// no password from one. A user alone stays in such a url.
+func credentials(rawURL string) (plain string, config []string, err error) {
+	u, err := splitURL(rawURL)
+	if errors.Is(err, errNoURL) {
+		if gitTransport(rawURL) == "ssh" {
+			if at := strings.IndexByte(rawURL, '@'); at >= 0 && strings.Contains(rawURL[:at], ":") {
+				return "", nil, fmt.Errorf("git address %q has a password, which ssh takes from no address: use a key", redact.URLs(rawURL))
+			}
+		}
+		return rawURL, nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	scheme := strings.ToLower(u.scheme)
 	if scheme != "http" && scheme != "https" {
-		return rawURL, nil
+		if u.hasPassword {
+			return "", nil, fmt.Errorf("git URL %q has a password, which lorry gives only over http and https: a %s URL would hand it to a command line", redact.URLs(rawURL), u.scheme)
+		}
+		return rawURL, nil, nil
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		return rawURL, nil
+	if !u.hasUser {
+		return rawURL, nil, nil
 	}
-	pass, _ := u.User.Password()
-	token := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass))
-	u.User = nil
-	host := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/"}).String()
-	return u.String(), []string{
+	token := base64.StdEncoding.EncodeToString([]byte(u.user + ":" + u.password))
+	host := u.scheme + "://" + u.hostPort + "/"
+	return u.plain(false), []string{
 		// An empty value first drops any header that configuration of
 		// the repository gave for the host.
 		"http." + host + ".extraHeader=",
 		"http." + host + ".extraHeader=Authorization: Basic " + token,
-	}
+	}, nil
 }
 
 // configEnv is the environment that gives git the configuration kv

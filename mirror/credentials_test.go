@@ -163,7 +163,10 @@ func TestCredentials(t *testing.T) {
 		{"/srv/down.git", "/srv/down.git", ""},
 	}
 	for _, tt := range tests {
-		plain, config := credentials(tt.url)
+		plain, config, err := credentials(tt.url)
+		if err != nil {
+			t.Errorf("credentials(%q): %v", tt.url, err)
+		}
 		if plain != tt.plain {
 			t.Errorf("credentials(%q): plain %q; want %q", tt.url, plain, tt.plain)
 		}

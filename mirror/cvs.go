@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"lorrycontroller.dev/lc/atomicfile"
 	"lorrycontroller.dev/lc/lorryspec"
@@ -33,25 +32,39 @@ func importCvs(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, err
 	}
 	// git cvsimport, and cvsps which it runs, are given the root without
-	// its password, and find the password in the .cvspass of their home,
-	// which only this user can read, there for the run alone.
-	plain, pass, err := cvsCredentials(c.URL)
+	// its password, and find the password in the .cvspass of their home:
+	// a directory outside the working area that only this user can read,
+	// there for the run alone. The home's .cvsps, where cvsps caches the
+	// CVS log, is the one of the working area.
+	root, err := parseCvsRoot(c.URL)
 	if err != nil {
 		return nil, false, err
 	}
+	plain := root.plain()
 	dir, err := j.converterDirOf("cvs", plain+"\n"+c.Module, c.URL+"\n"+c.Module)
 	if err != nil {
 		return nil, false, err
 	}
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o755); err != nil {
+	cache := filepath.Join(dir, "home", ".cvsps")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, false, err
+	}
+	// A run before kept the password file in the working area.
+	if err := os.Remove(filepath.Join(dir, "home", ".cvspass")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false, err
+	}
+	home, err := privateDir("cvs")
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.RemoveAll(home)
+	if err := os.Symlink(cache, filepath.Join(home, ".cvsps")); err != nil {
 		return nil, false, err
 	}
 	passFile := filepath.Join(home, ".cvspass")
-	if err := writeCvsPass(passFile, pass); err != nil {
+	if err := writeCvsPass(passFile, root.passLines()); err != nil {
 		return nil, false, err
 	}
-	defer os.Remove(passFile)
 
 	gitDir := filepath.Join(dir, "git")
 	target := gitDir
@@ -123,56 +136,6 @@ func writeCvsPass(file, lines string) error {
 		return nil
 	}
 	return atomicfile.WriteFile(file, data, 0o600)
-}
-
-// cvsCredentials splits the password off a pserver CVS root,
-// :pserver:user:password@host:port/path: plain is root without it, and
-// pass the .cvspass lines that give it for plain, "" when root has none.
-func cvsCredentials(root string) (plain, pass string, err error) {
-	method, rest, ok := strings.Cut(strings.TrimPrefix(root, ":"), ":")
-	name, _, _ := strings.Cut(method, ";")
-	if !strings.HasPrefix(root, ":") || !ok || name != "pserver" {
-		return root, "", nil
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return root, "", nil
-	}
-	user, password, ok := strings.Cut(rest[:at], ":")
-	if !ok {
-		return root, "", nil
-	}
-	if user == "" {
-		return "", "", fmt.Errorf("CVS root %q has a password but no user", redact.URLs(root))
-	}
-	if strings.ContainsAny(user+password, "\r\n") {
-		return "", "", fmt.Errorf("CVS root %q has a line break in its credentials", redact.URLs(root))
-	}
-	hostPath := rest[at+1:]
-	plain = ":" + method + ":" + user + "@" + hostPath
-	// Both the form with the port, which cvs login writes and git
-	// cvsimport looks for, and, when the root names none, the form
-	// without it, which cvsps looks for.
-	host, path, hasPort := strings.Cut(hostPath, ":")
-	port := "2401"
-	if hasPort {
-		digits := strings.IndexFunc(path, func(r rune) bool { return r < '0' || r > '9' })
-		if digits < 0 {
-			digits = len(path)
-		}
-		if digits > 0 {
-			port = path[:digits]
-		}
-		path = path[digits:]
-	} else if i := strings.IndexByte(host, '/'); i >= 0 {
-		host, path = host[:i], host[i:]
-	}
-	scrambled := cvsScramble(password)
-	pass = "/1 :pserver:" + user + "@" + host + ":" + port + path + " " + scrambled + "\n"
-	if port == "2401" {
-		pass += ":pserver:" + user + "@" + host + ":" + path + " " + scrambled + "\n"
-	}
-	return plain, pass, nil
 }
 
 // cvsScramble is CVS's scrambling of a password in .cvspass and in the

@@ -48,7 +48,10 @@ func importGit(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	if g.Prune {
 		args = append(args, "--prune")
 	}
-	plain, creds := credentials(g.URL)
+	plain, creds, err := credentials(g.URL)
+	if err != nil {
+		return nil, false, err
+	}
 	args = append(args, "--", plain)
 	args = append(args, fetch...)
 	fmt.Fprintf(j.out, "fetching %s\n", redact.URLs(g.URL))
@@ -86,7 +89,11 @@ func (j *job) lfsOf(ctx context.Context, g *lorryspec.Git, config []string) erro
 // the upstream is asked. The fetch has succeeded by then, so a failure to
 // ask leaves HEAD as it was rather than failing the run.
 func (j *job) followUpstreamHead(ctx context.Context, args []string, url string, fetch []string, refs map[string]string) {
-	plain, creds := credentials(url)
+	plain, creds, err := credentials(url)
+	if err != nil {
+		fmt.Fprintf(j.out, "cannot tell the upstream's HEAD; the mirror's stays as it was: %v\n", err)
+		return
+	}
 	args = append(args, "ls-remote", "--symref", "--", plain, "HEAD")
 	out, err := run(ctx, j.out, j.upstreamEnv("", configEnv(creds)...), "git", args...)
 	if err != nil {
@@ -150,7 +157,10 @@ func (j *job) cloneGit(ctx context.Context, args []string, url string) error {
 	os.RemoveAll(tmp)
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(j.out, "cloning %s\n", redact.URLs(url))
-	plain, creds := credentials(url)
+	plain, creds, err := credentials(url)
+	if err != nil {
+		return err
+	}
 	args = append(args, "clone", "--bare", "--progress", "--", plain, tmp)
 	if _, err := run(ctx, j.out, j.upstreamEnv("", configEnv(creds)...), "git", args...); err != nil {
 		return fmt.Errorf("clone %s: %w", redact.URLs(url), withOwnershipHint(err))

@@ -2,8 +2,8 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,8 +33,8 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	}
 	// git hands the remote's URL to git-remote-hg on its command line, so
 	// it is given without credentials; Mercurial takes them from a
-	// configuration file that only this user can read, there for the
-	// fetch alone.
+	// configuration file outside the working area that only this user can
+	// read, there for the fetch alone.
 	plain, auth, err := hgCredentials(h.URL)
 	if err != nil {
 		return nil, false, err
@@ -70,11 +70,15 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	// was checked for Mercurial.
 	extra := []string{"GIT_ALLOW_PROTOCOL=hg"}
 	if auth != "" {
-		rc := filepath.Join(dir, "auth.hgrc")
+		private, err := privateDir("hg")
+		if err != nil {
+			return nil, false, err
+		}
+		defer os.RemoveAll(private)
+		rc := filepath.Join(private, "auth.hgrc")
 		if err := os.WriteFile(rc, []byte(auth), 0o600); err != nil {
 			return nil, false, err
 		}
-		defer os.Remove(rc)
 		extra = append(extra, "HGRCPATH="+hgrcPath(rc))
 	}
 	env := j.gitEnv(gitDir, extra)
@@ -84,31 +88,52 @@ func importHg(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	return j.takeConverted(ctx, gitDir, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 }
 
-// hgCredentials splits the user and password off an http or https url:
+// hgCredentials splits the user and password off url (see splitURL):
 // plain is url without them, and auth the Mercurial configuration that
-// gives them for url's host, "" when url has none.
+// gives them for url's host, "" when url has none. Mercurial takes them
+// over http, https and static-http; a password in a URL of another
+// scheme (ssh) is refused, and a user alone stays in it.
 func hgCredentials(rawURL string) (plain, auth string, err error) {
-	scheme := rawURL[:schemeLen(rawURL)]
-	if scheme != "http" && scheme != "https" {
+	u, err := splitURL(rawURL)
+	if errors.Is(err, errNoURL) {
 		return rawURL, "", nil
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
+	if err != nil {
+		return "", "", err
+	}
+	if !u.hasUser {
 		return rawURL, "", nil
 	}
-	user := u.User.Username()
-	pass, _ := u.User.Password()
-	if strings.ContainsAny(user+pass, "\r\n") {
-		return "", "", fmt.Errorf("hg URL %q has a line break in its credentials", redact.URLs(rawURL))
+	var prefix string
+	switch u.scheme {
+	case "http", "https":
+		prefix = u.scheme + "://" + u.hostPort
+	case "static-http":
+		// Mercurial reads a static-http:// repository over http://.
+		prefix = "http://" + u.hostPort
+	default:
+		if u.hasPassword {
+			return "", "", fmt.Errorf("hg URL %q has a password, which lorry gives Mercurial only over http, https and static-http", redact.URLs(rawURL))
+		}
+		return rawURL, "", nil
 	}
-	u.User = nil
-	plain = u.String()
-	prefix := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
-	auth = "[auth]\nlorry.prefix = " + prefix + "\nlorry.username = " + user + "\n"
-	if pass != "" {
-		auth += "lorry.password = " + pass + "\n"
+	for _, v := range []string{u.user, u.password} {
+		// A value of Mercurial's configuration ends at its line, and
+		// loses the white space around it.
+		if strings.TrimSpace(v) != v {
+			return "", "", fmt.Errorf("hg URL %q has a user or password that starts or ends with white space, which Mercurial's configuration cannot hold", redact.URLs(rawURL))
+		}
+		// Mercurial encodes the credentials it sends twice over, as
+		// if each byte were a character.
+		if strings.IndexFunc(v, func(r rune) bool { return r > 0x7e }) >= 0 {
+			return "", "", fmt.Errorf("hg URL %q has a user or password with a character outside ASCII, which Mercurial does not send as it is", redact.URLs(rawURL))
+		}
 	}
-	return plain, auth, nil
+	auth = "[auth]\nlorry.prefix = " + prefix + "\nlorry.username = " + u.user + "\n"
+	if u.password != "" {
+		auth += "lorry.password = " + u.password + "\n"
+	}
+	return u.plain(false), auth, nil
 }
 
 // hgrcPath is HGRCPATH for Mercurial's own configuration files and rc

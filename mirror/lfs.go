@@ -74,8 +74,11 @@ func lfsEndpoint(url string) string {
 // (see credentials), plus the "-c name=value" options of config. It is
 // given as GIT_CONFIG_* rather than as options, so that messages name
 // "git lfs". The first result is url without its credentials.
-func lfsConfig(url string, config []string) (string, []string) {
-	plain, kv := credentials(url)
+func lfsConfig(url string, config []string) (string, []string, error) {
+	plain, kv, err := credentials(url)
+	if err != nil {
+		return "", nil, err
+	}
 	kv = append(kv,
 		"lfs.url="+lfsEndpoint(plain),
 		// Mirrors take no locks, and not every server has the API.
@@ -86,7 +89,7 @@ func lfsConfig(url string, config []string) (string, []string) {
 			kv = append(kv, config[i+1])
 		}
 	}
-	return plain, configEnv(kv)
+	return plain, configEnv(kv), nil
 }
 
 // fetchLFS fetches every LFS object that the mirror's refs point to from
@@ -99,7 +102,10 @@ func (j *job) fetchLFS(ctx context.Context, url string, config []string) error {
 			return &classError{ClassLFS, fmt.Errorf("fetch the LFS objects of %s: %w", redact.URLs(url), err)}
 		}
 	}
-	plain, config := lfsConfig(url, config)
+	plain, config, err := lfsConfig(url, config)
+	if err != nil {
+		return &classError{ClassLFS, err}
+	}
 	env := j.upstreamEnv(j.gitDir, config...)
 	if _, err := run(ctx, j.out, env, "git", "lfs", "fetch", "--all", plain); err != nil {
 		return &classError{ClassLFS, fmt.Errorf("fetch the LFS objects of %s: %w", redact.URLs(url), err)}
@@ -111,11 +117,14 @@ func (j *job) fetchLFS(ctx context.Context, url string, config []string) error {
 // LFS server of the downstream url, before the refs that name them.
 func (j *job) pushLFS(ctx context.Context, url string) error {
 	fmt.Fprintf(j.out, "pushing LFS objects to %s\n", redact.URLs(lfsEndpoint(url)))
-	remote, config := lfsConfig(url, nil)
+	remote, config, err := lfsConfig(url, nil)
+	if err != nil {
+		return &classError{ClassLFS, err}
+	}
 	if gitTransport(url) == "file" {
 		// The standalone transfer agent takes the repository from the
 		// remote, as a file: URL, whatever lfs.url says.
-		remote = lfsEndpoint(url)
+		remote = lfsEndpoint(remote)
 	}
 	env := j.gitEnv(j.gitDir, config)
 	if _, err := run(ctx, j.out, env, "git", "lfs", "push", "--all", remote); err != nil {

@@ -111,6 +111,11 @@ func guardedProxy(req *http.Request) (*url.URL, error) {
 // name as this machine resolves it now, and not where the child is sent
 // afterwards (a redirect, or an href of the LFS batch API).
 func checkRemoteHost(ctx context.Context, rawURL string) error {
+	// The user information is split off first: a password that net/url
+	// cannot parse must not let the URL past the check.
+	if p, err := splitURL(rawURL); err == nil {
+		rawURL = p.plain(false)
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil // not fetched over HTTP; git's transports are checked by checkSources

@@ -368,12 +368,15 @@ func (j *job) push(ctx context.Context, url string, refspecs []string, prune boo
 	if j.opts.Verbose {
 		args = append(args, "--progress")
 	}
-	plain, creds := credentials(url)
+	plain, creds, err := credentials(url)
+	if err != nil {
+		return err
+	}
 	args = append(args, trustLocal(plain, "receive-pack")...)
 	args = append(args, "--", plain)
 	args = append(args, refspecs...)
 	fmt.Fprintf(j.out, "pushing to %s\n", redact.URLs(url))
-	err := writeLocal(plain, func() error {
+	err = writeLocal(plain, func() error {
 		_, err := run(ctx, j.out, j.gitEnv(j.gitDir, configEnv(creds)), "git", args...)
 		return err
 	})

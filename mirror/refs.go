@@ -57,7 +57,10 @@ func keepAll(string) bool { return true }
 // remoteRefs maps every ref of the repository at url to its object id, as
 // git ls-remote lists them (peeled tags and HEAD left out).
 func (j *job) remoteRefs(ctx context.Context, url string) (map[string]string, error) {
-	plain, creds := credentials(url)
+	plain, creds, err := credentials(url)
+	if err != nil {
+		return nil, err
+	}
 	args := append([]string{"ls-remote", "--refs"}, trustLocal(plain, "upload-pack")...)
 	out, err := run(ctx, j.out, j.gitEnv(j.gitDir, configEnv(creds)), "git", append(args, "--", plain)...)
 	if err != nil {

@@ -50,9 +50,6 @@ var converterSchemes = map[string][]string{
 	"bzr": {"http", "https", "bzr", "bzr+ssh", "bzr+http", "bzr+https", "sftp", "ftp"},
 }
 
-// cvsMethods are the CVSROOT methods that reach another machine.
-var cvsMethods = []string{"pserver", "gserver", "kserver", "server", "ext", "extssh", "ssh"}
-
 // checkSources refuses a spec whose upstream is on this machine, unless
 // allowLocal, and a git URL whose transport lorry does not fetch over.
 func checkSources(typ string, v any, allowLocal bool) error {
@@ -101,14 +98,11 @@ func checkSources(typ string, v any, allowLocal bool) error {
 			}
 		}
 	case *lorryspec.Cvs:
-		if strings.HasPrefix(cvsHost(s.URL), "-") {
-			return fmt.Errorf("CVSROOT %q names a host starting with \"-\", which ssh would take for an option", redact.URLs(s.URL))
-		}
-		isLocal, err := cvsLocal(s.URL)
+		root, err := parseCvsRoot(s.URL)
 		if err != nil {
 			return err
 		}
-		if isLocal {
+		if root.local {
 			local = append(local, s.URL)
 		}
 	}
@@ -201,35 +195,4 @@ func bzrDirectory(url string) bool {
 		}
 	}
 	return false
-}
-
-// cvsLocal tells whether a CVSROOT may name a repository on this
-// machine: a method other than those of cvsMethods (:local: and :fork:
-// among them), or a path. A root without a method is a path unless it is
-// "[user@]host:/path", which cvs reaches with ssh. Method options
-// (":ext;CVS_RSH=prog:") are refused: they choose the programs that cvs
-// runs.
-func cvsLocal(root string) (bool, error) {
-	if rest, ok := strings.CutPrefix(root, ":"); ok {
-		method, _, _ := strings.Cut(rest, ":")
-		if strings.Contains(method, ";") {
-			return false, fmt.Errorf("CVSROOT %q has method options, which lorry refuses: they choose the programs that cvs runs", redact.URLs(root))
-		}
-		return !slices.Contains(cvsMethods, strings.ToLower(method)), nil
-	}
-	return strings.HasPrefix(root, "/") || !strings.Contains(root, ":"), nil
-}
-
-// cvsHost is the host of a CVSROOT, "[:method:][user[:password]@]host[:port]:path",
-// or what stands in its place in a root without one.
-func cvsHost(root string) string {
-	rest := root
-	if r, ok := strings.CutPrefix(root, ":"); ok {
-		_, rest, _ = strings.Cut(r, ":")
-	}
-	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	host, _, _ := strings.Cut(rest, ":")
-	return host
 }

@@ -252,3 +252,71 @@ func TestSourceKinds(t *testing.T) {
 		})
 	}
 }
+
+// A CVSROOT is local whenever cvs, or git cvsimport, would open a path
+// of this machine: every method in any case, with and without a host and
+// a user, with and without a method.
+func TestCvsRootsLocal(t *testing.T) {
+	cases := func(m string) []string { return []string{m, strings.ToUpper(m), strings.ToUpper(m[:1]) + m[1:]} }
+	remote := map[string]bool{"pserver": true, "ext": true, "extssh": true, "server": true, "ssh": true}
+	for _, method := range []string{"local", "fork", "pserver", "ext", "extssh", "server", "ssh", "gserver", "kserver", "other"} {
+		for _, m := range cases(method) {
+			for _, host := range []string{"", "u@", "cvs.example.com:", "u@cvs.example.com:"} {
+				root := ":" + m + ":" + host + "/srv/cvsroot"
+				r, err := parseCvsRoot(root)
+				switch {
+				case method == "gserver" || method == "kserver":
+					if err == nil || !strings.Contains(err.Error(), "does not speak") {
+						t.Errorf("%s: got %+v, %v; want it refused", root, r, err)
+					}
+				case err != nil:
+					t.Errorf("%s: %v", root, err)
+				case r.local != (!remote[method] || !strings.Contains(host, "cvs.example.com")):
+					t.Errorf("%s: local = %v", root, r.local)
+				case r.local && method != "other" && (host == "" || remote[method]) && r.plain() != "/srv/cvsroot":
+					t.Errorf("%s: handed to the tools as %q, want the path", root, r.plain())
+				case !r.local:
+					want := ":ext:"
+					if method == "pserver" {
+						want = ":pserver:"
+					}
+					if !strings.HasPrefix(r.plain(), want) {
+						t.Errorf("%s: handed to the tools as %q, want it to start with %s", root, r.plain(), want)
+					}
+				}
+			}
+		}
+	}
+	for root, local := range map[string]bool{
+		"/srv/cvsroot": true, "cvsroot": true, "cvs.example.com:cvsroot": true, "u@cvs.example.com:cvsroot": true,
+		"cvs.example.com:/srv/cvsroot": false, "u@cvs.example.com:/srv/cvsroot": false, ":ext:cvs.example.com/srv/cvsroot": false,
+	} {
+		r, err := parseCvsRoot(root)
+		if err != nil || r.local != local {
+			t.Errorf("%s: got local %v, %v; want local %v", root, r.local, err, local)
+		}
+	}
+}
+
+// A local CVS repository named by a root of a remote method without a
+// host, its admin files as the module, is refused unless local sources
+// are allowed, and nothing of it is converted.
+func TestCvsLocalRootRefused(t *testing.T) {
+	needTools(t, "cvs", "cvsps", "openssl")
+	root := secretCvsRepo(t, t.TempDir(), nil)
+	for _, url := range []string{":ext:" + root, ":EXT:" + root, ":extssh:" + root, ":ssh:" + root, ":server:" + root,
+		":pserver:" + root, ":pserver:u@" + root, ":fork:" + root, ":LOCAL:" + root, root} {
+		spec := lorryspec.Spec{Name: "up/cvs", Type: "cvs", Raw: map[string]any{"type": "cvs", "url": url, "module": "CVSROOT"}}
+		res, out := runLocal(t, spec, false)
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "--allow-local-sources") {
+			t.Errorf("%s: got %v, want the local source refused", url, res.Err)
+		}
+		if strings.Contains(out, "converting") {
+			t.Errorf("%s: the refused root was converted:\n%s", url, out)
+		}
+	}
+	spec := lorryspec.Spec{Name: "up/cvs", Type: "cvs", Raw: map[string]any{"type": "cvs", "url": ":ext:" + root, "module": "mod"}}
+	if res, _ := runLocal(t, spec, true); res.Err != nil {
+		t.Errorf("with local sources allowed: %v", res.Err)
+	}
+}

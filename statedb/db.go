@@ -133,9 +133,12 @@ type DB struct {
 	// reports the UpdateReports calls: on SQLite the same, on
 	// PostgreSQL on a session of their own.
 	shared, reports *sharedWrites
-	clock           clock.Clock
-	path            string
-	pg              bool
+	// leases is the session that renews leases on PostgreSQL (RenewLease),
+	// nil on SQLite.
+	leases *session
+	clock  clock.Clock
+	path   string
+	pg     bool
 	// pgAddr and pgPassword are how a PostgreSQL database is reached,
 	// path being its address without the password; pgBackupAddr is
 	// Options.BackupAddress.
@@ -272,6 +275,10 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 			return fail(err)
 		}
 		db.reports = db.startSharedWriter(rs, pgBeginReports)
+		if db.leases, err = db.newSession(ctx, false); err != nil {
+			return fail(err)
+		}
+		db.leases.begin = pgBeginLease
 	}
 	return db, nil
 }
@@ -288,6 +295,9 @@ func (db *DB) Close() error {
 	}
 	if db.write != nil {
 		errs = append(errs, db.write.close())
+	}
+	if db.leases != nil {
+		errs = append(errs, db.leases.close())
 	}
 	for len(db.reads) > 0 {
 		errs = append(errs, (<-db.reads).close())
@@ -336,6 +346,10 @@ const (
 	sqliteBeginRead  = `BEGIN`
 	pgBeginWrite     = `BEGIN; SELECT pg_advisory_xact_lock(` + pgWriteLock + `); SELECT pg_advisory_xact_lock(` + pgReportLock + `)`
 	pgBeginRead      = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+	// pgBeginLease begins a renewal of a lease (RenewLease), which takes
+	// no lock but its lease's row, so that it never waits behind the
+	// transactions of the lease's own work, which hold the write lock.
+	pgBeginLease = `BEGIN`
 )
 
 // On PostgreSQL the job reports and the hand-outs, the job protocol's two

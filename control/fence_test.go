@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -117,5 +118,54 @@ func TestFrozenApplyWritesNothing(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLeaseRenewedBesideItsWork: a lease is renewed while a transaction
+// of its own work is open, however long that runs, rather than waiting
+// for it and giving the work up. On PostgreSQL, whose sessions write side
+// by side; on SQLite one writer holds the whole database, and the
+// renewal waits for the transaction under way.
+func TestLeaseRenewedBesideItsWork(t *testing.T) {
+	ctx := context.Background()
+	fake := &clock.Fake{}
+	fake.Set(1000)
+	a, _, _ := newAppAt(t, dbtest.Database(t), fake)
+	a.LeaseTerm = 3 * time.Second
+	work, ok, err := a.takeLease(ctx, "test-work", 0)
+	if !ok || err != nil {
+		t.Fatalf("takeLease = %v, %v", ok, err)
+	}
+	defer a.releaseLease(ctx, "test-work")
+	expires := func() int64 {
+		var l statedb.Lease
+		if err := a.DB.View(ctx, func(tx *statedb.Tx) error { var err error; l, err = tx.Lease(ctx, "test-work"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return l.Expires
+	}
+	// The work's transaction stays open until the keeper has renewed
+	// the lease twice, past a whole term.
+	err = a.DB.Update(work, func(tx *statedb.Tx) error {
+		if err := a.checkLease(work, tx, "test-work"); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for _, at := range []int64{1010, 1020} {
+			fake.Set(at)
+			for expires() < at+3 {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the lease was not renewed past %d while its work's transaction was open: expires %d", at, expires())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the work's transaction: %v", err)
+	}
+	if work.Err() != nil {
+		t.Errorf("the work ended: %v", context.Cause(work))
 	}
 }

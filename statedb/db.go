@@ -170,6 +170,10 @@ type Options struct {
 	// address goes through a pooler; "" for that address (see
 	// DumpAddress).
 	BackupAddress string
+	// ServerClock makes the DB tell the time by Clock corrected by the
+	// offset of the database server's clock (serverclock.go), so that
+	// every process sharing the database keeps its times on one clock.
+	ServerClock bool
 }
 
 // readSessions is how many reads can run at once.
@@ -218,6 +222,9 @@ func newDB(pool *sql.DB, path string, opts Options) *DB {
 	limit := opts.OutputLimit
 	if limit <= 0 {
 		limit = DefaultOutputLimit
+	}
+	if opts.ServerClock {
+		clk = &serverClock{local: clk}
 	}
 	return &DB{pool: pool, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
 		reads: make(chan *session, readSessions), health: make(chan *session, 1)}
@@ -279,6 +286,9 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 			return fail(err)
 		}
 		db.leases.begin = pgBeginLease
+	}
+	if _, err := db.SyncClock(ctx); err != nil {
+		return fail(err)
 	}
 	return db, nil
 }

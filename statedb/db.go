@@ -78,6 +78,7 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"lorrycontroller.dev/lc/clock"
 
@@ -145,7 +146,9 @@ type DB struct {
 	pgAddr, pgPassword, pgBackupAddr string
 	// unprepared says that the sessions may not keep prepared
 	// statements (postgres.go).
-	unprepared  bool
+	unprepared bool
+	// stuck is Options.StuckTransaction.
+	stuck       time.Duration
 	closePool   func()
 	outputLimit int64
 	notify      map[string]bool
@@ -170,6 +173,11 @@ type Options struct {
 	// address goes through a pooler; "" for that address (see
 	// DumpAddress).
 	BackupAddress string
+	// StuckTransaction, if not 0, is how long a PostgreSQL session may
+	// sit idle inside a transaction before the server ends it: a process
+	// frozen (stopped, swapped out) inside a write transaction holds the
+	// write lock of every process until then, and no longer.
+	StuckTransaction time.Duration
 	// ServerClock makes the DB tell the time by Clock corrected by the
 	// offset of the database server's clock (serverclock.go), so that
 	// every process sharing the database keeps its times on one clock.
@@ -272,7 +280,7 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 	db.health <- s
 	begin := db.write.begin
 	if db.pg {
-		begin = pgBeginClaims
+		begin = db.pgBegin(pgBeginClaims)
 	}
 	db.shared = db.startSharedWriter(db.write, begin)
 	db.reports = db.shared
@@ -281,11 +289,11 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 		if err != nil {
 			return fail(err)
 		}
-		db.reports = db.startSharedWriter(rs, pgBeginReports)
+		db.reports = db.startSharedWriter(rs, db.pgBegin(pgBeginReports))
 		if db.leases, err = db.newSession(ctx, false); err != nil {
 			return fail(err)
 		}
-		db.leases.begin = pgBeginLease
+		db.leases.begin = db.pgBegin(pgBeginLease)
 	}
 	if _, err := db.SyncClock(ctx); err != nil {
 		return fail(err)
@@ -402,9 +410,9 @@ func (db *DB) newSession(ctx context.Context, readOnly bool) (*session, error) {
 	s := &session{conn: conn, stmts: map[string]*stmt{}, begin: sqliteBeginWrite, pg: db.pg, prepare: !db.unprepared}
 	switch {
 	case db.pg && readOnly:
-		s.begin = pgBeginRead
+		s.begin = db.pgBegin(pgBeginRead)
 	case db.pg:
-		s.begin = pgBeginWrite
+		s.begin = db.pgBegin(pgBeginWrite)
 	case readOnly:
 		s.begin = sqliteBeginRead
 		if _, err := conn.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {

@@ -44,7 +44,10 @@ func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.F
 		// The times of the leases, the jobs and the claims are those of
 		// the STATEDB's server, which every WEBAPP sharing it reads
 		// alike; the debug clock is the one pretend-time moves.
-		ServerClock: fake == nil}
+		ServerClock: fake == nil,
+		// A WEBAPP stopped inside a transaction keeps the others from
+		// writing for one lease's term at most.
+		StuckTransaction: cfg.ReplicaLease}
 	if cfg.StateDBPasswordFile != "" {
 		password, warning, err := secretfile.Read(cfg.StateDBPasswordFile)
 		if err != nil {

@@ -27,14 +27,15 @@
 //   - A notification is delivered by the deliverer that claimed it
 //     (ClaimDeliveries), and its attempt recorded under that claim.
 //   - Work that one process at a time must do holds a lease row of its
-//     kind, with an owner and an expiry (TakeLease, ReleaseLease). A round
-//     of the work takes the lease, in a write transaction of its own, and
-//     does the work only if it got it; it renews the lease (TakeLease
-//     again) in each of its transactions, or between long steps, well
-//     within the term, and a renewal that finds the lease another's ends
-//     the round; it releases the lease when done. A process that dies
-//     leaves its leases to expire. The owner names the process uniquely
-//     (host, pid and a random part).
+//     kind, with an owner, an expiry and a fencing token (TakeLease,
+//     ReleaseLease). A round of the work takes the lease, in a write
+//     transaction, and does the work only if it got it; each of its
+//     transactions checks that the lease is still its under the token it
+//     took (CheckLease), and it renews the lease beside them
+//     (RenewLease), well within the term; a check or renewal that finds
+//     the lease another's ends the round; it releases the lease when
+//     done. A process that dies leaves its leases to expire. The owner
+//     names the process uniquely (host, pid and a random part).
 //
 // On SQLite every write transaction starts with BEGIN IMMEDIATE, and on
 // PostgreSQL it takes advisory locks, so write transactions of all

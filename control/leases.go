@@ -161,7 +161,7 @@ type heldLease struct {
 // stop.
 func (a *App) keepLease(ctx context.Context, l statedb.Lease) context.Context {
 	// From here to "lease released" the lease is this process's.
-	a.Log.Debug("lease taken", "kind", l.Kind, "owner", l.Owner, "token", l.Token, "at_ns", time.Now().UnixNano())
+	a.Log.Debug("lease taken", "kind", l.Kind, "owner", l.Owner, "at_ns", time.Now().UnixNano(), "token", l.Token)
 	term := a.leaseTerm(l.Kind)
 	work, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -244,7 +244,7 @@ func (a *App) releaseLease(ctx context.Context, kind string) {
 	if !ok {
 		return
 	}
-	a.Log.Debug("lease released", "kind", kind, "owner", l.Owner, "token", l.Token, "at_ns", time.Now().UnixNano())
+	a.Log.Debug("lease released", "kind", kind, "owner", l.Owner, "at_ns", time.Now().UnixNano(), "token", l.Token)
 	if err := a.DB.ReleaseLease(ctx, l); err != nil {
 		a.Log.Warn("release lease", "kind", kind, "err", err)
 	}

@@ -370,7 +370,7 @@ func (a *App) endTick(ctx context.Context) error {
 		if _, err := tx.SampleQueues(ctx); err != nil {
 			return err
 		}
-		a.Log.Debug("lease released", "kind", LeaseTick, "owner", l.Owner, "token", l.Token, "at_ns", time.Now().UnixNano())
+		a.Log.Debug("lease released", "kind", LeaseTick, "owner", l.Owner, "at_ns", time.Now().UnixNano(), "token", l.Token)
 		return tx.ReleaseLease(ctx, l)
 	})
 }

@@ -29,3 +29,12 @@ func (f *Fake) Now() time.Time { return time.Unix(f.unix.Load(), 0) }
 
 // Set moves the clock to t, given in Unix seconds.
 func (f *Fake) Set(t int64) { f.unix.Store(t) }
+
+// Offset is the system's clock set ahead by its value (behind, if
+// negative): a machine whose clock is wrong, for the tests of clock skew,
+// which the system's clock of the tests' own machine cannot be made to be
+// (Go reads it without the C library, so libfaketime does not reach it).
+type Offset time.Duration
+
+// Now returns the system's time moved by o.
+func (o Offset) Now() time.Time { return time.Now().Add(time.Duration(o)) }

@@ -101,7 +101,7 @@ func (a *App) applyConfiguration(ctx context.Context, run *ConfigRun) (ConfigRes
 		// The paths seen so far are let go of, whatever happened.
 		end := context.WithoutCancel(ctx)
 		if endErr := a.DB.Update(end, func(tx *statedb.Tx) error {
-			if err := a.renewLease(end, tx, LeaseConfig); err != nil {
+			if err := a.checkLease(end, tx, LeaseConfig); err != nil {
 				return err
 			}
 			return tx.EndConfigLorries(end)
@@ -347,6 +347,9 @@ func (a *configApply) finish(ctx context.Context, cfg *confgit.Config) error {
 func (a *configApply) same(ctx context.Context) (ConfigResult, error) {
 	var st statedb.ConfigState
 	err := a.app.DB.Update(ctx, func(tx *statedb.Tx) error {
+		if err := a.app.checkLease(ctx, tx, LeaseConfig); err != nil {
+			return err
+		}
 		var err error
 		if st, err = tx.ConfigState(ctx); err != nil {
 			return err
@@ -366,7 +369,7 @@ func (a *configApply) same(ctx context.Context) (ConfigResult, error) {
 // error as one of applying.
 func (a *configApply) update(fn func(*statedb.Tx) error) error {
 	err := a.app.DB.Update(a.ctx, func(tx *statedb.Tx) error {
-		if err := a.app.renewLease(a.ctx, tx, LeaseConfig); err != nil {
+		if err := a.app.checkLease(a.ctx, tx, LeaseConfig); err != nil {
 			return err
 		}
 		return fn(tx)
@@ -403,6 +406,9 @@ func (a *App) configFailed(ctx context.Context, err error) error {
 	msg := redact.URLs(err.Error())
 	a.Log.Error("read configuration", "err", msg)
 	recErr := a.DB.Update(ctx, func(tx *statedb.Tx) error {
+		if err := a.checkLease(ctx, tx, LeaseConfig); err != nil {
+			return err
+		}
 		st, err := tx.ConfigState(ctx)
 		if err != nil {
 			return err

@@ -137,9 +137,10 @@ type App struct {
 
 	ownerOnce sync.Once
 	ownerName string
-	// leaseMu guards kept, the stop functions of the leases being kept.
+	// leaseMu guards kept, the leases this process holds by kind, each
+	// with the means to stop renewing it.
 	leaseMu sync.Mutex
-	kept    map[string]func() func()
+	kept    map[string]heldLease
 
 	// lsMu makes listing the hosts one at a time within the process.
 	lsMu sync.Mutex

@@ -33,7 +33,13 @@ func newApp(t *testing.T, paths ...string) (*App, *clock.Fake, *stubConfig) {
 	t.Helper()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), dbtest.Place(t), statedb.Options{Clock: fake})
+	return newAppAt(t, dbtest.Place(t), fake, paths...)
+}
+
+// newAppAt is newApp over the database at place, on the clock fake.
+func newAppAt(t *testing.T, place string, fake *clock.Fake, paths ...string) (*App, *clock.Fake, *stubConfig) {
+	t.Helper()
+	db, err := statedb.Open(context.Background(), place, statedb.Options{Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,11 +125,10 @@ func (a *App) ListDueHosts(ctx context.Context, force bool) ([]HostListing, erro
 	}
 	results := []HostListing{}
 	for _, h := range due {
-		ok, err := a.DB.TakeLease(ctx, LeaseListing, a.owner(), a.leaseTerm(LeaseListing))
-		if err == nil && !ok {
-			err = fmt.Errorf("the lease of %s ran out and another WEBAPP took it: %w", LeaseListing, statedb.ErrTaken)
-		}
-		if err != nil {
+		// The lease is renewed before each host, as this process took it:
+		// one taken by another since, this process frozen, ends the round.
+		l, _ := a.heldLeaseOf(LeaseListing)
+		if err := a.DB.RenewLease(ctx, l, a.leaseTerm(LeaseListing)); err != nil {
 			return results, err
 		}
 		results = append(results, a.listHost(ctx, h))
@@ -145,6 +144,9 @@ func (a *App) listHost(ctx context.Context, stored statedb.Host) HostListing {
 		res.Error = redact.URLs(err.Error())
 		a.Log.Error("list host", "host", stored.Name, "err", res.Error)
 		if err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
+			if err := a.checkLease(ctx, tx, LeaseListing); err != nil {
+				return err
+			}
 			if err := tx.RecordListing(ctx, stored.Name, statedb.HostListing{Error: res.Error}); err != nil {
 				return err
 			}
@@ -158,7 +160,7 @@ func (a *App) listHost(ctx context.Context, stored statedb.Host) HostListing {
 	var ch statedb.LorryChanges
 	var clashes, vanished []string
 	err = a.DB.Update(ctx, func(tx *statedb.Tx) error {
-		if err := a.renewLease(ctx, tx, LeaseListing); err != nil {
+		if err := a.checkLease(ctx, tx, LeaseListing); err != nil {
 			return err
 		}
 		before, err := tx.HostLorryPaths(ctx, stored.Name)
@@ -246,6 +248,9 @@ func (a *App) retireVanished(ctx context.Context, host statedb.Host, paths []str
 		summary = append(summary[:shown], fmt.Sprintf("and %d more (see the log)", len(summary)-shown))
 	}
 	err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
+		if err := a.checkLease(ctx, tx, LeaseListing); err != nil {
+			return err
+		}
 		return tx.RecordVanished(ctx, host.Name, strings.Join(summary, "; "))
 	})
 	if err != nil {

@@ -100,17 +100,15 @@ func (a *App) owner() string {
 // passed, and then answers false. Once taken, the lease is renewed every
 // third of its term until releaseLease; the work done under it runs
 // under the context returned, which ends if a renewal finds the lease
-// lost (the database unreachable for most of a term, or the lease run
-// out and taken), before it can run out.
+// taken by another process (the fence of each of the work's transactions,
+// checkLease, refuses its writes then in any case).
 func (a *App) takeLease(ctx context.Context, kind string, wait time.Duration) (context.Context, bool, error) {
 	deadline := time.Now().Add(wait)
 	term := a.leaseTerm(kind)
 	for {
-		ok, err := a.DB.TakeLease(ctx, kind, a.owner(), term)
+		l, ok, err := a.DB.TakeLease(ctx, kind, a.owner(), term)
 		if ok && err == nil {
-			// From here to "lease released" the lease is this process's.
-			a.Log.Debug("lease taken", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
-			return a.keepLease(ctx, kind, term), true, nil
+			return a.keepLease(ctx, l), true, nil
 		}
 		if err != nil {
 			return ctx, false, err
@@ -142,17 +140,37 @@ func (a *App) leaseTerm(kind string) time.Duration {
 	return tickLeaseTerm
 }
 
-// keepLease renews the lease of kind every third of term until
-// releaseLease, and returns the context of the work under it.
-func (a *App) keepLease(ctx context.Context, kind string, term time.Duration) context.Context {
+// heldLease is a lease this process took, and the means to stop
+// renewing it.
+type heldLease struct {
+	lease statedb.Lease
+	stop  func() func()
+}
+
+// keepLease notes the lease l, just taken, as this process's, renews it
+// every third of its term until releaseLease, and returns the context of
+// the work under it.
+//
+// The renewals run beside the work's own transactions and never wait
+// behind them (statedb.DB.RenewLease), and a renewal that fails for
+// another reason than the lease being taken (the database unreachable)
+// is tried again: the work goes on, as its transactions' fence keeps it
+// from writing once another process has taken the lease. Only when no
+// renewal has succeeded for a whole term, so that another may have
+// taken the lease without this process hearing of it, does the work
+// stop.
+func (a *App) keepLease(ctx context.Context, l statedb.Lease) context.Context {
+	// From here to "lease released" the lease is this process's.
+	a.Log.Debug("lease taken", "kind", l.Kind, "owner", l.Owner, "at_ns", time.Now().UnixNano(), "token", l.Token)
+	term := a.leaseTerm(l.Kind)
 	work, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	a.leaseMu.Lock()
 	if a.kept == nil {
-		a.kept = map[string]func() func(){}
+		a.kept = map[string]heldLease{}
 	}
-	a.kept[kind] = func() func() { close(done); <-stopped; return func() { cancel(nil) } }
+	a.kept[l.Kind] = heldLease{lease: l, stop: func() func() { close(done); <-stopped; return func() { cancel(nil) } }}
 	a.leaseMu.Unlock()
 	go func() {
 		defer close(stopped)
@@ -165,16 +183,17 @@ func (a *App) keepLease(ctx context.Context, kind string, term time.Duration) co
 				return
 			case <-t.C:
 			}
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), term/3)
-			ok, err := a.DB.TakeLease(rctx, kind, a.owner(), term)
+			start := time.Now()
+			rctx, rcancel := context.WithDeadline(context.WithoutCancel(ctx), held.Add(term))
+			err := a.DB.RenewLease(rctx, l, term)
 			rcancel()
-			if ok && err == nil {
-				held = time.Now()
+			if err == nil {
+				held = start
 				continue
 			}
-			if err == nil || time.Since(held) > term*2/3 {
-				a.Log.Warn("lease lost; stopping its work", "kind", kind, "err", err)
-				cancel(fmt.Errorf("the lease of %s was lost: %w", kind, statedb.ErrTaken))
+			if errors.Is(err, statedb.ErrTaken) || time.Since(held) >= term {
+				a.Log.Warn("lease lost; stopping its work", "kind", l.Kind, "token", l.Token, "err", err)
+				cancel(fmt.Errorf("the lease of %s was lost: %w", l.Kind, errors.Join(statedb.ErrTaken, err)))
 				<-done
 				return
 			}
@@ -183,41 +202,50 @@ func (a *App) keepLease(ctx context.Context, kind string, term time.Duration) co
 	return work
 }
 
-// renewLease renews the lease of kind in tx, whose work needs it: if the
-// lease ran out and another process took it, the work is not done and the
-// answer is statedb.ErrTaken.
-func (a *App) renewLease(ctx context.Context, tx *statedb.Tx, kind string) error {
-	ok, err := tx.TakeLease(ctx, kind, a.owner(), a.leaseTerm(kind))
-	if err != nil {
-		return err
-	}
+// heldLeaseOf is the lease of kind this process holds, as it took it.
+func (a *App) heldLeaseOf(kind string) (statedb.Lease, bool) {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	h, ok := a.kept[kind]
+	return h.lease, ok
+}
+
+// checkLease is the fence of tx, whose work needs the lease of kind: if
+// this process does not hold it, or another process took it since this
+// one did, the work is not done and the answer is statedb.ErrTaken.
+func (a *App) checkLease(ctx context.Context, tx *statedb.Tx, kind string) error {
+	l, ok := a.heldLeaseOf(kind)
 	if !ok {
-		return fmt.Errorf("the lease of %s ran out and another WEBAPP took it: %w", kind, statedb.ErrTaken)
+		return fmt.Errorf("the lease of %s is not held: %w", kind, statedb.ErrTaken)
 	}
-	return nil
+	return tx.CheckLease(ctx, l)
 }
 
 // stopKeeping stops renewing the lease of kind (keepLease), if it is
-// renewed, and returns what ends the context of its work, for when the
-// work is done.
+// renewed, forgets it, and returns what ends the context of its work,
+// for when the work is done.
 func (a *App) stopKeeping(kind string) (end func()) {
 	a.leaseMu.Lock()
-	stop := a.kept[kind]
+	h, ok := a.kept[kind]
 	delete(a.kept, kind)
 	a.leaseMu.Unlock()
-	if stop == nil {
+	if !ok {
 		return func() {}
 	}
-	return stop()
+	return h.stop()
 }
 
 // releaseLease gives up the lease of kind once its work is done, even if
 // ctx ended; a failure is only logged, as the lease runs out anyway.
 func (a *App) releaseLease(ctx context.Context, kind string) {
 	ctx = context.WithoutCancel(ctx)
+	l, ok := a.heldLeaseOf(kind)
 	defer a.stopKeeping(kind)()
-	a.Log.Debug("lease released", "kind", kind, "owner", a.owner(), "at_ns", time.Now().UnixNano())
-	if err := a.DB.ReleaseLease(ctx, kind, a.owner()); err != nil {
+	if !ok {
+		return
+	}
+	a.Log.Debug("lease released", "kind", kind, "owner", l.Owner, "at_ns", time.Now().UnixNano(), "token", l.Token)
+	if err := a.DB.ReleaseLease(ctx, l); err != nil {
 		a.Log.Warn("release lease", "kind", kind, "err", err)
 	}
 }

@@ -19,11 +19,13 @@ func TestLeaseHeldElsewhere(t *testing.T) {
 	a, _, conf := newApp(t, "a/one")
 	a.Owner, a.LeaseWait = "this", time.Millisecond
 	const other = "another process"
+	var others []statedb.Lease
 	for _, kind := range []string{LeaseConfig, LeaseListing, LeaseTick} {
-		ok, err := a.DB.TakeLease(ctx, kind, other, time.Hour)
+		l, ok, err := a.DB.TakeLease(ctx, kind, other, time.Hour)
 		if err != nil || !ok {
 			t.Fatalf("take %s: %v, %v", kind, ok, err)
 		}
+		others = append(others, l)
 	}
 	conf.cfg.Commit = "c2"
 	if _, err := a.ApplyConfiguration(ctx); !errors.Is(err, ErrBusy) || !errors.Is(err, statedb.ErrConflict) {
@@ -52,8 +54,8 @@ func TestLeaseHeldElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, kind := range []string{LeaseConfig, LeaseListing, LeaseTick} {
-		if err := a.DB.ReleaseLease(ctx, kind, other); err != nil {
+	for _, l := range others {
+		if err := a.DB.ReleaseLease(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +177,7 @@ func TestLeaseKeptAndLost(t *testing.T) {
 	}
 	// The clock jumps past the expiry and another process takes it.
 	fake.Set(1100)
-	if ok, err := a.DB.TakeLease(ctx, "test-work", "another", time.Minute); !ok || err != nil {
+	if _, ok, err := a.DB.TakeLease(ctx, "test-work", "another", time.Minute); !ok || err != nil {
 		t.Fatalf("another's TakeLease = %v, %v", ok, err)
 	}
 	select {

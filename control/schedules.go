@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -278,16 +279,17 @@ func (a *App) tick(ctx context.Context, wait time.Duration) (TickWork, error) {
 // process holds it. It returns the time of this tick and of the last one.
 func (a *App) tickAllDue(ctx context.Context, held *bool) (work TickWork, now, prev int64, err error) {
 	for first, more := true, true; more; first = false {
-		took := false
+		var took statedb.Lease
+		taken := false
 		err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
 			if first && !*held {
-				ok, err := tx.TakeLease(ctx, LeaseTick, a.owner(), a.leaseTerm(LeaseTick))
+				l, ok, err := tx.TakeLease(ctx, LeaseTick, a.owner(), a.leaseTerm(LeaseTick))
 				if err != nil || !ok {
 					more = false
 					return err
 				}
-				took = true
-			} else if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
+				took, taken = l, true
+			} else if err := a.checkLease(ctx, tx, LeaseTick); err != nil {
 				return err
 			}
 			if first {
@@ -309,10 +311,11 @@ func (a *App) tickAllDue(ctx context.Context, held *bool) (work TickWork, now, p
 		if err != nil {
 			return work, now, prev, err
 		}
-		if took {
+		if taken {
 			*held = true
-			// From here to "lease released" the lease is this process's.
-			a.Log.Debug("lease taken", "kind", LeaseTick, "owner", a.owner(), "at_ns", time.Now().UnixNano())
+			// Renewed, as every lease, until the tick gives it up: its
+			// transactions' fence needs the lease as taken.
+			a.keepLease(ctx, took)
 		}
 		if !*held {
 			return work, now, prev, nil
@@ -326,7 +329,7 @@ func (a *App) tickAllDue(ctx context.Context, held *bool) (work TickWork, now, p
 func (a *App) tickAllAhead(ctx context.Context, work *TickWork) error {
 	for after, done := "", false; !done; {
 		err := a.DB.Update(ctx, func(tx *statedb.Tx) error {
-			if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
+			if err := a.checkLease(ctx, tx, LeaseTick); err != nil {
 				return err
 			}
 			w, last, err := a.tickAhead(ctx, tx, after, TickBatch)
@@ -344,11 +347,15 @@ func (a *App) tickAllAhead(ctx context.Context, work *TickWork) error {
 // endTick notes the time of the tick, ends the unconfirmed claims, samples
 // the queues and gives up the lease LeaseTick, held, in one transaction.
 func (a *App) endTick(ctx context.Context) error {
-	// A lease taken by waiting for it is renewed meanwhile: that stops
-	// here, as the lease is given up with this transaction.
+	// The lease is renewed meanwhile: that stops here, as the lease is
+	// given up with this transaction.
+	l, ok := a.heldLeaseOf(LeaseTick)
 	defer a.stopKeeping(LeaseTick)()
+	if !ok {
+		return fmt.Errorf("the lease of %s is not held: %w", LeaseTick, statedb.ErrTaken)
+	}
 	return a.DB.Update(ctx, func(tx *statedb.Tx) error {
-		if err := a.renewLease(ctx, tx, LeaseTick); err != nil {
+		if err := tx.CheckLease(ctx, l); err != nil {
 			return err
 		}
 		// The next tick, of whichever process, finds the clock set back
@@ -363,7 +370,7 @@ func (a *App) endTick(ctx context.Context) error {
 		if _, err := tx.SampleQueues(ctx); err != nil {
 			return err
 		}
-		a.Log.Debug("lease released", "kind", LeaseTick, "owner", a.owner(), "at_ns", time.Now().UnixNano())
-		return tx.ReleaseLease(ctx, LeaseTick, a.owner())
+		a.Log.Debug("lease released", "kind", LeaseTick, "owner", l.Owner, "at_ns", time.Now().UnixNano(), "token", l.Token)
+		return tx.ReleaseLease(ctx, l)
 	})
 }

@@ -27,14 +27,15 @@
 //   - A notification is delivered by the deliverer that claimed it
 //     (ClaimDeliveries), and its attempt recorded under that claim.
 //   - Work that one process at a time must do holds a lease row of its
-//     kind, with an owner and an expiry (TakeLease, ReleaseLease). A round
-//     of the work takes the lease, in a write transaction of its own, and
-//     does the work only if it got it; it renews the lease (TakeLease
-//     again) in each of its transactions, or between long steps, well
-//     within the term, and a renewal that finds the lease another's ends
-//     the round; it releases the lease when done. A process that dies
-//     leaves its leases to expire. The owner names the process uniquely
-//     (host, pid and a random part).
+//     kind, with an owner, an expiry and a fencing token (TakeLease,
+//     ReleaseLease). A round of the work takes the lease, in a write
+//     transaction, and does the work only if it got it; each of its
+//     transactions checks that the lease is still its under the token it
+//     took (CheckLease), and it renews the lease beside them
+//     (RenewLease), well within the term; a check or renewal that finds
+//     the lease another's ends the round; it releases the lease when
+//     done. A process that dies leaves its leases to expire. The owner
+//     names the process uniquely (host, pid and a random part).
 //
 // On SQLite every write transaction starts with BEGIN IMMEDIATE, and on
 // PostgreSQL it takes advisory locks, so write transactions of all
@@ -78,6 +79,7 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"lorrycontroller.dev/lc/clock"
 
@@ -133,16 +135,21 @@ type DB struct {
 	// reports the UpdateReports calls: on SQLite the same, on
 	// PostgreSQL on a session of their own.
 	shared, reports *sharedWrites
-	clock           clock.Clock
-	path            string
-	pg              bool
+	// leases is the session that renews leases on PostgreSQL (RenewLease),
+	// nil on SQLite.
+	leases *session
+	clock  clock.Clock
+	path   string
+	pg     bool
 	// pgAddr and pgPassword are how a PostgreSQL database is reached,
 	// path being its address without the password; pgBackupAddr is
 	// Options.BackupAddress.
 	pgAddr, pgPassword, pgBackupAddr string
 	// unprepared says that the sessions may not keep prepared
 	// statements (postgres.go).
-	unprepared  bool
+	unprepared bool
+	// stuck is Options.StuckTransaction.
+	stuck       time.Duration
 	closePool   func()
 	outputLimit int64
 	notify      map[string]bool
@@ -167,6 +174,15 @@ type Options struct {
 	// address goes through a pooler; "" for that address (see
 	// DumpAddress).
 	BackupAddress string
+	// StuckTransaction, if not 0, is how long a PostgreSQL session may
+	// sit idle inside a transaction before the server ends it: a process
+	// frozen (stopped, swapped out) inside a write transaction holds the
+	// write lock of every process until then, and no longer.
+	StuckTransaction time.Duration
+	// ServerClock makes the DB tell the time by Clock corrected by the
+	// offset of the database server's clock (serverclock.go), so that
+	// every process sharing the database keeps its times on one clock.
+	ServerClock bool
 }
 
 // readSessions is how many reads can run at once.
@@ -216,6 +232,9 @@ func newDB(pool *sql.DB, path string, opts Options) *DB {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
+	if opts.ServerClock {
+		clk = &serverClock{local: clk}
+	}
 	return &DB{pool: pool, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
 		reads: make(chan *session, readSessions), health: make(chan *session, 1)}
 }
@@ -262,7 +281,7 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 	db.health <- s
 	begin := db.write.begin
 	if db.pg {
-		begin = pgBeginClaims
+		begin = db.pgBegin(pgBeginClaims)
 	}
 	db.shared = db.startSharedWriter(db.write, begin)
 	db.reports = db.shared
@@ -271,7 +290,14 @@ func (db *DB) start(ctx context.Context) (*DB, error) {
 		if err != nil {
 			return fail(err)
 		}
-		db.reports = db.startSharedWriter(rs, pgBeginReports)
+		db.reports = db.startSharedWriter(rs, db.pgBegin(pgBeginReports))
+		if db.leases, err = db.newSession(ctx, false); err != nil {
+			return fail(err)
+		}
+		db.leases.begin = db.pgBegin(pgBeginLease)
+	}
+	if _, err := db.SyncClock(ctx); err != nil {
+		return fail(err)
 	}
 	return db, nil
 }
@@ -288,6 +314,9 @@ func (db *DB) Close() error {
 	}
 	if db.write != nil {
 		errs = append(errs, db.write.close())
+	}
+	if db.leases != nil {
+		errs = append(errs, db.leases.close())
 	}
 	for len(db.reads) > 0 {
 		errs = append(errs, (<-db.reads).close())
@@ -336,6 +365,10 @@ const (
 	sqliteBeginRead  = `BEGIN`
 	pgBeginWrite     = `BEGIN; SELECT pg_advisory_xact_lock(` + pgWriteLock + `); SELECT pg_advisory_xact_lock(` + pgReportLock + `)`
 	pgBeginRead      = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+	// pgBeginLease begins a renewal of a lease (RenewLease), which takes
+	// no lock but its lease's row, so that it never waits behind the
+	// transactions of the lease's own work, which hold the write lock.
+	pgBeginLease = `BEGIN`
 )
 
 // On PostgreSQL the job reports and the hand-outs, the job protocol's two
@@ -378,9 +411,9 @@ func (db *DB) newSession(ctx context.Context, readOnly bool) (*session, error) {
 	s := &session{conn: conn, stmts: map[string]*stmt{}, begin: sqliteBeginWrite, pg: db.pg, prepare: !db.unprepared}
 	switch {
 	case db.pg && readOnly:
-		s.begin = pgBeginRead
+		s.begin = db.pgBegin(pgBeginRead)
 	case db.pg:
-		s.begin = pgBeginWrite
+		s.begin = db.pgBegin(pgBeginWrite)
 	case readOnly:
 		s.begin = sqliteBeginRead
 		if _, err := conn.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,7 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	db.pg = true
 	db.pgAddr, db.pgPassword, db.pgBackupAddr = addr, opts.Password, opts.BackupAddress
 	db.unprepared = unprepared(cfg.ConnConfig)
+	db.stuck = opts.StuckTransaction
 	db.closePool = pool.Close
 	return db.start(ctx)
 }
@@ -280,4 +282,20 @@ func pgInTransaction(c *sql.Conn) error {
 		return errors.New("the transaction ended")
 	}
 	return nil
+}
+
+// pgBegin is begin, a PostgreSQL transaction's first statements, with the
+// server told to end the session if it sits idle in the transaction for
+// longer than Options.StuckTransaction: its locks, the write lock of
+// every WEBAPP among them, are let go then, and the process, if it wakes,
+// finds its transaction gone and writes nothing of it. The setting is the
+// transaction's own (SET LOCAL), so that behind a pooler in transaction
+// mode it is left on no server session; its value, a number of
+// milliseconds, is the one part of the text not written here.
+func (db *DB) pgBegin(begin string) string {
+	if db.stuck <= 0 {
+		return begin
+	}
+	ms := max(db.stuck.Milliseconds(), 1)
+	return begin + "; SET LOCAL idle_in_transaction_session_timeout = " + strconv.FormatInt(ms, 10)
 }

@@ -20,7 +20,7 @@ func TestReplicas(t *testing.T) {
 		}
 		return tx.SeeReplica(ctx, Replica{Name: "r2", URL: "http://b", Owner: "r2/2/y", Started: 950})
 	})
-	if ok, err := f.db.TakeLease(ctx, "tick", "r2/2/y", 15*time.Second); !ok || err != nil {
+	if _, ok, err := f.db.TakeLease(ctx, "tick", "r2/2/y", 15*time.Second); !ok || err != nil {
 		t.Fatalf("TakeLease = %v, %v", ok, err)
 	}
 	f.clock.Set(2000)

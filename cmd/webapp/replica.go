@@ -68,6 +68,12 @@ func heartbeat(ctx context.Context, app *control.App, interval time.Duration, lo
 			if err := app.Heartbeat(ctx, started); err != nil && ctx.Err() == nil {
 				log.Warn("heartbeat", "err", err)
 			}
+			before := app.DB.ClockOffset()
+			if off, err := app.DB.SyncClock(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("read the STATEDB server's clock", "err", err)
+			} else if err == nil && (off-before).Abs() >= time.Second {
+				warnClockOffset(off, log)
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -76,4 +82,12 @@ func heartbeat(ctx context.Context, app *control.App, interval time.Duration, lo
 		}
 	}()
 	return func() { cancel(); wg.Wait() }
+}
+
+// warnClockOffset says when this machine's clock is a second or more off
+// the STATEDB server's, which the WEBAPP's times follow.
+func warnClockOffset(off time.Duration, log *slog.Logger) {
+	if off.Abs() >= time.Second {
+		log.Warn("this machine's clock differs from the STATEDB server's; the WEBAPP keeps the server's time", "server_ahead_ms", off.Milliseconds())
+	}
 }

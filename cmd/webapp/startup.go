@@ -40,7 +40,14 @@ func readSecrets(cfg Config, log *slog.Logger) (notify, hook string, err error) 
 // database pretends it is.
 func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.Fake, log *slog.Logger) (*statedb.DB, error) {
 	opts := statedb.Options{Clock: clk, OutputLimit: cfg.OutputLimit, Notify: cfg.NotifyEvents,
-		ApplicationName: strings.TrimSuffix("lorry-controller-webapp "+cfg.ReplicaName, " "), BackupAddress: cfg.BackupStateDB}
+		ApplicationName: strings.TrimSuffix("lorry-controller-webapp "+cfg.ReplicaName, " "), BackupAddress: cfg.BackupStateDB,
+		// The times of the leases, the jobs and the claims are those of
+		// the STATEDB's server, which every WEBAPP sharing it reads
+		// alike; the debug clock is the one pretend-time moves.
+		ServerClock: fake == nil,
+		// A WEBAPP stopped inside a transaction keeps the others from
+		// writing for one lease's term at most.
+		StuckTransaction: cfg.ReplicaLease}
 	if cfg.StateDBPasswordFile != "" {
 		password, warning, err := secretfile.Read(cfg.StateDBPasswordFile)
 		if err != nil {
@@ -56,6 +63,7 @@ func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.F
 		return nil, err
 	}
 	warnBackups(cfg, log)
+	warnClockOffset(db.ClockOffset(), log)
 	if err := checkAuth(ctx, cfg, db, log); err != nil {
 		db.Close()
 		return nil, err

@@ -404,6 +404,7 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			uctx, cancel = context.WithDeadline(ctx, end)
 		}
 		kill, err := m.jobUpdate(uctx, j, updateRunning, u, nil)
+		var gap *outputGap
 		// Read before cancel, which would make every update look timed out,
 		// and a 404 or 409 look like the network.
 		timedOut := uctx.Err() != nil
@@ -423,6 +424,10 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 				next = 0
 			}
 			timer.Reset(next)
+		case errors.As(err, &gap):
+			out.rewind(gap.stdout, gap.stderr)
+			log.Warn("webapp lacks output sent before; sending from what it has", "err", err)
+			timer.Reset(0)
 		case ctx.Err() != nil:
 			// The next select sees it.
 		case tooLarge(err) && budget > minUpdateBody:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"lorrycontroller.dev/lc/proc"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -43,6 +44,9 @@ type job struct {
 	// answer renewed it was sent, since the WEBAPP counted from then or
 	// later.
 	granted time.Time
+	// watchdog, while the job's processes run, kills them at the end of
+	// the lease if the minion cannot (Minion.guard).
+	watchdog *proc.Watchdog
 }
 
 // lorryFlags are the flags of lorry that the WEBAPP chose for the job.
@@ -182,6 +186,11 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, disk
 		m.log.Warn("job-update: cannot decode answer", "job_id", j.ID, "err", err, "body", snippet(body))
 	}
 	j.renew(answer.LeaseTerms, sent)
+	if j.watchdog != nil {
+		if err := j.watchdog.Renew(j.leaseEnd()); err != nil {
+			m.log.Warn("cannot renew the job's watchdog", "job_id", j.ID, "err", err)
+		}
+	}
 	if answer.Retire && !m.retired.Swap(true) {
 		m.log.Info("webapp retired this minion; it exits after the job", "job_id", j.ID, "kill", answer.Kill)
 	}

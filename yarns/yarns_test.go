@@ -408,6 +408,7 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"minion-wait":    cmdMinionWait,
 	"minion-pause":   cmdMinionSignal(syscall.SIGSTOP),
 	"minion-resume":  cmdMinionSignal(syscall.SIGCONT),
+	"minion-stopped": cmdMinionStopped,
 	"api":            cmdAPI,
 	"api-token":      cmdAPIToken,
 	"json":           cmdJSON,
@@ -763,6 +764,15 @@ func cmdMinionSignal(sig syscall.Signal) func(ts *testscript.TestScript, neg boo
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+}
+
+// cmdMinionStopped checks that a minion is stopped (minion-pause), or
+// with "!" that it is not.
+func cmdMinionStopped(ts *testscript.TestScript, neg bool, args []string) {
+	p := state(ts).minion(ts, args, "minion-stopped")
+	if stopped(p.cmd.Process.Pid) == neg {
+		ts.Fatalf("minion %s: stopped is %v", args[0], !neg)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"lorrycontroller.dev/lc/proc"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -43,6 +44,9 @@ type job struct {
 	// answer renewed it was sent, since the WEBAPP counted from then or
 	// later.
 	granted time.Time
+	// watchdog, while the job's processes run, kills them at the end of
+	// the lease if the minion cannot (Minion.guard).
+	watchdog *proc.Watchdog
 }
 
 // lorryFlags are the flags of lorry that the WEBAPP chose for the job.
@@ -85,6 +89,7 @@ type StatusError struct {
 	Route  string
 	Status int
 	Msg    string // the answer's "error" text, or the start of its body
+	body   []byte
 }
 
 func (e *StatusError) Error() string {
@@ -146,7 +151,8 @@ func (m *Minion) giveMeJob(ctx context.Context) (*job, error) {
 func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, diskUsage *int64) (bool, error) {
 	sent := time.Now()
 	upd := wire.Update{JobID: j.ID, Minion: m.cfg.Name, PID: int64(m.cfg.Pid),
-		Stdout: string(u.stdout.data), Stderr: string(u.stderr.data), CutBytes: u.cut(), DiskUsage: diskUsage}
+		Stdout: string(u.stdout.data), Stderr: string(u.stderr.data), CutBytes: u.cut(), DiskUsage: diskUsage,
+		StdoutOffset: &u.stdout.offset, StderrOffset: &u.stderr.offset}
 	if exit != updateRunning {
 		e := int64(exit)
 		upd.Exit = &e
@@ -161,6 +167,13 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, disk
 		upd.ErrorClass, upd.Stopping = j.errorClass, j.stopping
 	}
 	_, body, err := m.post(ctx, "job-update", upd.Form())
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
+		var gap wire.UpdateGap
+		if json.Unmarshal(se.body, &gap) == nil {
+			return false, &outputGap{stdout: gap.StdoutOffset, stderr: gap.StderrOffset, err: err}
+		}
+	}
 	if err != nil {
 		return false, err
 	}
@@ -173,11 +186,27 @@ func (m *Minion) jobUpdate(ctx context.Context, j *job, exit int, u update, disk
 		m.log.Warn("job-update: cannot decode answer", "job_id", j.ID, "err", err, "body", snippet(body))
 	}
 	j.renew(answer.LeaseTerms, sent)
+	if j.watchdog != nil {
+		if err := j.watchdog.Renew(j.leaseEnd()); err != nil {
+			m.log.Warn("cannot renew the job's watchdog", "job_id", j.ID, "err", err)
+		}
+	}
 	if answer.Retire && !m.retired.Swap(true) {
 		m.log.Info("webapp retired this minion; it exits after the job", "job_id", j.ID, "kill", answer.Kill)
 	}
 	return answer.Kill, nil
 }
+
+// outputGap is the WEBAPP's refusal of an update whose output starts
+// past what it has of the job's output: it has stdout and stderr bytes
+// of the streams. The minion sends again from there (output.rewind).
+type outputGap struct {
+	stdout, stderr int64
+	err            error
+}
+
+func (g *outputGap) Error() string { return g.err.Error() }
+func (g *outputGap) Unwrap() error { return g.err }
 
 // post sends form to route of the WEBAPP in use, or of the next that
 // answers (ask), and returns a 2xx answer; any other status is a
@@ -215,7 +244,7 @@ func (m *Minion) postTo(ctx context.Context, base, route string, form url.Values
 		return 0, nil, fmt.Errorf("%s: read answer: %w", route, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return 0, nil, &StatusError{Route: route, Status: resp.StatusCode, Msg: errorText(body)}
+		return 0, nil, &StatusError{Route: route, Status: resp.StatusCode, Msg: errorText(body), body: body}
 	}
 	return resp.StatusCode, body, nil
 }

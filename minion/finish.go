@@ -2,6 +2,7 @@ package minion
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -53,10 +54,15 @@ func (m *Minion) finish(ctx context.Context, log *slog.Logger, j *job, exit int,
 			e, d = exit, du
 		}
 		_, err := m.jobUpdate(ctx, j, e, u, d)
+		var gap *outputGap
 		switch {
 		case err == nil:
 			out.sent(u)
 			return last, nil
+		case errors.As(err, &gap):
+			out.rewind(gap.stdout, gap.stderr)
+			log.Warn("webapp lacks output sent before; sending from what it has", "err", err)
+			return false, nil
 		case tooLarge(err) && budget > minUpdateBody:
 			budget = max(budget/2, minUpdateBody)
 			log.Warn("webapp found the update too large; sending less at a time", "err", err, "budget", budget)

@@ -71,6 +71,11 @@ type Config struct {
 	// the builds of runtimes, run as: --job-user. The minion's own
 	// files (its token, its locks) stay out of their reach.
 	JobUser *proc.User
+	// Watchdog, when set, is the program that watches each job
+	// (proc.StartWatchdog): the minion itself, which runs as the
+	// watchdog when given proc.WatchdogArg. It kills the job by the end
+	// of its lease even while the minion cannot, stopped or dead.
+	Watchdog string
 	// Changed, when set, is asked between jobs whether the minion
 	// should stop so as to start again as a new program (see
 	// Restart); it returns why, or "".
@@ -290,6 +295,8 @@ func (m *Minion) runJob(ctx context.Context, j *job) {
 		m.finish(ctx, log, j, exitNotStarted, out)
 		return
 	}
+	m.guard(log, j, p, mark)
+	defer m.unguard(log, j)
 	if err := m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark, Pgid: p.Pid()}); err != nil {
 		// The first record, with the mark, is enough to find the job.
 		log.Warn("cannot record the job's process group", "err", err)
@@ -338,6 +345,33 @@ const (
 	formSpace = 1 << 10
 )
 
+// guard starts the watchdog of job j, process p, which carries mark. A
+// job whose watchdog cannot start runs without one, as the minion's own
+// lease timer still ends it while the minion runs.
+func (m *Minion) guard(log *slog.Logger, j *job, p *proc.Process, mark string) {
+	if m.cfg.Watchdog == "" {
+		return
+	}
+	wd, err := proc.StartWatchdog(p, proc.WatchdogCommand{Program: m.cfg.Watchdog, Mark: mark, User: m.cfg.JobUser,
+		Deadline: j.leaseEnd(), Grace: m.killGrace(j)})
+	if err != nil {
+		log.Error("cannot start the job's watchdog; the job runs without one", "err", err)
+		return
+	}
+	j.watchdog = wd
+}
+
+// unguard releases the watchdog of job j, once its processes are gone.
+func (m *Minion) unguard(log *slog.Logger, j *job) {
+	if j.watchdog == nil {
+		return
+	}
+	if err := j.watchdog.Release(); err != nil {
+		log.Warn("job's watchdog", "err", err)
+	}
+	j.watchdog = nil
+}
+
 // killGrace is the smaller of the minion's own grace and the WEBAPP's.
 func (m *Minion) killGrace(j *job) time.Duration {
 	if j.KillGrace > 0 {
@@ -352,6 +386,9 @@ func (m *Minion) killGrace(j *job) time.Duration {
 // reached the WEBAPP. It returns once the child has exited, or false if
 // the job is no longer ours to report.
 func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Process, out *output) bool {
+	// The job's processes are gone when it returns: so is the need to
+	// watch them, while the end is reported.
+	defer m.unguard(log, j)
 	bo := m.newBackoff()
 	budget := maxUpdateBody - formSpace
 	timer := time.NewTimer(m.cfg.UpdateInterval)
@@ -404,6 +441,7 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 			uctx, cancel = context.WithDeadline(ctx, end)
 		}
 		kill, err := m.jobUpdate(uctx, j, updateRunning, u, nil)
+		var gap *outputGap
 		// Read before cancel, which would make every update look timed out,
 		// and a 404 or 409 look like the network.
 		timedOut := uctx.Err() != nil
@@ -423,6 +461,10 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 				next = 0
 			}
 			timer.Reset(next)
+		case errors.As(err, &gap):
+			out.rewind(gap.stdout, gap.stderr)
+			log.Warn("webapp lacks output sent before; sending from what it has", "err", err)
+			timer.Reset(0)
 		case ctx.Err() != nil:
 			// The next select sees it.
 		case tooLarge(err) && budget > minUpdateBody:

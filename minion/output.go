@@ -31,6 +31,13 @@ type stream struct {
 	buf     []byte
 	headEnd int
 	cut     int64
+	// sent is how much of the stream the WEBAPP has acknowledged,
+	// delivered or cut: where buf starts in it.
+	sent int64
+	// lost is how much of the stream before buf the WEBAPP said it does
+	// not have, which the minion no longer has either: it is reported
+	// as cut with the next update.
+	lost int64
 }
 
 func newOutput(limit int64) *output {
@@ -89,6 +96,10 @@ type piece struct {
 	data     []byte
 	consumed int   // bytes of the stream's buffer it covers
 	cut      int64 // bytes of the stream cut just before data; 0 for none
+	lost     int64 // bytes the WEBAPP lost before the cut, told as cut too
+	// offset is where data starts in the stream, for the WEBAPP to
+	// store only what it does not have of a report sent again.
+	offset int64
 }
 
 // update is what one job-update carries. At most one of its pieces has a
@@ -101,7 +112,7 @@ type update struct {
 
 // cut is how many bytes the WEBAPP is told were cut before u's output.
 func (u update) cut() int64 {
-	return u.stdout.cut + u.stderr.cut
+	return u.stdout.cut + u.stdout.lost + u.stderr.cut + u.stderr.lost
 }
 
 // next takes what the next job-update carries: as much as fits in budget
@@ -119,7 +130,16 @@ func (o *output) next(budget int, final bool) (u update, last bool) {
 		u.stdout, budget = o.stdout.take(budget, final, false)
 		u.stderr, _ = o.stderr.take(budget, final, false)
 	}
+	o.stdout.place(&u.stdout)
+	o.stderr.place(&u.stderr)
 	return u, o.stdout.rest(u.stdout) == 0 && o.stderr.rest(u.stderr) == 0
+}
+
+// place sets where p starts in the stream, after what the WEBAPP lost and
+// p's cut, which p reports.
+func (s *stream) place(p *piece) {
+	p.lost = s.lost
+	p.offset = s.sent + s.lost + p.cut
 }
 
 // atCut says whether what the stream sends next starts after a cut.
@@ -166,6 +186,8 @@ func (o *output) sent(u update) {
 }
 
 func (s *stream) drop(p piece) {
+	s.sent = p.offset + int64(p.consumed)
+	s.lost -= p.lost
 	s.buf = append([]byte(nil), s.buf[p.consumed:]...)
 	s.headEnd = max(0, s.headEnd-p.consumed)
 	if p.cut > 0 {
@@ -173,9 +195,25 @@ func (s *stream) drop(p piece) {
 	}
 }
 
+// rewind takes the WEBAPP's word that it has only stdout and stderr bytes
+// of the streams: what it lacks of what the minion thought delivered is
+// gone, and is reported as cut.
+func (o *output) rewind(stdout, stderr int64) {
+	o.stdout.rewind(stdout)
+	o.stderr.rewind(stderr)
+}
+
+func (s *stream) rewind(have int64) {
+	if have < s.sent {
+		s.lost += s.sent - have
+		s.sent = have
+	}
+}
+
 // pending says whether any output is left to send.
 func (o *output) pending() bool {
-	return len(o.stdout.buf) > 0 || len(o.stderr.buf) > 0 || o.stdout.cut > 0 || o.stderr.cut > 0
+	return len(o.stdout.buf) > 0 || len(o.stderr.buf) > 0 || o.stdout.cut > 0 || o.stderr.cut > 0 ||
+		o.stdout.lost > 0 || o.stderr.lost > 0
 }
 
 // encodedByteLen is the length of c form-encoded: every byte but the ones

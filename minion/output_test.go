@@ -40,3 +40,37 @@ func TestOutputCutOrder(t *testing.T) {
 		t.Errorf("third update %+v, want stderr's cut and tail alone", g)
 	}
 }
+
+// TestOutputOffsets checks where each update's output starts in its
+// stream: after what the WEBAPP acknowledged, the same again until it
+// does, and after what it said it lacks, which goes as cut.
+func TestOutputOffsets(t *testing.T) {
+	o := newOutput(1 << 20)
+	o.add([]byte("out1\n"), []byte("err1\n"))
+	u, _ := o.next(1<<10, false)
+	if u.stdout.offset != 0 || u.stderr.offset != 0 {
+		t.Fatalf("first update at %d and %d; want 0 and 0", u.stdout.offset, u.stderr.offset)
+	}
+	o.sent(u)
+	o.add([]byte("out2\n"), nil)
+	u, _ = o.next(1<<10, false)
+	// Its answer is lost: the same update goes again, with more.
+	o.add([]byte("out3\n"), []byte("err2\n"))
+	again, _ := o.next(1<<10, false)
+	if u.stdout.offset != 5 || again.stdout.offset != 5 || again.stderr.offset != 5 || string(again.stdout.data) != "out2\nout3\n" {
+		t.Fatalf("update sent again: %q at %d, %d; want out2 and out3 at 5, 5", again.stdout.data, again.stdout.offset, again.stderr.offset)
+	}
+	o.sent(again)
+	// The WEBAPP says it has 5 and 10 bytes: the 10 of stdout past its 5
+	// are gone, and go as cut.
+	o.rewind(5, 10)
+	o.add([]byte("out4\n"), nil)
+	u, _ = o.next(1<<10, false)
+	if u.stdout.offset != 15 || u.stderr.offset != 10 || u.cut() != 10 || string(u.stdout.data) != "out4\n" {
+		t.Fatalf("update after a gap: %q at %d, %d, %d cut; want out4 at 15, 10, 10 cut", u.stdout.data, u.stdout.offset, u.stderr.offset, u.cut())
+	}
+	o.sent(u)
+	if u, _ := o.next(1<<10, false); u.stdout.offset != 20 || u.cut() != 0 || o.pending() {
+		t.Errorf("after the gap's update: at %d, %d cut, pending %v; want 20, none, nothing pending", u.stdout.offset, u.cut(), o.pending())
+	}
+}

@@ -144,6 +144,8 @@ func (m *Minion) runScraper(ctx context.Context, log *slog.Logger, j *job, out *
 	for i, c := range sc.Config {
 		go feed(pipes.writers[i], c.Content)
 	}
+	m.guard(log, j, p, mark)
+	defer m.unguard(log, j)
 	if err := m.writeRecord(jobRecord{JobID: j.ID, Path: j.Path, Mark: mark, Pgid: p.Pid()}); err != nil {
 		log.Warn("cannot record the job's process group", "err", err)
 	}

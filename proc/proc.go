@@ -59,6 +59,9 @@ type Process struct {
 	// been reused and a signal to the group cannot hit a stranger.
 	mu     sync.Mutex
 	exited bool
+	// pidfd refers to the leader from its start until it is reaped, for
+	// its watchdog (StartWatchdog); nil after.
+	pidfd *os.File
 
 	killOnce sync.Once
 	done     chan struct{}
@@ -115,6 +118,11 @@ func (p *Process) run(cmd *exec.Cmd, u *User, started chan<- error) {
 		return
 	}
 	p.pid = cmd.Process.Pid
+	// Opened before this goroutine can reap the leader, so that it
+	// refers to the job's leader, not to a process given its pid later.
+	if fd, err := unix.PidfdOpen(p.pid, 0); err == nil {
+		p.pidfd = os.NewFile(uintptr(fd), "pidfd")
+	}
 	started <- nil
 
 	// Wait for the leader to exit but leave it a zombie, so that the
@@ -134,6 +142,12 @@ func (p *Process) run(cmd *exec.Cmd, u *User, started chan<- error) {
 	p.mu.Unlock()
 
 	err := cmd.Wait()
+	p.mu.Lock()
+	if p.pidfd != nil {
+		p.pidfd.Close()
+		p.pidfd = nil
+	}
+	p.mu.Unlock()
 	p.exit = exitCode(cmd, err)
 	if errors.Is(err, exec.ErrWaitDelay) {
 		p.waitErr = err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"lorrycontroller.dev/lc/spool"
+	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -141,8 +142,9 @@ var streamFields = wire.StreamFields
 // winning. Its stream fields, if it was read with any, are in spools
 // that Close frees.
 type body struct {
-	params  params
-	streams map[string]*spool.Spool
+	params    params
+	streams   map[string]*spool.Spool
+	redactors map[string]*redactor
 }
 
 // Close frees the spools.
@@ -154,6 +156,26 @@ func (b *body) Close() {
 
 // stream is what was sent as field, nil if nothing was.
 func (b *body) stream(field string) *spool.Spool { return b.streams[field] }
+
+// sentStream is stream(field) with how its bytes map to those sent
+// (statedb.SentSource); nil if nothing was sent.
+func (b *body) sentStream(field string) statedb.OutputSource {
+	sp := b.streams[field]
+	if sp == nil {
+		return nil
+	}
+	return sentSpool{sp, b.redactors[field]}
+}
+
+// sentSpool is a stream as spooled, its credentials hidden, and the
+// redactor that wrote it.
+type sentSpool struct {
+	*spool.Spool
+	r *redactor
+}
+
+func (s sentSpool) Sent() int64             { return s.r.in }
+func (s sentSpool) Stored(sent int64) int64 { return s.r.stored(sent) }
 
 // readBody reads r's parameters, taking a body of at most limit bytes
 // (413 beyond), whose parameters but the streams come to at most small
@@ -187,6 +209,7 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 	}()
 	collected := &smallBuffer{left: int(small), limit: small}
 	redactors := map[string]*redactor{}
+	b.redactors = redactors
 	field := func(name string) io.Writer {
 		for _, f := range streams {
 			if f == name {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 
 	"lorrycontroller.dev/lc/redact"
 )
@@ -12,10 +13,27 @@ import (
 // to w. A URL never spans whitespace, so output is redacted up to its
 // last whitespace and the rest held for the next write; a run of more
 // than redactCarry bytes without whitespace is redacted as it is.
+//
+// It keeps how the bytes it wrote map to those it was given (stored), so
+// that a report sent again is stored from where the first one ended.
 type redactor struct {
 	w     io.Writer
 	carry []byte
+	// in and out count the bytes given and written; changes are the
+	// words that redaction changed, in order.
+	in, out int64
+	changes []change
 }
+
+// change is a word that redaction changed: inAt bytes
+// given and outAt written before it, inLen given and outLen written.
+type change struct {
+	inAt, outAt, inLen, outLen int64
+}
+
+// maxChanges bounds the changes a redactor keeps; past it, the last one
+// grows to cover the next.
+const maxChanges = 4096
 
 func (r *redactor) Write(p []byte) (int, error) {
 	r.carry = append(r.carry, p...)
@@ -38,11 +56,13 @@ func (r *redactor) emit(n int) error {
 	}
 	var err error
 	if bytes.IndexByte(r.carry[:n], '@') >= 0 {
-		_, err = io.WriteString(r.w, redact.URLs(string(r.carry[:n])))
+		_, err = io.WriteString(r.w, r.redactWords(r.carry[:n]))
 	} else {
 		// No "@", so no credentials: most output, and quicker to tell
 		// than to redact.
 		_, err = r.w.Write(r.carry[:n])
+		r.in += int64(n)
+		r.out += int64(n)
 	}
 	r.carry = append(r.carry[:0], r.carry[n:]...)
 	if err != nil {
@@ -53,3 +73,53 @@ func (r *redactor) emit(n int) error {
 
 // Close writes what is held.
 func (r *redactor) Close() error { return r.emit(len(r.carry)) }
+
+// redactWords is data redacted one word, with the whitespace after it, at
+// a time, as a URL never spans whitespace, so that the words that
+// redaction changed are known.
+func (r *redactor) redactWords(data []byte) string {
+	var b strings.Builder
+	for len(data) > 0 {
+		n := bytes.IndexAny(data, " \t\n\f\r") + 1
+		if n == 0 {
+			n = len(data)
+		}
+		word := string(data[:n])
+		red := word
+		if strings.IndexByte(word, '@') >= 0 {
+			red = redact.URLs(word)
+		}
+		if red != word {
+			c := change{inAt: r.in, outAt: r.out, inLen: int64(n), outLen: int64(len(red))}
+			if k := len(r.changes); k == maxChanges {
+				last := &r.changes[k-1]
+				last.inLen, last.outLen = c.inAt+c.inLen-last.inAt, c.outAt+c.outLen-last.outAt
+			} else {
+				r.changes = append(r.changes, c)
+			}
+		}
+		b.WriteString(red)
+		r.in += int64(n)
+		r.out += int64(len(red))
+		data = data[n:]
+	}
+	return b.String()
+}
+
+// stored is how many of the bytes written the first n given became. A
+// word that redaction changed is all or nothing: n inside it stops at its
+// start, so that what follows n is stored whole, its credentials hidden,
+// even if the start of the word was stored before.
+func (r *redactor) stored(n int64) int64 {
+	shift := int64(0)
+	for _, c := range r.changes {
+		if n < c.inAt+c.inLen {
+			if n > c.inAt {
+				return c.outAt
+			}
+			break
+		}
+		shift = c.outAt + c.outLen - c.inAt - c.inLen
+	}
+	return n + shift
+}

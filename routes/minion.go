@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"errors"
 	"net/http"
 
 	"lorrycontroller.dev/lc/control"
@@ -59,11 +60,7 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	defer b.Close()
 	p := b.params
 	var u statedb.JobUpdate
-	for _, f := range streamFields {
-		if sp := b.stream(f); sp != nil {
-			u.Spooled = append(u.Spooled, sp)
-		}
-	}
+	u.StdoutSpool, u.StderrSpool = b.sentStream("stdout"), b.sentStream("stderr")
 	wu, err := wire.ParseUpdate(p)
 	if err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
@@ -80,9 +77,18 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	u.Exit, u.DiskUsage, u.CutBytes = wu.Exit, wu.DiskUsage, wu.CutBytes
+	u.StdoutOffset, u.StderrOffset = wu.StdoutOffset, wu.StderrOffset
 	u.RuntimeBuilt, u.RuntimeBuildSeconds = wu.RuntimeBuilt, wu.RuntimeBuildSeconds
 	u.Head, u.Refs, u.ErrorClass, u.Stopping = wu.Head, wu.Refs, wu.ErrorClass, wu.Stopping
 	res, err := s.UpdateJob(r.Context(), u)
+	var gap *statedb.OutputGapError
+	if errors.As(err, &gap) {
+		// Answered with what the WEBAPP has, which the minion sends
+		// again from.
+		writeJSON(w, http.StatusRequestedRangeNotSatisfiable,
+			wire.UpdateGap{Error: gap.Error(), StdoutOffset: gap.StdoutBytes, StderrOffset: gap.StderrBytes})
+		return nil
+	}
 	if err != nil {
 		return err
 	}

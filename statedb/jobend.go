@@ -260,7 +260,7 @@ func (tx *Tx) lastError(ctx context.Context, j Job, e jobEnd) (string, error) {
 // On PostgreSQL the two writes are one statement, a round trip.
 func (tx *Tx) recordEnd(ctx context.Context, j Job, e jobEnd, lorryState string) error {
 	args := []any{e.status, e.exit, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
-		j.nextChunk, e.class, []byte{}, lorryState, j.ID, j.Updated}
+		j.nextChunk, e.class, []byte{}, lorryState, j.ID, j.Updated, j.stdoutBytes, j.stderrBytes}
 	var ended int64
 	if tx.pg {
 		query, args := pgEndQuery, append(args, j.Minion, j.ID)
@@ -290,11 +290,11 @@ func (tx *Tx) recordEnd(ctx context.Context, j Job, e jobEnd, lorryState string)
 }
 
 // recordEndQuery ends a job, given its status, exit, the time, its disk
-// usage, output counters, error class, carry, lorry state, id and the
-// updated time it was read with.
+// usage, output counters, error class, carry, lorry state, id, the
+// updated time it was read with, and its streams' counters.
 const recordEndQuery = `UPDATE jobs SET status = ?1, exit = ?2, ended = ?3, updated = ?3, disk_usage = ?4,
 		output_bytes = ?5, head_bytes = ?6, tail_bytes = ?7, cut_bytes = ?8, next_chunk = ?9, error_class = ?10,
-		output_carry = ?11, lorry_state = ?12
+		output_carry = ?11, lorry_state = ?12, stdout_bytes = ?15, stderr_bytes = ?16
 	WHERE id = ?13 AND ` + liveStatus + ` AND updated = ?14`
 
 // freeMinionQuery frees the minion ?1 of job ?2, and freeHeardMinionQuery
@@ -313,7 +313,7 @@ var (
 )
 
 func pgEnd(free string) string {
-	free = strings.NewReplacer("?1", "?15", "?2", "?16", "?3", "?17").Replace(free)
+	free = strings.NewReplacer("?1", "?17", "?2", "?18", "?3", "?19").Replace(free)
 	return `WITH ended AS (` + recordEndQuery + ` RETURNING 1),
 		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
 	SELECT COUNT(*) FROM ended`
@@ -327,7 +327,7 @@ func (tx *Tx) recordRunAndEnd(ctx context.Context, l Lorry, j Job, e jobEnd, las
 		return err
 	}
 	args := []any{e.status, e.exit, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
-		j.nextChunk, e.class, []byte{}, r.s.state, j.ID, j.Updated, j.Minion, j.ID}
+		j.nextChunk, e.class, []byte{}, r.s.state, j.ID, j.Updated, j.stdoutBytes, j.stderrBytes, j.Minion, j.ID}
 	query := pgRunEndQuery
 	if e.heard {
 		query, args = pgRunEndHeardQuery, append(args, tx.Now)
@@ -357,12 +357,12 @@ func (tx *Tx) recordRunAndEnd(ctx context.Context, l Lorry, j Job, e jobEnd, las
 // ends only if its lorry took the run. They answer the lorry's run_again
 // (NULL if it did not) and whether the job ended.
 var (
-	pgRunEndQuery      = pgRunEnd(freeMinionQuery, 16)
-	pgRunEndHeardQuery = pgRunEnd(freeHeardMinionQuery, 17)
+	pgRunEndQuery      = pgRunEnd(freeMinionQuery, 18)
+	pgRunEndHeardQuery = pgRunEnd(freeHeardMinionQuery, 19)
 )
 
 func pgRunEnd(free string, before int) string {
-	free = strings.NewReplacer("?1", "?15", "?2", "?16", "?3", "?17").Replace(free)
+	free = strings.NewReplacer("?1", "?17", "?2", "?18", "?3", "?19").Replace(free)
 	return `WITH run AS (` + shiftArgs(recordRunQuery, before) + `),
 		ended AS (` + recordEndQuery + ` AND EXISTS (SELECT 1 FROM run) RETURNING 1),
 		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))

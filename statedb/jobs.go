@@ -67,6 +67,10 @@ type Job struct {
 	LorryState string
 
 	headBytes, tailBytes, nextChunk int64
+	// stdoutBytes and stderrBytes are how much of each output stream
+	// the WEBAPP has, stored or cut by the minion: the end of what the
+	// reports that carried offsets covered (JobUpdate.StdoutOffset).
+	stdoutBytes, stderrBytes int64
 	// carry is the end of the output held back from job_output while a
 	// carriage return may still rewrite it (see foldCR).
 	carry []byte
@@ -76,7 +80,7 @@ const jobColumns = `id, path, kind, minion, host, pid, started, updated, ended, 
 	exit, kill, kill_reason, timeout, disk_usage, output_bytes, cut_bytes,
 	head_bytes, tail_bytes, next_chunk, text, commit_id, runtime_name, runtime_version,
 	runtime_id, runtime_python, runtime_built, runtime_build_seconds, error_class, lorry_state,
-	output_carry`
+	output_carry, stdout_bytes, stderr_bytes`
 
 func scanJob(row scanner) (Job, error) {
 	var j Job
@@ -87,7 +91,7 @@ func scanJob(row scanner) (Job, error) {
 		&j.Updated, &ended, &j.Status, &exit, &j.Kill, &j.KillReason, &j.Timeout, &du,
 		&j.OutputBytes, &j.CutBytes, &j.headBytes, &j.tailBytes, &j.nextChunk,
 		&j.Text, &j.CommitID, &j.Runtime.Name, &j.Runtime.Version, &j.Runtime.ID, &j.Runtime.Python,
-		&built, &buildSecs, &j.ErrorClass, &j.LorryState, &j.carry)
+		&built, &buildSecs, &j.ErrorClass, &j.LorryState, &j.carry, &j.stdoutBytes, &j.stderrBytes)
 	j.Ended, j.Exit, j.DiskUsage = nullInt(ended), nullInt(exit), nullInt(du)
 	if built.Valid {
 		j.RuntimeBuilt = &built.Bool

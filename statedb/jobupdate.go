@@ -21,10 +21,17 @@ type JobUpdate struct {
 	// CutBytes is how much output the minion cut, just before this
 	// update's output, to keep its own copy bounded.
 	CutBytes int64
-	// Spooled is output too big to hold in memory, appended after Stdout
-	// and Stderr, in order.
-	Spooled   []OutputSource
-	DiskUsage *int64
+	// StdoutSpool and StderrSpool, when set, are the stream's output of
+	// the update, too big to hold in memory, in place of Stdout or
+	// Stderr.
+	StdoutSpool, StderrSpool OutputSource
+	// StdoutOffset and StderrOffset, when set, are where the update's
+	// output starts in each stream: how many bytes the job printed to it
+	// before, delivered or cut. A report sent again, its answer lost,
+	// adds only what the WEBAPP does not have yet; nil, as from a minion
+	// that sends no offsets, appends all of it.
+	StdoutOffset, StderrOffset *int64
+	DiskUsage                  *int64
 	// RuntimeBuilt and RuntimeBuildSeconds, when set, say how a scraper's
 	// runtime was got ready for the job.
 	RuntimeBuilt        *bool
@@ -142,6 +149,11 @@ func (s scanAlso) Scan(dest ...any) error { return s.row.Scan(append(dest, s.als
 
 func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job, l *Lorry) (kill bool, err error) {
 	if !j.Live() {
+		if endReported(j, u) {
+			// The final report again, its answer lost: it is answered
+			// as it was, and the job ends once.
+			return false, nil
+		}
 		return false, fmt.Errorf("job %d is %s: %w", j.ID, j.Status, ErrConflict)
 	}
 	if u.Minion.Name != "" && u.Minion.Name != j.Minion {
@@ -160,15 +172,25 @@ func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job, l *Lorry) (kill
 			return false, err
 		}
 	}
-	if err := tx.skipOutput(ctx, &j, u.CutBytes); err != nil {
+	stdout, stderr := u.streams()
+	cut := u.CutBytes
+	if u.StdoutOffset != nil {
+		// What the WEBAPP has of each stream is left out; what is new
+		// past it must start where the WEBAPP's ends, but for the
+		// bytes the minion says it cut.
+		gap := &OutputGapError{Job: j.ID, StdoutBytes: j.stdoutBytes, StderrBytes: j.stderrBytes}
+		var outCut, errCut int64
+		stdout, outCut = resume(stdout, *u.StdoutOffset, &j.stdoutBytes)
+		stderr, errCut = resume(stderr, *u.StderrOffset, &j.stderrBytes)
+		if outCut+errCut > u.CutBytes {
+			return false, gap
+		}
+		cut = outCut + errCut
+	}
+	if err := tx.skipOutput(ctx, &j, cut); err != nil {
 		return false, err
 	}
-	for _, out := range [][]byte{u.Stdout, u.Stderr} {
-		if err := tx.appendFolded(ctx, &j, bytesSource(out)); err != nil {
-			return false, err
-		}
-	}
-	for _, src := range u.Spooled {
+	for _, src := range []OutputSource{stdout, stderr} {
 		if err := tx.appendFolded(ctx, &j, src); err != nil {
 			return false, err
 		}
@@ -206,12 +228,93 @@ func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job, l *Lorry) (kill
 	return j.Kill, tx.saveProgress(ctx, j)
 }
 
+// streams are the update's stdout and stderr, from memory or spooled.
+func (u JobUpdate) streams() (stdout, stderr OutputSource) {
+	stdout, stderr = bytesSource(u.Stdout), bytesSource(u.Stderr)
+	if u.StdoutSpool != nil {
+		stdout = u.StdoutSpool
+	}
+	if u.StderrSpool != nil {
+		stderr = u.StderrSpool
+	}
+	return stdout, stderr
+}
+
+// SentSource is output stored otherwise than the minion sent it, with
+// credentials hidden: Sent is how many bytes the minion sent, and
+// Stored how many of the stored bytes the first n sent became. Offsets
+// count the bytes sent.
+type SentSource interface {
+	OutputSource
+	Sent() int64
+	Stored(n int64) int64
+}
+
+// sentLen is how many bytes of out the minion sent.
+func sentLen(out OutputSource) int64 {
+	if s, ok := out.(SentSource); ok {
+		return s.Sent()
+	}
+	return out.Len()
+}
+
+// resume is what is new in out, which starts at offset in a stream of
+// which the WEBAPP has *have bytes: out without the bytes the WEBAPP has,
+// and how many bytes before it the WEBAPP does not have, which only a
+// cut of the minion's may account for. *have becomes the end of out.
+func resume(out OutputSource, offset int64, have *int64) (OutputSource, int64) {
+	n := sentLen(out)
+	skip := *have - offset
+	*have = max(*have, offset+n)
+	switch {
+	case skip <= 0:
+		return out, -skip
+	case skip >= n:
+		return bytesSource(nil), 0
+	}
+	if s, ok := out.(SentSource); ok {
+		skip = s.Stored(skip)
+	}
+	if b, ok := out.(bytesSource); ok {
+		return b[skip:], 0
+	}
+	return skipSource{out, skip}, 0
+}
+
+// endReported says whether u is the final report that ended j, sent
+// again: from j's minion, with j's exit, and with no output the WEBAPP
+// does not have. Only a report that carries its offsets can say so.
+func endReported(j Job, u JobUpdate) bool {
+	if u.Exit == nil || j.Exit == nil || *u.Exit != *j.Exit || u.StdoutOffset == nil || u.StderrOffset == nil {
+		return false
+	}
+	if u.Minion.Name != j.Minion || u.Minion.PID != 0 && u.Minion.PID != j.PID {
+		return false
+	}
+	stdout, stderr := u.streams()
+	return *u.StdoutOffset+sentLen(stdout) <= j.stdoutBytes && *u.StderrOffset+sentLen(stderr) <= j.stderrBytes
+}
+
+// OutputGapError refuses a report whose output starts past what the
+// WEBAPP has of the job's output, leaving out bytes that nobody said
+// were cut: the minion is to send again from StdoutBytes and
+// StderrBytes, what the WEBAPP has of each stream.
+type OutputGapError struct {
+	Job                      int64
+	StdoutBytes, StderrBytes int64
+}
+
+func (e *OutputGapError) Error() string {
+	return fmt.Sprintf("job %d: the report's output starts past what the WEBAPP has: stdout at %d bytes, stderr at %d",
+		e.Job, e.StdoutBytes, e.StderrBytes)
+}
+
 // minionHeardQuery records that the minion ?2 reported at ?1.
 const minionHeardQuery = `UPDATE minions SET last_seen = ?1, heard = heard + 1 WHERE name = ?2`
 
 // pgProgressQuery is saveProgressQuery with minionHeardQuery before it,
 // the minion's name after saveProgressQuery's arguments.
-var pgProgressQuery = `WITH heard AS (` + strings.NewReplacer("?2", "?13").Replace(minionHeardQuery) + `) ` + saveProgressQuery
+var pgProgressQuery = `WITH heard AS (` + strings.NewReplacer("?2", "?15").Replace(minionHeardQuery) + `) ` + saveProgressQuery
 
 // finishReported ends job j, whose minion reported its end in u: it
 // keeps what a successful end reports (the upstream's HEAD and the refs
@@ -264,11 +367,12 @@ func (tx *Tx) saveProgress(ctx context.Context, j Job) error {
 
 // saveProgressQuery writes the progress of a live job (progressArgs).
 const saveProgressQuery = `UPDATE jobs SET updated = ?1, kill = ?2, kill_reason = ?3, disk_usage = ?4,
-		output_bytes = ?5, head_bytes = ?6, tail_bytes = ?7, cut_bytes = ?8, next_chunk = ?9, output_carry = ?10
+		output_bytes = ?5, head_bytes = ?6, tail_bytes = ?7, cut_bytes = ?8, next_chunk = ?9, output_carry = ?10,
+		stdout_bytes = ?13, stderr_bytes = ?14
 	WHERE id = ?11 AND ` + liveStatus + ` AND updated = ?12`
 
 // progressArgs are saveProgressQuery's arguments for j at now.
 func (j Job) progressArgs(now int64) []any {
 	return []any{now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
-		j.nextChunk, carryValue(j.carry), j.ID, j.Updated}
+		j.nextChunk, carryValue(j.carry), j.ID, j.Updated, j.stdoutBytes, j.stderrBytes}
 }

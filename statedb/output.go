@@ -46,6 +46,17 @@ func (b bytesSource) ReadAt(p []byte, off int64) (int, error) {
 	return copy(p, b[off:]), nil
 }
 
+// skipSource is src without its first off bytes.
+type skipSource struct {
+	src OutputSource
+	off int64
+}
+
+func (s skipSource) Len() int64 { return s.src.Len() - s.off }
+func (s skipSource) ReadAt(p []byte, off int64) (int, error) {
+	return s.src.ReadAt(p, s.off+off)
+}
+
 // appendFolded stores src after j's output, with each line that carriage
 // returns rewrite folded to its last state (foldCR), and the end that may
 // yet be rewritten held back in j.carry. It reads src in pieces, so the

@@ -105,13 +105,13 @@ func TestPostgresHandOutPlans(t *testing.T) {
 				{"claim from known choices", pgClaimFirstQuery, []any{tx.Now, `{}`, `{"q1": 5}`, "m", "h", 1, tx.Now}},
 				{"owned jobs", `SELECT ` + jobColumns + ` FROM jobs WHERE minion = ? AND ` + liveStatus, []any{"m"}},
 				{"report", jobAndRetireQuery, []any{"m", 1}},
-				{"end", pgEndHeardQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0,
+				{"end", pgEndHeardQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0, 0, 0,
 					"m", 1, tx.Now}},
 				{"final report", jobRetireLorryQuery, []any{"m", 1}},
-				{"run and end", pgRunEndHeardQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0,
+				{"run and end", pgRunEndHeardQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0, 0, 0,
 					"m", 1, tx.Now, tx.Now, tx.Now + 3600, 0, "", nil, 0, StateOK, 0, tx.Now, "", "main",
 					"group001/repo000001", 1, 0, StateOK}},
-				{"progress report", pgProgressQuery, []any{tx.Now, 0, "", nil, 0, 0, 0, 0, 0, []byte{}, 1, 0, "m"}},
+				{"progress report", pgProgressQuery, []any{tx.Now, 0, "", nil, 0, 0, 0, 0, 0, []byte{}, 1, 0, 0, 0, "m"}},
 			}
 			for _, l := range []LorryListing{{Limit: 100}, {State: StateFailing, Limit: 100},
 				{Queue: "q1", After: "m", Limit: 100}, {Prefix: "group042/", Limit: 100}} {

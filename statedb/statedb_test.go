@@ -809,7 +809,7 @@ func TestSpooledOutputStoredAsIfInMemory(t *testing.T) {
 			copy(data[n-3:], fmt.Sprintf("</%d", i))
 			u := JobUpdate{ID: a.Job.ID, Minion: m1, Stdout: data}
 			if spooled {
-				u = JobUpdate{ID: a.Job.ID, Minion: m1, Spooled: []OutputSource{keptOnly{data, head, tail}}}
+				u = JobUpdate{ID: a.Job.ID, Minion: m1, StdoutSpool: keptOnly{data, head, tail}}
 			}
 			if _, err := f.report(t, u); err != nil {
 				t.Fatalf("spooled %v: update %d: %v", spooled, i, err)

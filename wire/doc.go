@@ -36,6 +36,14 @@
 // retire that it must exit after it. A 404 or 409 says the job is no
 // longer the minion's: it kills the job and stops reporting on it.
 //
+// An update says where its output starts in each stream
+// ([Update.StdoutOffset], [Update.StderrOffset]), so that an update sent
+// again after its answer was lost adds nothing twice: the WEBAPP stores
+// only what it does not have, and answers the final update sent again as
+// it answered the first. An update whose output starts past what the
+// WEBAPP has, by more than its cut, is answered 416 with an [UpdateGap]:
+// the minion sends again from there.
+//
 // # Leases
 //
 // Every answer about a job carries [LeaseTerms]: the minion kills its job

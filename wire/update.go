@@ -40,6 +40,14 @@ type Update struct {
 	// CutBytes is how much output the minion dropped, to keep its own
 	// copy bounded, just before this update's output.
 	CutBytes int64
+	// StdoutOffset and StderrOffset are where Stdout and Stderr start in
+	// their streams: how many bytes the job printed to each before them,
+	// delivered or cut (the cut of this update included). The WEBAPP
+	// stores only what it does not have yet, so that an update sent
+	// again after its answer was lost adds nothing twice. Nil, as from
+	// a minion before offsets, appends the output whole; they are sent
+	// together or not at all.
+	StdoutOffset, StderrOffset *int64
 	// DiskUsage is the size of the job's working area, in bytes, measured
 	// after the job; nil when not measured.
 	DiskUsage *int64
@@ -79,6 +87,10 @@ func (u Update) Form() url.Values {
 	}
 	if u.CutBytes > 0 {
 		form.Set("cut_bytes", strconv.FormatInt(u.CutBytes, 10))
+	}
+	if u.StdoutOffset != nil && u.StderrOffset != nil {
+		form.Set("stdout_offset", strconv.FormatInt(*u.StdoutOffset, 10))
+		form.Set("stderr_offset", strconv.FormatInt(*u.StderrOffset, 10))
 	}
 	if u.DiskUsage != nil {
 		form.Set("disk_usage", strconv.FormatInt(*u.DiskUsage, 10))
@@ -149,6 +161,9 @@ func ParseUpdate(p map[string]string) (Update, error) {
 		}
 		u.CutBytes = *cut
 	}
+	if err := parseOffsets(p, &u); err != nil {
+		return u, err
+	}
 	if err := parseRuntime(p, &u); err != nil {
 		return u, err
 	}
@@ -184,6 +199,26 @@ func ParseUpdate(p map[string]string) (Update, error) {
 	return u, nil
 }
 
+// parseOffsets reads stdout_offset and stderr_offset, which go together.
+func parseOffsets(p map[string]string, u *Update) error {
+	var err error
+	if u.StdoutOffset, err = optionalInt(p, "stdout_offset"); err != nil {
+		return err
+	}
+	if u.StderrOffset, err = optionalInt(p, "stderr_offset"); err != nil {
+		return err
+	}
+	if (u.StdoutOffset == nil) != (u.StderrOffset == nil) {
+		return fmt.Errorf("stdout_offset and stderr_offset are sent together or not at all")
+	}
+	for name, off := range map[string]*int64{"stdout_offset": u.StdoutOffset, "stderr_offset": u.StderrOffset} {
+		if off != nil && *off < 0 {
+			return fmt.Errorf("parameter %s: %d is negative", name, *off)
+		}
+	}
+	return nil
+}
+
 // parseRuntime reads runtime_built ("true" or "false") and
 // runtime_build_seconds.
 func parseRuntime(p map[string]string, u *Update) error {
@@ -215,6 +250,17 @@ func optionalInt(p map[string]string, name string) (*int64, error) {
 		return nil, fmt.Errorf("parameter %s: %q is not an integer", name, v)
 	}
 	return &n, nil
+}
+
+// UpdateGap is the answer, with status 416, to a job-update whose output
+// starts past what the WEBAPP has of a stream, leaving out bytes that
+// cut_bytes does not account for. The minion sends again from these
+// offsets, what the WEBAPP has of each stream, counting the bytes it no
+// longer has as cut.
+type UpdateGap struct {
+	Error        string `json:"error"`
+	StdoutOffset int64  `json:"stdout_offset"`
+	StderrOffset int64  `json:"stderr_offset"`
 }
 
 // UpdateAnswer is the answer to job-update.

@@ -119,6 +119,7 @@ func TestFormRoundTrip(t *testing.T) {
 	for _, u := range []Update{
 		{JobID: 1, Minion: "m", PID: 7, Stdout: "out\n", Stderr: "err\n"},
 		{JobID: 2, Minion: "m", PID: 7, CutBytes: 99, Stdout: "tail"},
+		{JobID: 2, Minion: "m", PID: 7, Stdout: "more", StdoutOffset: &du, StderrOffset: &zero},
 		{JobID: 3, Minion: "m", PID: 7, Exit: &zero, DiskUsage: &du, Head: "trunk",
 			Refs: &RefChanges{Created: []RefChange{{Ref: "refs/heads/trunk", New: id1}}, Updated: []RefChange{},
 				Deleted: []RefChange{{Ref: "refs/heads/gone", Old: id2}}, Truncated: true}},
@@ -181,6 +182,10 @@ func TestParseUpdateRefuses(t *testing.T) {
 		{"bad exit", ok("exit", "yes"), `exit "yes" is neither "no" nor an exit code`},
 		{"bad disk usage", ok("disk_usage", "lots"), `parameter disk_usage: "lots" is not an integer`},
 		{"negative cut", ok("cut_bytes", "-1"), "cut_bytes -1 is negative"},
+		{"stdout offset alone", ok("stdout_offset", "1"), "stdout_offset and stderr_offset are sent together"},
+		{"stderr offset alone", ok("stderr_offset", "1"), "stdout_offset and stderr_offset are sent together"},
+		{"negative offset", ok("stdout_offset", "0", "stderr_offset", "-1"), "parameter stderr_offset: -1 is negative"},
+		{"bad offset", ok("stdout_offset", "x", "stderr_offset", "0"), `parameter stdout_offset: "x" is not an integer`},
 		{"bad runtime_built", ok("runtime_built", "maybe"), "parameter runtime_built:"},
 		{"bad build seconds", ok("runtime_build_seconds", "NaN"), "parameter runtime_build_seconds:"},
 		{"bad head", ok("exit", "0", "head", "a..b"), `parameter head: "a..b" is not a branch name`},

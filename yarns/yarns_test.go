@@ -408,6 +408,8 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"minion-wait":    cmdMinionWait,
 	"minion-pause":   cmdMinionSignal(syscall.SIGSTOP),
 	"minion-resume":  cmdMinionSignal(syscall.SIGCONT),
+	"minion-stopped": cmdMinionStopped,
+	"watchdog-kill":  cmdWatchdogKill,
 	"api":            cmdAPI,
 	"api-token":      cmdAPIToken,
 	"json":           cmdJSON,
@@ -763,6 +765,44 @@ func cmdMinionSignal(sig syscall.Signal) func(ts *testscript.TestScript, neg boo
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+}
+
+// cmdMinionStopped checks that a minion is stopped (minion-pause), or
+// with "!" that it is not.
+func cmdMinionStopped(ts *testscript.TestScript, neg bool, args []string) {
+	p := state(ts).minion(ts, args, "minion-stopped")
+	if stopped(p.cmd.Process.Pid) == neg {
+		ts.Fatalf("minion %s: stopped is %v", args[0], !neg)
+	}
+}
+
+// cmdWatchdogKill kills the job watchdogs of a minion with SIGKILL, as
+// an OOM killer might, so that a minion killed after them leaves its job
+// to its next start.
+func cmdWatchdogKill(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "watchdog-kill")
+	p := state(ts).minion(ts, args, "watchdog-kill")
+	entries, err := os.ReadDir("/proc")
+	ts.Check(err)
+	killed := 0
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		argv := strings.Split(string(cmdline), "\x00")
+		// The parent's pid is the second field after the command name.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(p.cmd.Process.Pid) && len(argv) > 1 && argv[1] == "watchdog" {
+			pid, _ := strconv.Atoi(e.Name())
+			ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+			killed++
+		}
+	}
+	if killed == 0 {
+		ts.Fatalf("watchdog-kill: minion %s runs no watchdog", args[0])
 	}
 }
 

@@ -390,6 +390,9 @@ func TestJobUserCleanUp(t *testing.T) {
 	}
 	pid := readPid(t, pidFile)
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// The minion and its job's watchdog die at once, as a machine's
+	// OOM killer might have them, leaving the child to the next start.
+	killWatchdogs(t, cmd.Process.Pid)
 	cmd.Process.Kill()
 	cmd.Wait()
 	if gone(pid) {
@@ -580,4 +583,52 @@ func TestJobUserGitConfigSafeDirectory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A job that runs as --job-user, of a minion that is stopped (SIGSTOP)
+// and so cannot kill it, ends by the end of its lease all the same: its
+// watchdog, which keeps the minion's capabilities, kills the leader and
+// its child while the minion is still stopped.
+func TestJobUserStoppedMinion(t *testing.T) {
+	r := newJobUserRig(t)
+	pids := r.dir(t, "pids")
+	leaderFile, childFile := filepath.Join(pids, "leader"), filepath.Join(pids, "child")
+	lorry := r.script(t, "lorry", "echo $$ > "+leaderFile+"\nsleep 1000 &\necho $! > "+childFile+
+		"\necho started\nwhile :; do echo line; sleep 0.1; done\n")
+	w := newWebapp(t, `{"job_id": 61, "path": "delta/stopped", "kind": "lorry", "text": "{}", "lease": 2, "kill_grace": 1}`)
+	cmd, logs := r.start(t, w, lorry)
+	defer func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitExit(t, cmd, logs)
+	}()
+	select {
+	case <-w.started:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the job never started; log:\n%s", logs)
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	leader, child := readPid(t, leaderFile), readPid(t, childFile)
+	for deadline := time.Now().Add(30 * time.Second); !gone(leader) || !gone(child); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(child, syscall.SIGKILL)
+			t.Fatalf("the job (leader %d, child %d) outlived its lease by 30s while its minion was stopped", leader, child)
+		}
+	}
+	if !stoppedProcess(cmd.Process.Pid) {
+		t.Errorf("the minion is no longer stopped, want the job killed without it")
+	}
+}
+
+// stoppedProcess says whether pid is stopped by a signal.
+func stoppedProcess(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'T'
 }

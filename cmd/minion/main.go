@@ -71,6 +71,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lorry-controller-minion:", err)
 		os.Exit(1)
 	}
+	if len(os.Args) > 1 && os.Args[1] == proc.WatchdogArg {
+		// Each job's watchdog: the minion started it (proc.StartWatchdog).
+		os.Exit(proc.WatchdogMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "gc" {
 		os.Exit(gcMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
@@ -232,6 +236,9 @@ func minionConfig(cfg Config, host, token string, jobUser *proc.User, runtimes *
 		JobUser:        jobUser,
 		GitConfig:      cfg.GitConfig,
 		Changed:        changed,
+		// The binary as it started: a deploy that replaces it between
+		// jobs does not change the watchdog of a job it runs.
+		Watchdog: "/proc/self/exe",
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller.dev/lc/proc"
 	"lorrycontroller.dev/lc/seccomptest"
 )
 
@@ -411,6 +412,37 @@ func waitExit(t *testing.T, cmd *exec.Cmd, logs *bytes.Buffer) int {
 		<-done
 		t.Fatalf("minion did not exit; its log:\n%s", logs)
 		return -1
+	}
+}
+
+// killWatchdogs kills the job watchdogs of the minion of pid, which
+// would otherwise kill the job as the minion dies.
+func killWatchdogs(t *testing.T, pid int) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		// The parent's pid is the second field after the command name.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && len(args) > 1 && args[1] == proc.WatchdogArg {
+			n, _ := strconv.Atoi(e.Name())
+			if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed == 0 {
+		t.Fatal("the minion runs no watchdog")
 	}
 }
 
@@ -834,6 +866,9 @@ func TestGCKeepsOrphanedScraperWorkDir(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 
+	// The minion and its job's watchdog die at once, as a machine's
+	// OOM killer might have them, leaving the child to the next start.
+	killWatchdogs(t, cmd.Process.Pid)
 	cmd.Process.Kill()
 	cmd.Wait()
 	if gone(pid) {

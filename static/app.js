@@ -77,6 +77,20 @@
 		var list = document.querySelectorAll("[data-field=" + name + "]");
 		for (var i = 0; i < list.length; i++) { list[i].textContent = text; }
 	}
+	// A change of state is said in a live region, once: the badge that
+	// shows it is not one, or every report would be read out.
+	var news = document.getElementById("job-news");
+	var state = (document.querySelector("[data-field=status]") || {}).textContent;
+	function progress(text) {
+		var p = document.getElementById("progress");
+		if (!p) { return; }
+		set("progress", text);
+		p.hidden = !text;
+		if (text) {
+			var empty = document.getElementById("output-empty");
+			if (empty) { empty.hidden = true; }
+		}
+	}
 	function ended(j) {
 		var show = document.querySelectorAll("[data-when=ended]");
 		for (var k = 0; k < show.length; k++) { show[k].hidden = false; }
@@ -109,6 +123,11 @@
 					if (atEnd) { out.scrollTop = out.scrollHeight; }
 				}
 				offset = j.next;
+				progress(j.progress || "");
+				if (j.status_text !== state) {
+					state = j.status_text;
+					if (news) { news.textContent = "Job " + id + " is " + state + (j.exit_text && j.status !== "running" ? ": exit " + j.exit_text : "") + "."; }
+				}
 				set("status", j.status_text);
 				var st = document.querySelectorAll("[data-field=status]");
 				for (var i = 0; i < st.length; i++) { st[i].className = "badge " + j.status_class; }

@@ -62,6 +62,17 @@
 	refreshTimes();
 	setInterval(refreshTimes, 15000);
 
+	// A button comes back to its page with its own id as the fragment:
+	// the focus goes back to it, or to the button that took its place,
+	// so that a keyboard goes on from the row it acted on. Where there
+	// is none, as after Remove job, the focus goes to the message that
+	// says what was done.
+	var flash = document.getElementById("flash");
+	if (flash) {
+		var back = location.hash.length > 1 ? document.getElementById(location.hash.slice(1)) : null;
+		if (back && back.tabIndex >= 0 && !back.disabled) { back.focus(); } else { flash.focus(); }
+	}
+
 	document.addEventListener("submit", function (e) {
 		var q = e.target.getAttribute("data-confirm");
 		if (q && !window.confirm(q)) { e.preventDefault(); }

@@ -440,9 +440,12 @@ type JobOutput struct {
 	Next int64 `json:"next"`
 
 	// Output The output from offset on.
-	Output      string    `json:"output"`
-	OutputBytes int64     `json:"output_bytes"`
-	OutputSize  string    `json:"output_size"`
+	Output      string `json:"output"`
+	OutputBytes int64  `json:"output_bytes"`
+	OutputSize  string `json:"output_size"`
+
+	// Progress The line a progress meter still rewrites with carriage returns, as it stands; output leaves it out until it ends. Empty if none.
+	Progress    string    `json:"progress"`
 	Started     int64     `json:"started"`
 	Status      JobStatus `json:"status"`
 	StatusClass string    `json:"status_class"`
@@ -484,7 +487,13 @@ type JobUpdateParams struct {
 	RuntimeBuildSeconds *float32 `json:"runtime_build_seconds,omitempty"`
 	RuntimeBuilt        *bool    `json:"runtime_built,omitempty"`
 	Stderr              *string  `json:"stderr,omitempty"`
-	Stdout              *string  `json:"stdout,omitempty"`
+
+	// StderrOffset Where stderr starts in its stream, as stdout_offset.
+	StderrOffset *int64  `json:"stderr_offset,omitempty"`
+	Stdout       *string `json:"stdout,omitempty"`
+
+	// StdoutOffset Where stdout starts in its stream: the bytes the job printed to it before, delivered or cut. With stderr_offset or not at all; the WEBAPP stores only what it does not have, so that a report sent again adds nothing twice.
+	StdoutOffset *int64 `json:"stdout_offset,omitempty"`
 
 	// Stopping Final update whose exit is not 0 only: the job ended because its minion was stopping, so it ends killed and counts as no failure.
 	Stopping *bool `json:"stopping,omitempty"`
@@ -846,6 +855,13 @@ type UpdateAnswer struct {
 	KillGrace int64 `json:"kill_grace"`
 	Lease     int64 `json:"lease"`
 	Retire    *bool `json:"retire,omitempty"`
+}
+
+// UpdateGap The answer 416 to job-update (wire.UpdateGap), with what the WEBAPP has of each stream.
+type UpdateGap struct {
+	Error        string `json:"error"`
+	StderrOffset int64  `json:"stderr_offset"`
+	StdoutOffset int64  `json:"stdout_offset"`
 }
 
 // JobIDParameter defines model for JobID.
@@ -8825,6 +8841,8 @@ type JobUpdateResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *TooLarge
+	// JSON416 the response for an HTTP 416 `application/json` response
+	JSON416 *UpdateGap
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *ClientError
 	// JSON5XX the response for an HTTP 5XX `application/json` response
@@ -8856,6 +8874,11 @@ func (r JobUpdateResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r JobUpdateResponse) GetJSON413() *TooLarge {
 	return r.JSON413
+}
+
+// GetJSON416 returns the response for an HTTP 416 `application/json` response
+func (r JobUpdateResponse) GetJSON416() *UpdateGap {
+	return r.JSON416
 }
 
 // GetJSON4XX returns the response for an HTTP 4XX `application/json` response
@@ -14614,6 +14637,13 @@ func ParseJobUpdateResponse(rsp *http.Response) (*JobUpdateResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
+		var dest UpdateGap
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON416 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode/100 == 4:
 		var dest ClientError

@@ -14,9 +14,12 @@ import (
 
 type jobPageView struct {
 	pageBase
-	Job             jobView
-	Output          string
-	Next            int64
+	Job    jobView
+	Output string
+	Next   int64
+	// Progress is the line a progress meter still rewrites, shown apart
+	// from the output until it ends.
+	Progress        string
 	OutputSize      string
 	BackAfterRemove string
 	// Refs are the refs the job changed; nil when unknown.
@@ -84,7 +87,7 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := jobPageView{pageBase: livePage(w, r, fmt.Sprintf("Job %d", id), "jobs", now),
-		Job: jobRow(part.Job, now), Output: part.Text, Next: part.Next, OutputSize: outputSize(part.Job),
+		Job: jobRow(part.Job, now), Output: part.Text, Next: part.Next, Progress: part.Progress, OutputSize: outputSize(part.Job),
 		BackAfterRemove: "/1.0/list-jobs-html", Refs: refsRows(refs)}
 	if part.Job.Live() {
 		v.Refresh = 5
@@ -111,6 +114,9 @@ type jobOutputJSON struct {
 	OutputSize    string `json:"output_size"`
 	Output        string `json:"output"`
 	Next          int64  `json:"next"`
+	// Progress is the line a progress meter still rewrites, as it
+	// stands; output leaves it out until it ends.
+	Progress string `json:"progress"`
 }
 
 func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
@@ -140,6 +146,6 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
 		JobID: v.JobID, Status: v.Status, StatusText: v.State, StatusClass: v.Class, Exit: v.Exit,
 		ExitText: v.ExitText, Kill: v.Kill, Started: v.Started, Ended: v.Ended, Updated: v.Updated,
 		DiskUsage: v.DiskUsage, DiskUsageText: templates.Size(v.DiskUsage), OutputBytes: v.OutputBytes,
-		OutputSize: outputSize(part.Job), Output: part.Text, Next: part.Next,
+		OutputSize: outputSize(part.Job), Output: part.Text, Next: part.Next, Progress: part.Progress,
 	})
 }

@@ -55,3 +55,49 @@ func TestJobPageAndOutputFollowing(t *testing.T) {
 		}
 	}
 }
+
+// TestJobProgressLine has a running job print only progress meters, lines
+// that carriage returns rewrite, some ending in a character cut in two:
+// its page and job-output show the line as it stands, at every offset, and
+// "No output yet" only when there is neither output nor progress.
+func TestJobProgressLine(t *testing.T) {
+	ts := newTestServer(t)
+	ts.configure(t, "j/p")
+	id := runJob(t, ts, "m1", "", "no")
+	b := newBrowser(t, ts)
+	path := fmt.Sprintf("/1.0/job-html/%d", id)
+	if page := b.page(path, 200); !strings.Contains(page, `id="output-empty"`) || !strings.Contains(page, `id="progress" hidden`) {
+		t.Errorf("the page of a job with no output yet lacks No output yet, or shows a progress line")
+	}
+	update := func(stdout string) {
+		t.Helper()
+		ts.call(t, "POST", "/1.0/job-update", url.Values{"job_id": {fmt.Sprint(id)}, "minion": {"m1"}, "pid": {"1"}, "exit": {"no"}, "stdout": {stdout}})
+	}
+	steps := []struct{ stdout, progress, output string }{
+		{"Counting: 50% (30/60)\r", "Counting: 50% (30/60)", ""},
+		{"Counting: 93% (56/60)\r", "Counting: 93% (56/60)", ""},
+		// A character cut in two waits for its rest.
+		{"Compressing: \xc3", "Compressing: ", ""},
+		{"\xa9t\u00e9 1/2\r", "Compressing: été 1/2", ""},
+		{"Compressing: done.\nCounting: <b>1%</b>\r", "Counting: <b>1%</b>", "Compressing: done.\n"},
+	}
+	for _, st := range steps {
+		update(st.stdout)
+		for _, offset := range []string{"", "?offset=0", "?offset=1000"} {
+			_, m := ts.call(t, "GET", fmt.Sprintf("/1.0/job-output/%d%s", id, offset), nil)
+			if m["progress"] != st.progress {
+				t.Errorf("after %q job-output%s progress = %q; want %q", st.stdout, offset, m["progress"], st.progress)
+			}
+			if offset == "" && m["output"] != st.output {
+				t.Errorf("after %q job-output output = %q; want %q", st.stdout, m["output"], st.output)
+			}
+		}
+		page := b.page(path, 200)
+		if want := htmlText(st.progress); !strings.Contains(page, `<span data-field="progress">`+want+`</span>`) {
+			t.Errorf("after %q the page does not show the progress line %q", st.stdout, want)
+		}
+		if strings.Contains(page, `id="output-empty"`) {
+			t.Errorf("after %q the page says No output yet", st.stdout)
+		}
+	}
+}

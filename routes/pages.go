@@ -129,9 +129,9 @@ type errorPage struct {
 
 // page adapts a page handler as handle adapts an API one, but answers an
 // error with a page. The status code and text are those the API would
-// answer.
+// answer. Either goes compressed to a browser that accepts it.
 func (s *Server) page(h handlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return gzipped(func(w http.ResponseWriter, r *http.Request) {
 		err := h(w, r)
 		if err == nil {
 			return
@@ -143,7 +143,7 @@ func (s *Server) page(h handlerFunc) http.HandlerFunc {
 		if werr := writePage(w, code, "error.html", p); werr != nil {
 			s.Log.Error("error page", "err", werr)
 		}
-	}
+	})
 }
 
 // option is one entry of a filter's drop-down list.

@@ -137,7 +137,7 @@ func TestStatusPageStaysSmall(t *testing.T) {
 		t.Errorf("status page lists %d lorries of the queue; want a page of %d", got, queuePage)
 	}
 	failing := body[strings.Index(body, `id="failing"`):strings.Index(body, `id="queue"`)]
-	if got := strings.Count(failing, `<pre class="err">`); got != failingShown {
+	if got := strings.Count(failing, `<pre class="err" `); got != failingShown {
 		t.Errorf("status page lists %d failing lorries; want %d", got, failingShown)
 	}
 	if !strings.Contains(failing, "All 60 failing lorries") {

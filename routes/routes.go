@@ -79,7 +79,7 @@ func (s *Server) Handler() http.Handler {
 	// Monitoring: Prometheus scrapes this.
 	r.Method(http.MethodGet, "/metrics", s.requireToken(s.MetricsNeedToken, s.metricsHandler(requests)))
 	// The pages' style sheet and script.
-	r.Get("/static/*", s.handle(s.staticFile))
+	r.Get("/static/*", gzipped(s.handle(s.staticFile)))
 	r.Route("/1.0", func(r chi.Router) {
 		// No other site may have a browser change anything here.
 		r.Use(s.refuseCrossOrigin)

@@ -350,6 +350,11 @@ type OutputPart struct {
 	// the job ever printed, so they stay valid as the middle of a long
 	// output is cut.
 	Next int64
+	// Progress is the line that carriage returns still rewrite (a
+	// progress meter's, as git prints "Counting objects: 93%"), as it
+	// stands. Text and Next leave it out until the line ends, whatever
+	// the offset, since it may yet change.
+	Progress string
 }
 
 // OutputFrom returns job id's output from byte offset on. Only the chunks
@@ -362,7 +367,7 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 		return OutputPart{}, err
 	}
 	offset = max(offset, 0)
-	part := OutputPart{Job: j, Next: max(offset, j.OutputBytes)}
+	part := OutputPart{Job: j, Next: max(offset, j.OutputBytes), Progress: progressLine(j.carry)}
 	if offset >= j.OutputBytes {
 		return part, nil
 	}
@@ -439,6 +444,14 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 	}
 	part.Text = strings.ToValidUTF8(text, "\uFFFD")
 	return part, nil
+}
+
+// progressLine is the line held back in carry as it stands, without the
+// start of a character that has not all come yet.
+func progressLine(carry []byte) string {
+	line := string(finishCR(carry))
+	line = line[:len(line)-partialRune(line)]
+	return strings.ToValidUTF8(line, "\uFFFD")
 }
 
 // partialRune is how many bytes at the end of s start a UTF-8 character

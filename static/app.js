@@ -62,6 +62,17 @@
 	refreshTimes();
 	setInterval(refreshTimes, 15000);
 
+	// A button comes back to its page with its own id as the fragment:
+	// the focus goes back to it, or to the button that took its place,
+	// so that a keyboard goes on from the row it acted on. Where there
+	// is none, as after Remove job, the focus goes to the message that
+	// says what was done.
+	var flash = document.getElementById("flash");
+	if (flash) {
+		var back = location.hash.length > 1 ? document.getElementById(location.hash.slice(1)) : null;
+		if (back && back.tabIndex >= 0 && !back.disabled) { back.focus(); } else { flash.focus(); }
+	}
+
 	document.addEventListener("submit", function (e) {
 		var q = e.target.getAttribute("data-confirm");
 		if (q && !window.confirm(q)) { e.preventDefault(); }
@@ -76,6 +87,20 @@
 	function set(name, text) {
 		var list = document.querySelectorAll("[data-field=" + name + "]");
 		for (var i = 0; i < list.length; i++) { list[i].textContent = text; }
+	}
+	// A change of state is said in a live region, once: the badge that
+	// shows it is not one, or every report would be read out.
+	var news = document.getElementById("job-news");
+	var state = (document.querySelector("[data-field=status]") || {}).textContent;
+	function progress(text) {
+		var p = document.getElementById("progress");
+		if (!p) { return; }
+		set("progress", text);
+		p.hidden = !text;
+		if (text) {
+			var empty = document.getElementById("output-empty");
+			if (empty) { empty.hidden = true; }
+		}
 	}
 	function ended(j) {
 		var show = document.querySelectorAll("[data-when=ended]");
@@ -109,6 +134,11 @@
 					if (atEnd) { out.scrollTop = out.scrollHeight; }
 				}
 				offset = j.next;
+				progress(j.progress || "");
+				if (j.status_text !== state) {
+					state = j.status_text;
+					if (news) { news.textContent = "Job " + id + " is " + state + (j.exit_text && j.status !== "running" ? ": exit " + j.exit_text : "") + "."; }
+				}
 				set("status", j.status_text);
 				var st = document.querySelectorAll("[data-field=status]");
 				for (var i = 0; i < st.length; i++) { st[i].className = "badge " + j.status_class; }

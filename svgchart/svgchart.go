@@ -211,7 +211,7 @@ func (s Stacked) HTML() template.HTML {
 		}
 		b.WriteString(`</g>`)
 		if c.Label != "" {
-			fmt.Fprintf(&b, `<text class="tick" x="%s" y="%d" text-anchor="middle">%s</text>`, num(x+slot/2), padTop+h+17, esc(c.Label))
+			tick(&b, x+slot/2, padTop+h+17, c.Label)
 		}
 	}
 	b.WriteString(`</g>`)
@@ -279,7 +279,7 @@ func (s Lines) HTML() template.HTML {
 	x := func(v float64) float64 { return padSide + (v-s.XMin)/span*float64(width-2*padSide) }
 	y := func(v float64) float64 { return float64(padTop+h) - height(v, top, h) }
 	for _, t := range s.Ticks {
-		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%d" text-anchor="middle">%s</text>`, num(min(max(x(t.X), 24), width-24)), padTop+h+17, esc(t.Label))
+		tick(&b, x(t.X), padTop+h+17, t.Label)
 	}
 	var legend strings.Builder
 	legend.WriteString(`<ul class="legend">`)
@@ -325,6 +325,20 @@ func open(b *strings.Builder, id, title string, h int) {
 // closeSVG draws the base line at y and ends the SVG.
 func closeSVG(b *strings.Builder, y int) {
 	fmt.Fprintf(b, `<line class="base" x1="0" y1="%d" x2="%d" y2="%d" stroke="#5a6474" stroke-width="1"/></svg>`, y, width, y)
+}
+
+// tick draws a label of the time axis at x. One near an edge starts or
+// ends there rather than being centred on x, which at a phone's width,
+// where the text is drawn large, would put half of it off the chart.
+func tick(b *strings.Builder, x float64, y int, label string) {
+	anchor := "middle"
+	switch {
+	case x < width/8:
+		anchor, x = "start", padSide
+	case x > width-width/8:
+		anchor, x = "end", width-padSide
+	}
+	fmt.Fprintf(b, `<text class="tick" x="%s" y="%d" text-anchor="%s">%s</text>`, num(x), y, anchor, esc(label))
 }
 
 // axis draws the line of the top value and its label.

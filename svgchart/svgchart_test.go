@@ -196,3 +196,40 @@ func TestLines(t *testing.T) {
 		t.Errorf("strokes %v, %v, %v; want one queue one colour, and two queues apart in colour and dashes", lines[0].attrs, lines[1].attrs, lines[2].attrs)
 	}
 }
+
+// TestTicksStayOnTheChart puts time labels at every place along the axis
+// of both charts that have them: one near an edge starts or ends there,
+// pointing inwards, so that however large its text is drawn none of it
+// lies off the chart; the others are centred on their place.
+func TestTicksStayOnTheChart(t *testing.T) {
+	var lines Lines
+	lines.XMin, lines.XMax = 0, 24
+	var stacked Stacked
+	for h := 0; h <= 24; h++ {
+		lines.Ticks = append(lines.Ticks, Tick{X: float64(h), Label: fmt.Sprintf("%dh ago", 24-h)})
+		if h < 24 {
+			stacked.Columns = append(stacked.Columns, Column{Label: fmt.Sprint(h)})
+		}
+	}
+	for name, html := range map[string]string{"lines": string(lines.HTML()), "stacked": string(stacked.HTML())} {
+		n := 0
+		for _, e := range parse(t, html) {
+			if e.name != "text" || e.attrs["class"] != "tick" {
+				continue
+			}
+			n++
+			x, anchor := float(t, e.attrs["x"]), e.attrs["text-anchor"]
+			switch {
+			case x < width/8 && !(anchor == "start" && x >= padSide):
+				t.Errorf("%s: a label at %g near the left edge is anchored %s", name, x, anchor)
+			case x > width-width/8 && !(anchor == "end" && x <= width-padSide):
+				t.Errorf("%s: a label at %g near the right edge is anchored %s", name, x, anchor)
+			case x >= width/8 && x <= width-width/8 && anchor != "middle":
+				t.Errorf("%s: a label at %g is anchored %s; want middle", name, x, anchor)
+			}
+		}
+		if n < 24 {
+			t.Errorf("%s: %d labels; want one for each place", name, n)
+		}
+	}
+}

@@ -32,6 +32,9 @@ var Funcs = template.FuncMap{
 	"lorryURL": LorryURL,
 	"jobURL":   JobURL,
 	"button":   NewButton,
+	"named":    Named,
+	"withID":   WithID,
+	"id":       ID,
 	// healthClass is the style of a minion's health badge.
 	"healthClass": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "_", "-") },
 	"field":       func(name string, value any) [2]string { return [2]string{name, fmt.Sprint(value)} },
@@ -215,6 +218,13 @@ type Button struct {
 	Class   string
 	Confirm string // a question to ask first, if the script runs
 	Fields  [][2]string
+	// ID is the button's id, which the post comes back to as the
+	// fragment of Back, so that the page puts the focus back on it.
+	ID string
+	// Name, if set, is what the button is called to those who do not
+	// see the page: what it acts on, where Label alone (Top, Retire) is
+	// the same on every row. It holds Label's words.
+	Name string
 }
 
 // Form is what every button of a page posts: where to come back to, and
@@ -224,7 +234,51 @@ type Form struct {
 	CSRF string
 }
 
-// NewButton builds a Button; fields come from the field function.
+// NewButton builds a Button; fields come from the field function. Its id
+// is made of its action and the values of its fields, so that the button
+// that acts on the same thing has the same id on the page it returns to.
 func NewButton(form Form, action, label, class, confirm string, fields ...[2]string) Button {
-	return Button{Back: form.Back, CSRF: form.CSRF, Action: action, Label: label, Class: class, Confirm: confirm, Fields: fields}
+	parts := []string{strings.TrimSuffix(strings.TrimPrefix(action, "/1.0/"), "-html")}
+	for _, f := range fields {
+		parts = append(parts, f[1])
+	}
+	return Button{Back: form.Back, CSRF: form.CSRF, Action: action, Label: label, Class: class, Confirm: confirm,
+		Fields: fields, ID: ID(parts...)}
+}
+
+// Named gives b the name it is called by (Button.Name); in a template it
+// follows the button: (button ... | named "Move a/b to the top").
+func Named(name string, b Button) Button {
+	b.Name = name
+	return b
+}
+
+// WithID gives b another id, one it shares with the button that takes
+// its place after the post: Stop queue's with Start queue's.
+func WithID(id string, b Button) Button {
+	b.ID = id
+	return b
+}
+
+// ID makes an HTML id of parts, usable as a URL fragment as it is.
+// Letters, digits and "-" stand for themselves, every other byte is "_"
+// and two hex digits, and the parts are joined by "__", which no part can
+// hold: different parts never make the same id.
+func ID(parts ...string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString("__")
+		}
+		for j := 0; j < len(p); j++ {
+			c := p[j]
+			switch {
+			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-':
+				b.WriteByte(c)
+			default:
+				fmt.Fprintf(&b, "_%02x", c)
+			}
+		}
+	}
+	return b.String()
 }

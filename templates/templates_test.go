@@ -132,7 +132,7 @@ func TestButtonHiddenWithoutBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{`action="/1.0/stop-job-html"`, `data-confirm="Sure?"`, `name="job_id" value="7"`,
-		`name="back" value="/1.0/status-html?a=1&amp;b=2"`, `class="danger">Stop &lt;now&gt;</button>`,
+		`name="back" value="/1.0/status-html?a=1&amp;b=2#stop-job__7"`, `id="stop-job__7" class="danger">Stop &lt;now&gt;</button>`,
 		`name="csrf" value="s3cr&lt;t"`} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("button %s lacks %s", b.String(), w)
@@ -153,5 +153,35 @@ func TestNothingFromElsewhere(t *testing.T) {
 		if m := external.FindString(string(data)); m != "" {
 			t.Errorf("%s refers to something elsewhere: %q", name, m)
 		}
+	}
+}
+
+// TestIDs makes ids of every byte and of parts split differently: each is
+// an id and a URL fragment as it is, and no two inputs make the same one.
+func TestIDs(t *testing.T) {
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	seen := map[string]string{}
+	check := func(parts ...string) {
+		t.Helper()
+		id := ID(parts...)
+		if !valid.MatchString(id) {
+			t.Errorf("ID(%q) = %q; want letters, digits, - and _ only", parts, id)
+		}
+		key := strings.Join(parts, "\x00|")
+		if other, ok := seen[id]; ok && other != key {
+			t.Errorf("ID(%q) = %q, as ID of %q", parts, id, other)
+		}
+		seen[id] = key
+	}
+	for c := 0; c < 256; c++ {
+		check("move-to-top", string(rune(c))+"x")
+		check("move-to-top", "a"+string([]byte{byte(c)}))
+	}
+	for _, parts := range [][]string{{"a", "b"}, {"a__b"}, {"a_", "b"}, {"a", "_b"}, {"a-", "b"}, {"a", "-b"}, {"a", "", "b"}, {"a", "_", "b"}} {
+		check(parts...)
+	}
+	b := NewButton(Form{Back: "/p"}, "/1.0/move-to-top-html", "Top", "", "", [2]string{"path", "up/x y#z"})
+	if b.ID != "move-to-top__up_2fx_20y_23z" {
+		t.Errorf("the id of Top for up/x y#z is %q", b.ID)
 	}
 }

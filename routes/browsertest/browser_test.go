@@ -122,15 +122,28 @@ const (
 	hostilePath = "upstream/x<img src=x onerror=window.pwned=1>"
 )
 
-// lorryScript stands in for lorry: the broken spec fails at once, any
-// other prints a line every fifth of a second until it is killed.
+// lorryScript stands in for lorry: the broken spec fails at once, with an
+// error of many lines, a
+// progress spec rewrites one progress line every fifth of a second, and any
+// other prints a line every fifth of a second, each until it is killed.
 const lorryScript = `#!/bin/sh
 for spec; do :; done
 case $(cat "$spec") in
 *broken*)
 	echo "Fetching origin"
+	# Longer than the error boxes of the pages show without scrolling.
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "remote: line $i of what the server said" >&2; done
 	echo "fatal: repository 'https://git.example.invalid/broken.git/' not found" >&2
 	exit 1;;
+*progress*)
+	# A progress meter and nothing else: one line that carriage returns
+	# rewrite, never ended.
+	i=0
+	while :; do
+		i=$((i % 60 + 1))
+		printf 'Counting: %d%% (%d/60)\r' $((i * 100 / 60)) $i
+		sleep 0.2
+	done;;
 esac
 i=0
 while [ $i -lt 1500 ]; do
@@ -227,10 +240,41 @@ func (s *site) start(name, bin string, args ...string) {
 	})
 }
 
-func (s *site) startMinion() {
-	s.start("minion", "lorry-controller-minion", "--webapp-url", s.url, "--name", "builder-1",
+func (s *site) startMinion(flags ...string) {
+	s.start("minion", "lorry-controller-minion", append([]string{"--webapp-url", s.url, "--name", "builder-1",
 		"--sleep", "100ms", "--update-interval", "200ms", "--kill-grace", "2s",
-		"--working-area", filepath.Join(s.dir, "work"), "--lorry-cmd", filepath.Join(s.dir, "lorry"))
+		"--working-area", filepath.Join(s.dir, "work"), "--lorry-cmd", filepath.Join(s.dir, "lorry")}, flags...)...)
+}
+
+// createToken makes a token of role with the WEBAPP's token subcommand
+// and answers its secret.
+func (s *site) createToken(role, name string) string {
+	s.t.Helper()
+	out, err := exec.Command(filepath.Join(binDir, "lorry-controller-webapp"), "token", "create",
+		"--statedb", s.statedb, "--role", role, "--name", name).Output()
+	if err != nil {
+		s.t.Fatalf("token create --role %s: %v", role, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commitConf writes files into CONFGIT and commits them, for the next
+// read-configuration to find.
+func (s *site) commitConf(files map[string]string) {
+	s.t.Helper()
+	conf := filepath.Join(s.dir, "confgit")
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-qm", "more"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = conf, append(os.Environ(), gitEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			s.t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
 }
 
 // api calls the WEBAPP as curl would, without any browser's headers, and
@@ -290,6 +334,8 @@ func newTab(t *testing.T) *tab {
 		// test machine makes it wait for.
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		// Elements' computedName: the name a screen reader reads.
+		chromedp.Flag("enable-blink-features", "ComputedAccessibilityInfo"),
 		chromedp.UserDataDir(t.TempDir()),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)

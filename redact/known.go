@@ -130,8 +130,8 @@ func (e *hiddenError) Error() string { return e.msg }
 func (e *hiddenError) Unwrap() error { return e.err }
 
 // credentials are the secrets of the whole address a: its password and
-// user:password, or its user if it has no password; none for an
-// scp-like address without a password.
+// user:password, or its user if it has no password, with their
+// fragments; none for an scp-like address without a password.
 func credentials(a string) []string {
 	var info string
 	at := strings.LastIndexByte(a, '@')
@@ -149,10 +149,28 @@ func credentials(a string) []string {
 	}
 	user, pass, ok := strings.Cut(info, ":")
 	if !ok {
-		return []string{user}
+		return append(fragments(user), user)
 	}
-	return []string{pass, info}
+	return append(fragments(pass), pass, info)
 }
+
+// fragments are the parts of a credential c that a program which parses
+// its address the usual way takes for a host, port, path or word, and
+// quotes in its errors: net/url says `invalid port ":Pa\"ss" after host`
+// of https://u:Pa"ss?word@host/. They are what comes before and after each
+// character that ends a part of a URL or a word of text.
+func fragments(c string) []string {
+	var fs []string
+	for i := 0; i < len(c); i++ {
+		if strings.IndexByte(cutters, c[i]) >= 0 {
+			fs = append(fs, c[:i], c[i+1:])
+		}
+	}
+	return fs
+}
+
+// cutters end a part of a URL, or a word of text.
+const cutters = "/?#@:;[] \t\"'`<>\\"
 
 // formsOf are the ways text may give the credential c.
 func formsOf(c string) []string {

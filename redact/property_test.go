@@ -152,6 +152,30 @@ func TestKnownForms(t *testing.T) {
 	}
 }
 
+// TestKnownFragments hides what parsers quote of a password they cut
+// short at a character that ends a part of a URL: net/url's errors, for
+// every printable character in the password.
+func TestKnownFragments(t *testing.T) {
+	for _, c := range printable() {
+		pass := "Sekr1t" + c + "m0re" + c + "Ta1l"
+		for _, s := range []string{"https", "http", "svn+ssh", "static-http"} {
+			a := s + "://tu:" + pass + "@127.0.0.1:9/x.tar.gz"
+			_, err := url.Parse(a)
+			if err == nil {
+				continue
+			}
+			for _, msg := range []string{err.Error(), mustJSON(err.Error()), html.EscapeString(err.Error())} {
+				got := KnownIn(a).Text(msg)
+				for _, part := range []string{"Sekr1t", "m0re", "Ta1l"} {
+					if strings.Contains(got, part) {
+						t.Errorf("password %q: Text(%q) = %q, which holds %q", pass, msg, got, part)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestKnownSpec gathers the credentials of every address of a spec.
 func TestKnownSpec(t *testing.T) {
 	spec := `{"a":{"type":"bzr","branches":{"trunk":"bzr+ssh://u:Tr#nk Pw@h/t","x":"https://v:Br/anch?Pw@h/x"}},` +

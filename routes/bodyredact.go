@@ -9,9 +9,10 @@ import (
 )
 
 // redactor hides credentials in the URLs of output streamed through it
-// to w. A URL never spans whitespace, so output is redacted up to its
-// last whitespace and the rest held for the next write; a run of more
-// than redactCarry bytes without whitespace is redacted as it is.
+// to w. A password may hold white space but no line break, and
+// redact.URLs reads a line at a time, so output is redacted up to its
+// last line break and the rest held for the next write; a line longer
+// than redactCarry bytes is redacted as it is.
 type redactor struct {
 	w     io.Writer
 	carry []byte
@@ -19,7 +20,7 @@ type redactor struct {
 
 func (r *redactor) Write(p []byte) (int, error) {
 	r.carry = append(r.carry, p...)
-	cut := bytes.LastIndexAny(r.carry, " \t\n\f\r") + 1
+	cut := bytes.LastIndexAny(r.carry, "\n\r") + 1
 	if cut == 0 {
 		if len(r.carry) <= redactCarry {
 			return len(p), nil

@@ -142,11 +142,21 @@ var allRefs = []string{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
 // Run mirrors one spec.
 func Run(ctx context.Context, spec lorryspec.Spec, opts Options) (res Result) {
 	res.Name = spec.Name
-	defer func() { res.ErrorClass = classify(res.Err, spec.Type) }()
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
 	}
+	// The spec's credentials are known: they are hidden in whatever the
+	// run shows, in every form a program may print them, where parsing
+	// the addresses it prints could miss them.
+	known := redact.KnownInSpec([]any{spec.Raw, opts.PushURL, opts.MirrorBaseURLPush})
+	shown := redact.NewWriter(out, known)
+	out = shown
+	defer func() {
+		shown.Flush()
+		res.ErrorClass = classify(res.Err, spec.Type)
+		res.Err = known.Error(res.Err)
+	}()
 	v, err := spec.Decode()
 	if err != nil {
 		res.Err = err

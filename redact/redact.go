@@ -14,96 +14,75 @@ import (
 const Hidden = "***"
 
 // URLs replaces with "***" the user information of every source address
-// in s:
+// in s, whatever characters it holds. Text does not say where a password
+// ends (it may hold white space, quotes, "/", "?", "#" or "@"), so each
+// line is read to hide too much rather than too little:
 //
-//   - a URL, scheme://user:password@host/path: everything up to the last
-//     "@" of its authority, so that a password holding "@" is hidden whole;
-//   - a CVS root, :method:user:password@host:/path (pserver, ext, gserver
-//     and the other methods, with or without method options);
-//   - an scp-like address with a password, user:password@host:path.
+//   - a URL, scheme://user:password@host/path: everything from its "//" up
+//     to the last "@" of the line;
+//   - a CVS root, :method:user:password@host:/path (every method, in any
+//     case, with or without method options): everything from after the
+//     method up to the last "@" of the line;
+//   - an scp-like address with a password, user:password@host:path: from
+//     the start of the word that holds the first ":" before its "@" (the
+//     first not followed by a space, as the one of "error: " is), or else
+//     from that first ": ", up to the "@".
 //
 // A user alone is hidden in a URL and a CVS root, where it may be a token,
 // but not in an scp-like address (git@host:path), where it never is.
-// Addresses end at white space and quotes; each is parsed on its own.
+// Where the credentials are known, Known hides them more closely.
 func URLs(s string) string {
 	if !strings.Contains(s, "@") {
 		// Every form hides what comes before an "@": most text has none.
 		return s
 	}
 	var b strings.Builder
-	start := 0 // where the word being read begins
-	for i := 0; i <= len(s); i++ {
-		if i < len(s) && !isSeparator(s[i]) {
-			continue
+	for s != "" {
+		n := strings.IndexAny(s, "\n\r") + 1
+		if n == 0 {
+			n = len(s)
 		}
-		if tok := s[start:i]; strings.Contains(tok, "@") {
-			b.WriteString(token(tok))
-		} else {
-			b.WriteString(tok)
-		}
-		if i < len(s) {
-			b.WriteByte(s[i])
-		}
-		start = i + 1
+		b.WriteString(line(s[:n]))
+		s = s[n:]
 	}
 	return b.String()
 }
 
-// isSeparator says whether c ends an address: white space, or a quote or
-// bracket that text puts around one.
-func isSeparator(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', '\f', '\v', '"', '\'', '`', '<', '>':
-		return true
+// line redacts one line of text.
+func line(t string) string {
+	at := strings.LastIndexByte(t, '@')
+	if at < 0 {
+		return t
 	}
-	return false
-}
-
-// token redacts one word of text, which may hold several addresses
-// (a=https://…,b=https://…).
-func token(t string) string {
-	if strings.Contains(t, "://") || strings.Contains(t, `:\/\/`) {
-		return urls(cvsRoots(t))
-	}
-	if cvsMethod.MatchString(t) {
-		return cvsRoots(t)
+	if k := addressStart(t[:at]); k >= 0 {
+		// The last "@" ends the user information of the first URL or
+		// CVS root, whatever lies between.
+		return scpLike(t[:k]) + Hidden + t[at:]
 	}
 	return scpLike(t)
 }
 
-// urls hides the user information of every scheme://authority in t.
-func urls(t string) string {
-	var b strings.Builder
-	from := 0
-	for {
+// addressStart finds in t where the user information of its first URL or
+// CVS root begins: after the "//" of scheme:// (or of the ":\/\/" of a
+// URL in JSON text), or after the :method: of a CVS root; -1 if none.
+func addressStart(t string) int {
+	best := -1
+	for from := 0; from < len(t); {
 		k, sep := schemeEnd(t[from:])
 		if k < 0 {
 			break
 		}
 		k += from
-		a := k + sep
-		if !hasScheme(t[from:k]) {
-			b.WriteString(t[from:a])
-			from = a
-			continue
+		if hasScheme(t[from:k]) {
+			best = k + sep
+			break
 		}
-		// The authority ends where the path, query or fragment begins; its
-		// last "@" ends the user information, whatever the password holds.
-		e := len(t)
-		if n := strings.IndexAny(t[a:], "/?#"); n >= 0 {
-			e = a + n
-		}
-		b.WriteString(t[from:a])
-		if at := strings.LastIndexByte(t[a:e], '@'); at >= 0 {
-			b.WriteString(Hidden)
-			b.WriteString(t[a+at : e])
-		} else {
-			b.WriteString(t[a:e])
-		}
-		from = e
+		from = k + sep
 	}
-	b.WriteString(t[from:])
-	return b.String()
+	if m := cvsMethod.FindStringIndex(t); m != nil && (best < 0 || m[1] <= best) {
+		best = m[1]
+	}
+	return best
 }
 
 // schemeEnd finds the "://" after a scheme in t, or the ":\/\/" of a
@@ -144,69 +123,87 @@ func isSchemeChar(c byte) bool {
 
 // cvsMethod is the start of a CVS root, :method: or :method;options:,
 // not in the middle of a word.
-var cvsMethod = regexp.MustCompile(`(?i)(?:^|[^a-z0-9]):(?:pserver|ext|extssh|gserver|kserver|server|sspi|ssh|fork|local)(?:;[^:@/]*)?:`)
+var cvsMethod = regexp.MustCompile(`(?i)(?:^|[^a-z0-9]):(?:pserver|ext|extssh|gserver|kserver|server|sspi|ssh|fork|local)(?:;[^:\n\r]*)?:`)
 
-// cvsRoots hides the user and password of every CVS root in t:
-// :pserver:user:password@host:port/path keeps :pserver:***@host:port/path.
-func cvsRoots(t string) string {
-	ms := cvsMethod.FindAllStringIndex(t, -1)
-	if ms == nil {
-		return t
-	}
+// scpLike hides the user and password of every scp-like address in t,
+// user:password@host:path. An address without a password (git@host:path)
+// is left as it is.
+func scpLike(t string) string {
 	var b strings.Builder
-	from := 0
-	for _, m := range ms {
-		if m[0] < from {
+	from := 0 // what is written of t
+	for i := 0; i < len(t); i++ {
+		if t[i] != '@' || !hostThenColon(t[i+1:]) {
 			continue
 		}
-		// The host is after the last "@" before the path, which starts at
-		// the first "/" (host:/path, host:port/path, host/path).
-		e := len(t)
-		if n := strings.IndexByte(t[m[1]:], '/'); n >= 0 {
-			e = m[1] + n
+		seg := t[from:i]
+		start := passwordStart(seg)
+		if start < 0 || isHiddenWord(seg) {
+			continue
 		}
-		b.WriteString(t[from:m[1]])
-		if at := strings.LastIndexByte(t[m[1]:e], '@'); at >= 0 {
-			b.WriteString(Hidden)
-			b.WriteString(t[m[1]+at : e])
-		} else {
-			b.WriteString(t[m[1]:e])
-		}
-		from = e
+		b.WriteString(seg[:start])
+		b.WriteString(Hidden)
+		from = i
 	}
 	b.WriteString(t[from:])
 	return b.String()
 }
 
-// scpLike hides the user and password of an scp-like address,
-// user:password@host:path, that t starts with. An address without a
-// password (git@host:path) is left as it is.
-func scpLike(t string) string {
-	e := len(t)
-	if n := strings.IndexByte(t, '/'); n >= 0 {
-		e = n
-	}
-	at := strings.LastIndexByte(t[:e], '@')
-	if at <= 0 {
-		return t
-	}
-	user, rest := t[:at], t[at+1:e]
-	host, _, ok := strings.Cut(rest, ":")
-	if !ok || host == "" || !strings.Contains(user, ":") || strings.HasPrefix(user, ":") || !isHost(host) {
-		return t
-	}
-	return Hidden + t[at:]
+// isHiddenWord says whether seg ends in a word that is Hidden alone: the
+// mark of an address already redacted.
+func isHiddenWord(seg string) bool {
+	rest, ok := strings.CutSuffix(seg, Hidden)
+	return ok && (rest == "" || isWordEnd(rest[len(rest)-1]))
 }
 
-// isHost says whether s may be a host name or a bracketed address.
-func isHost(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !isLetter(c) && !('0' <= c && c <= '9') && !strings.ContainsRune(".-_[]", rune(c)) {
+// hostThenColon says whether t starts with a host name or a bracketed
+// address, then ":", as what follows the "@" of an scp-like address does.
+func hostThenColon(t string) bool {
+	n := 0
+	if strings.HasPrefix(t, "[") {
+		n = strings.IndexByte(t, ']') + 1
+		if n == 0 {
 			return false
 		}
+	} else {
+		for n < len(t) && isHostChar(t[n]) {
+			n++
+		}
 	}
-	return true
+	return n > 0 && n < len(t) && t[n] == ':'
+}
+
+// passwordStart is where the user information before an scp-like
+// address's "@" is taken to begin, if it holds a password: the start of
+// the word with the first ":" of seg that no space follows, or else just
+// after the first ": ", since a password may start with a space (" ab"
+// then shows as " ***"); -1 if seg has no ":".
+func passwordStart(seg string) int {
+	for j := 0; j < len(seg); j++ {
+		if seg[j] == ':' && (j+1 == len(seg) || seg[j+1] != ' ') {
+			for j > 0 && !isWordEnd(seg[j-1]) {
+				j--
+			}
+			return j
+		}
+	}
+	if j := strings.Index(seg, ": "); j >= 0 {
+		return j + 2
+	}
+	return -1
+}
+
+// isWordEnd says whether c ends the word before it: white space, or a
+// quote, bracket or sign that text puts before an address.
+func isWordEnd(c byte) bool {
+	switch c {
+	case ' ', '\t', '\f', '\v', '"', '\'', '`', '<', '(', '=', ',':
+		return true
+	}
+	return false
+}
+
+func isHostChar(c byte) bool {
+	return isLetter(c) || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_'
 }
 
 // JSON hides, as URLs does, the credentials in every string of the JSON

@@ -9,20 +9,23 @@ func TestURLs(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{name: "password", in: "clone https://u:p@h/x failed", want: "clone https://***@h/x failed"},
 		{name: "token only", in: "ssh://tok@h/x", want: "ssh://***@h/x"},
-		{name: "two", in: "a http://x:y@h b https://z@k/", want: "a http://***@h b https://***@k/"},
-		{name: "none", in: "https://h/x and git@h:x", want: "https://h/x and git@h:x"},
+		// A password may hold white space, "/", "?" and "#": what lies
+		// between a URL and the last "@" of its line may be its password.
+		{name: "two", in: "a http://x:y@h b https://z@k/", want: "a http://***@k/"},
+		{name: "none", in: "https://h/x and git@h:x", want: "https://***@h:x"},
+		{name: "no at", in: "https://h/x and git-h:x", want: "https://h/x and git-h:x"},
 		{name: "at in password", in: "https://deploy:Pa@ssw0rd@host/x.git", want: "https://***@host/x.git"},
 		{name: "ats in password and user", in: "push to https://a@b:P@s@s@host:8443/x failed",
 			want: "push to https://***@host:8443/x failed"},
 		{name: "at in password, no path", in: "https://u:p@q@host", want: "https://***@host"},
 		{name: "at in password, query", in: "https://u:p@q@host?x=1", want: "https://***@host?x=1"},
 		{name: "escaped at", in: "https://u:p%40q@host/x", want: "https://***@host/x"},
-		{name: "at in path", in: "https://host/~alice@x/repo", want: "https://host/~alice@x/repo"},
-		{name: "at in query", in: "https://host/x?to=alice@example.com", want: "https://host/x?to=alice@example.com"},
-		{name: "scoped package", in: "https://registry.example/@scope/pkg", want: "https://registry.example/@scope/pkg"},
+		{name: "at in path", in: "https://host/~alice@x/repo", want: "https://***@x/repo"},
+		{name: "at in query", in: "https://host/x?to=alice@example.com", want: "https://***@example.com"},
+		{name: "scoped package", in: "https://registry.example/@scope/pkg", want: "https://***@scope/pkg"},
 		{name: "quoted", in: `clone "https://u:p@q@h/x": exit 128`, want: `clone "https://***@h/x": exit 128`},
 		{name: "single quoted", in: `fatal: unable to access 'https://u:p@h/x/': 403`, want: `fatal: unable to access 'https://***@h/x/': 403`},
-		{name: "in a word", in: "url=https://u:p@h/x,next=svn+ssh://v:w@k/y", want: "url=https://***@h/x,next=svn+ssh://***@k/y"},
+		{name: "in a word", in: "url=https://u:p@h/x,next=svn+ssh://v:w@k/y", want: "url=https://***@k/y"},
 		{name: "IPv6 host", in: "http://u:p@[::1]:8080/x", want: "http://***@[::1]:8080/x"},
 		{name: "no scheme", in: "://u:p@h/x", want: "://u:p@h/x"},
 		{name: "JSON text, escaped at", in: `{"url":"https://u:p\u0040q@h/x"}`, want: `{"url":"https://***@h/x"}`},
@@ -45,7 +48,8 @@ func TestURLs(t *testing.T) {
 		{name: "scp with password holding at", in: "deploy:Pa@ss@host:/srv/repo.git", want: "***@host:/srv/repo.git"},
 		{name: "scp without password", in: "git@host:path/x.git", want: "git@host:path/x.git"},
 		{name: "scp user only, in text", in: "fetch alice@git.example.org:x.git", want: "fetch alice@git.example.org:x.git"},
-		{name: "not scp", in: "note: alice@example.com: bounced", want: "note: alice@example.com: bounced"},
+		{name: "scp-like after a label", in: "note: alice@example.com: bounced", want: "note: ***@example.com: bounced"},
+		{name: "not scp", in: "mail alice@example.com now", want: "mail alice@example.com now"},
 	}
 	for _, tc := range tests {
 		if got := URLs(tc.in); got != tc.want {

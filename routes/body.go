@@ -38,7 +38,7 @@ const (
 	bodyBudget = 96 << 20
 	bodyWait   = 30 * time.Second
 	// redactCarry bounds the output held back while looking for the
-	// whitespace that ends a URL.
+	// line break that ends a URL's line.
 	redactCarry = 64 << 10
 )
 

@@ -10,9 +10,10 @@ import (
 )
 
 // redactor hides credentials in the URLs of output streamed through it
-// to w. A URL never spans whitespace, so output is redacted up to its
-// last whitespace and the rest held for the next write; a run of more
-// than redactCarry bytes without whitespace is redacted as it is.
+// to w. A password may hold white space but no line break, and
+// redact.URLs reads a line at a time, so output is redacted up to its
+// last line break and the rest held for the next write; a line longer
+// than redactCarry bytes is redacted as it is.
 //
 // It keeps how the bytes it wrote map to those it was given (stored), so
 // that a report sent again is stored from where the first one ended.
@@ -20,12 +21,12 @@ type redactor struct {
 	w     io.Writer
 	carry []byte
 	// in and out count the bytes given and written; changes are the
-	// words that redaction changed, in order.
+	// lines that redaction changed, in order.
 	in, out int64
 	changes []change
 }
 
-// change is a word that redaction changed: inAt bytes
+// change is a line that redaction changed: inAt bytes
 // given and outAt written before it, inLen given and outLen written.
 type change struct {
 	inAt, outAt, inLen, outLen int64
@@ -37,7 +38,7 @@ const maxChanges = 4096
 
 func (r *redactor) Write(p []byte) (int, error) {
 	r.carry = append(r.carry, p...)
-	cut := bytes.LastIndexAny(r.carry, " \t\n\f\r") + 1
+	cut := bytes.LastIndexAny(r.carry, "\n\r") + 1
 	if cut == 0 {
 		if len(r.carry) <= redactCarry {
 			return len(p), nil
@@ -56,7 +57,7 @@ func (r *redactor) emit(n int) error {
 	}
 	var err error
 	if bytes.IndexByte(r.carry[:n], '@') >= 0 {
-		_, err = io.WriteString(r.w, r.redactWords(r.carry[:n]))
+		_, err = io.WriteString(r.w, r.redactLines(r.carry[:n]))
 	} else {
 		// No "@", so no credentials: most output, and quicker to tell
 		// than to redact.
@@ -74,22 +75,22 @@ func (r *redactor) emit(n int) error {
 // Close writes what is held.
 func (r *redactor) Close() error { return r.emit(len(r.carry)) }
 
-// redactWords is data redacted one word, with the whitespace after it, at
-// a time, as a URL never spans whitespace, so that the words that
-// redaction changed are known.
-func (r *redactor) redactWords(data []byte) string {
+// redactLines is data redacted one line, with its line break, at a
+// time, as redact.URLs reads, so that the lines that redaction changed
+// are known.
+func (r *redactor) redactLines(data []byte) string {
 	var b strings.Builder
 	for len(data) > 0 {
-		n := bytes.IndexAny(data, " \t\n\f\r") + 1
+		n := bytes.IndexAny(data, "\n\r") + 1
 		if n == 0 {
 			n = len(data)
 		}
-		word := string(data[:n])
-		red := word
-		if strings.IndexByte(word, '@') >= 0 {
-			red = redact.URLs(word)
+		line := string(data[:n])
+		red := line
+		if strings.IndexByte(line, '@') >= 0 {
+			red = redact.URLs(line)
 		}
-		if red != word {
+		if red != line {
 			c := change{inAt: r.in, outAt: r.out, inLen: int64(n), outLen: int64(len(red))}
 			if k := len(r.changes); k == maxChanges {
 				last := &r.changes[k-1]
@@ -107,9 +108,9 @@ func (r *redactor) redactWords(data []byte) string {
 }
 
 // stored is how many of the bytes written the first n given became. A
-// word that redaction changed is all or nothing: n inside it stops at its
+// line that redaction changed is all or nothing: n inside it stops at its
 // start, so that what follows n is stored whole, its credentials hidden,
-// even if the start of the word was stored before.
+// even if the start of the line was stored before.
 func (r *redactor) stored(n int64) int64 {
 	shift := int64(0)
 	for _, c := range r.changes {

@@ -51,8 +51,11 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 		if refs, err = jobRefs(tx, r, id); err != nil {
 			return err
 		}
-		out, err = tx.Output(r.Context(), id)
-		return err
+		if out, err = tx.Output(r.Context(), id); err != nil {
+			return err
+		}
+		out = knownSecrets(r.Context(), tx, j.Path).Text(out)
+		return nil
 	})
 	if err != nil {
 		return err

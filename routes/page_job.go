@@ -80,6 +80,7 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 		if part, err = tx.OutputFrom(r.Context(), id, 0); err != nil {
 			return err
 		}
+		part.Text = knownSecrets(r.Context(), tx, part.Job.Path).Text(part.Text)
 		refs, err = jobRefs(tx, r, id)
 		return err
 	})
@@ -134,8 +135,11 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
 	var now int64
 	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		now = tx.Now
-		part, err = tx.OutputFrom(r.Context(), id, offset)
-		return err
+		if part, err = tx.OutputFrom(r.Context(), id, offset); err != nil {
+			return err
+		}
+		part.Text = knownSecrets(r.Context(), tx, part.Job.Path).Text(part.Text)
+		return nil
 	})
 	if err != nil {
 		return err

@@ -14,8 +14,8 @@ import (
 
 // TestRedactorStored checks, at every byte of output with credentials,
 // where the output stored from a report sent again starts: right there,
-// or, inside a word whose credentials were hidden, at the start of that
-// word, so that nothing after it is lost and no credential is shown.
+// or, inside a line whose credentials were hidden, at the start of that
+// line, so that nothing after it is lost and no credential is shown.
 func TestRedactorStored(t *testing.T) {
 	text := "first line\nclone https://user:secret@git.example/x.git failed\nmiddle\n" +
 		"two https://a:b@h/x and https://c:d@h/y\nlast, no newline"
@@ -37,12 +37,12 @@ func TestRedactorStored(t *testing.T) {
 		}
 		for k := 0; k <= len(text); k++ {
 			from := k
-			if start := strings.LastIndexAny(text[:k], " \n") + 1; k > start {
-				end := strings.IndexAny(text[k:], " \n")
+			if start := strings.LastIndexAny(text[:k], "\n") + 1; k > start {
+				end := strings.IndexAny(text[k:], "\n")
 				if end < 0 {
 					end = len(text) - k
 				}
-				if word := text[start : k+end]; redact.URLs(word) != word {
+				if line := text[start : k+end]; redact.URLs(line) != line {
 					from = start
 				}
 			}

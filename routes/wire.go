@@ -1,13 +1,13 @@
 package routes
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/lorryspec"
 	"lorrycontroller.dev/lc/redact"
-
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/wire"
 )
@@ -65,16 +65,17 @@ type lorryRuntimeJSON struct {
 // or a scraper's secrets in its env, which only the minion is given in
 // full.
 func lorryWire(l statedb.Lorry) lorryJSON {
+	known := redact.KnownInJSON(l.Text)
 	var rt *lorryRuntimeJSON
 	if l.Runtime.ID != "" {
 		rt = &lorryRuntimeJSON{Name: l.Runtime.Name, Version: l.Runtime.Version, ID: l.Runtime.ID, Python: l.Runtime.Python}
 	}
 	return lorryJSON{
 		Commit: l.CommitID, Runtime: rt,
-		Path: l.Path, Text: redactText(l.Kind, l.Text), Kind: l.Kind, FromHost: l.FromHost, FromPath: l.FromPath,
+		Path: l.Path, Text: redactText(known, l.Kind, l.Text), Kind: l.Kind, FromHost: l.FromHost, FromPath: l.FromPath,
 		Generated: l.Generated, RunningJob: l.RunningJob, LastRun: l.LastRun, NextDue: l.NextDue,
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
-		LastRunExit: l.LastRunExit, LastRunError: redact.URLs(l.LastRunError),
+		LastRunExit: l.LastRunExit, LastRunError: known.Text(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
 		Queue:    l.Queue,
 		Schedule: control.DescribeSchedule(l.Schedule),
@@ -89,10 +90,11 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 const hidden = "***"
 
 // redactText hides what a spec may hold of secrets: the credentials of
-// URLs, and for a scraper the values of its env, whose names stay.
-func redactText(kind, text string) string {
+// URLs, known are those of its addresses, and for a scraper the values of
+// its env, whose names stay.
+func redactText(known *redact.Known, kind, text string) string {
 	if kind != KindScraper {
-		return redact.JSON(text)
+		return known.JSON(text)
 	}
 	v, err := lorryspec.DecodeJSON([]byte(text))
 	if err != nil {
@@ -115,7 +117,7 @@ func redactText(kind, text string) string {
 	if err != nil {
 		return hidden
 	}
-	return redact.JSON(string(b))
+	return known.JSON(string(b))
 }
 
 // jobJSON is a job as the API shows it.
@@ -223,4 +225,15 @@ type minionJSON struct {
 func minionWire(m statedb.Minion, now, ghostTimeout int64) minionJSON {
 	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID,
 		Health: control.MinionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
+}
+
+// knownSecrets are the credentials of the spec of the lorry at path,
+// which its jobs' output may repeat in forms the parser does not see;
+// nil when there is no such lorry now.
+func knownSecrets(ctx context.Context, tx *statedb.Tx, path string) *redact.Known {
+	l, err := tx.Lorry(ctx, path)
+	if err != nil {
+		return nil
+	}
+	return redact.KnownInJSON(l.Text)
 }

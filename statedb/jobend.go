@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"lorrycontroller.dev/lc/redact"
 )
 
 // StopJob asks the minion running job id to kill it. ErrConflict if the job
@@ -197,6 +199,12 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 		l = *e.lorry
 	} else {
 		l, err = tx.Lorry(ctx, j.Path)
+	}
+	if err == nil {
+		// The output was redacted by parsing it; the spec's own
+		// credentials are hidden too, in every form the output may give
+		// them, before the error is kept and sent in notifications.
+		lastErr = redact.KnownInJSON(l.Text).Text(lastErr)
 	}
 	switch {
 	case err == nil && l.RunningJob != nil && *l.RunningJob == j.ID:

@@ -20,6 +20,7 @@ import (
 
 	"lorrycontroller.dev/lc/lorryspec"
 	"lorrycontroller.dev/lc/mirror"
+	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -129,7 +130,7 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "lorry:", err)
+		fmt.Fprintln(os.Stderr, "lorry:", redact.URLs(err.Error()))
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -142,7 +143,7 @@ func main() {
 	}
 	cfg.Options.Out = os.Stderr
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "lorry:", err)
+		fmt.Fprintln(os.Stderr, "lorry:", redact.URLs(err.Error()))
 		os.Exit(1)
 	}
 }

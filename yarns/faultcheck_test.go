@@ -311,8 +311,12 @@ func check(in checkInput) *checkReport {
 		if e.what == "host" {
 			kind = anomalyLimitHost
 		}
-		r.add(kind, "job %d started with every slot of %s held by other live job processes; by their records, %s",
-			e.job, e.what, liveAt(all, e))
+		lorry := "?"
+		if ps := h.procs[e.job]; len(ps) > 0 {
+			lorry = ps[0].lorry
+		}
+		r.add(kind, "job %d of %s started with every slot of %s held by other live job processes; by their records, %s",
+			e.job, lorry, e.what, liveAt(all, e))
 	}
 
 	stored := map[int64]storedJob{}

@@ -283,13 +283,28 @@ func check(in checkInput) *checkReport {
 	// that recorded both ends, any two whose lives crossed.
 	flagged := map[[2]int64]bool{}
 	for _, e := range h.overlaps {
-		r.add(anomalyOverlap, "job %d of %s started while another live process held the lorry", e.job, e.what)
+		r.add(anomalyOverlap, "job %d of %s started while another live process held the lorry%s", e.job, e.what, faultsAt(in.faults, e.at))
 	}
 	var all []*jobProc
 	for _, ps := range h.procs {
 		all = append(all, ps...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].start < all[j].start })
+	// A process that recorded no end was killed outright; if its minion
+	// was killed meanwhile, the kernel killed it then (the minion's
+	// children die with it), which is when its life ended.
+	ends := map[*jobProc]int64{}
+	for _, p := range all {
+		if p.end != 0 {
+			continue
+		}
+		for _, f := range in.faults {
+			if f.kind == faultMinionKill && f.target == p.minion && f.from >= p.start && (ends[p] == 0 || f.from < ends[p]) {
+				ends[p] = f.from
+			}
+		}
+	}
+
 	overlapJobs := map[int64]bool{}
 	for _, e := range h.overlaps {
 		overlapJobs[e.job] = true
@@ -315,8 +330,8 @@ func check(in checkInput) *checkReport {
 		if ps := h.procs[e.job]; len(ps) > 0 {
 			lorry = ps[0].lorry
 		}
-		r.add(kind, "job %d of %s started with every slot of %s held by other live job processes; by their records, %s",
-			e.job, lorry, e.what, liveAt(all, e))
+		r.add(kind, "job %d of %s started with every slot of %s held by other live job processes; by their records, %s%s",
+			e.job, lorry, e.what, liveAt(all, ends, e), faultsAt(in.faults, e.at))
 	}
 
 	stored := map[int64]storedJob{}
@@ -414,20 +429,40 @@ func minionFaulted(faults []fault, p *jobProc, excuse time.Duration, drained int
 }
 
 // liveAt names the other job processes that lived, by their own records,
-// when e happened, of e's limit: the host's, or a queue's.
-func liveAt(all []*jobProc, e histEvent) string {
+// when e happened, of e's limit: the host's, or a queue's. killed has the
+// ends of those that recorded none and whose minion was killed.
+func liveAt(all []*jobProc, killed map[*jobProc]int64, e histEvent) string {
 	var names []string
 	for _, p := range all {
-		if p.job != e.job && p.start <= e.at && (p.end == 0 || p.end > e.at) &&
+		end := p.end
+		if end == 0 {
+			end = killed[p]
+		}
+		if p.job != e.job && p.start <= e.at && (end == 0 || end > e.at) &&
 			(e.what == "host" || strings.HasPrefix(p.lorry, e.what+"/")) {
 			name := fmt.Sprintf("job %d of %s on %s", p.job, p.lorry, p.minion)
-			if p.end == 0 {
-				name += " (no end recorded)"
+			if end == 0 {
+				name += " (no end known)"
 			}
 			names = append(names, name)
 		}
 	}
 	return fmt.Sprintf("%d: %s", len(names), strings.Join(names, ", "))
+}
+
+// faultsAt names the faults under way at a moment, or that ended within
+// a ghost timeout before it, as the end of a message.
+func faultsAt(faults []fault, at int64) string {
+	var names []string
+	for _, f := range faults {
+		if f.from <= at && at <= f.to+int64(faultsGhostTimeout) {
+			names = append(names, f.kind+" on "+f.target)
+		}
+	}
+	if len(names) == 0 {
+		return "; no fault then"
+	}
+	return "; during or just after " + strings.Join(names, ", ")
 }
 
 // faultsDuring names the faults injected while p lived, or in the time

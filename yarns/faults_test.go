@@ -59,9 +59,12 @@ const (
 	faultsWideLines     = 12
 	faultsWidePause     = "0.1"
 
-	faultsLease        = 4 * time.Second
+	// The job's lease is longer than two requests of the latency fault
+	// and an update interval: a minion whose every request takes 2 s
+	// delivers an update within each lease, as the docs ask.
+	faultsLease        = 6 * time.Second
 	faultsKillGrace    = time.Second
-	faultsGhostTimeout = 8 * time.Second
+	faultsGhostTimeout = 10 * time.Second
 	faultsReplicaLease = 3 * time.Second
 	faultsUpdate       = 300 * time.Millisecond
 
@@ -155,6 +158,7 @@ type campaign struct {
 	delayed atomic.Int64
 	pg      sync.Mutex // held by a fault of PostgreSQL
 	proxy   sync.Mutex // held by a fault of the links
+	clock   sync.Mutex // held while a WEBAPP's clock is ahead: one at a time, or there is no skew
 	sweeps  chan struct{}
 	swept   sync.WaitGroup
 	drained time.Time
@@ -206,7 +210,7 @@ func newCampaign(t *testing.T, seed uint64) *campaign {
 				"--configuration-directory", filepath.Join(dir, "confgit-clone"), "--listen", "127.0.0.1:0",
 				"--addr-file", filepath.Join(dir, "addr"), "--log-level", "info", "--insecure-no-auth", "--periodic-work",
 				"--ghost-timeout", faultsGhostTimeout.String(), "--lease", faultsLease.String(),
-				"--kill-grace", faultsKillGrace.String(), "--claim-timeout", "6s",
+				"--kill-grace", faultsKillGrace.String(), "--claim-timeout", "8s",
 				"--replica-name", name, "--replica-lease", faultsReplicaLease.String()}}
 		l := newLink(c)
 		w.link = l
@@ -529,6 +533,10 @@ func (c *campaign) spoilLinks(f *fault) bool {
 // clockAhead starts a WEBAPP again with its clock 90 s ahead, for 12 s, and
 // then again on the machine's clock.
 func (c *campaign) clockAhead(f *fault) bool {
+	if !c.clock.TryLock() {
+		return false
+	}
+	defer c.clock.Unlock()
 	w := c.pick(c.webapps)
 	if w == nil {
 		return false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -825,8 +826,21 @@ type daemon struct {
 }
 
 // start starts the daemon, with env added to its environment, and waits
-// for a WEBAPP's address.
+// for a WEBAPP's address. A WEBAPP that cannot reach its STATEDB as it
+// starts exits, as while PostgreSQL restarts under another fault: it is
+// started again, for up to a minute.
 func (d *daemon) start(env ...string) error {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		err := d.startOnce(env)
+		if err == nil || !errors.Is(err, errExited) || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+var errExited = errors.New("exited before writing its address")
+
+func (d *daemon) startOnce(env []string) error {
 	log, err := os.OpenFile(d.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -860,7 +874,7 @@ func (d *daemon) start(env ...string) error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("%s exited before writing its address", d.name)
+			return fmt.Errorf("%s: %w", d.name, errExited)
 		default:
 		}
 		if time.Now().After(deadline) {

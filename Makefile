@@ -36,7 +36,7 @@ CONFIGS  := webapp.conf minion.conf
 ALERTS   := prometheus/lorry-controller-rules.yml prometheus/lorry-controller-rules.test.yml grafana/lorry-controller.json
 SUBST    := sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build run deps test test-install bench bench-sim fuzz screenshots check clean install uninstall
+.PHONY: all build run deps test test-install faults bench bench-sim fuzz screenshots check clean install uninstall
 
 all: build
 
@@ -60,8 +60,9 @@ deps:
 
 # Every test, with the race detector; the scenario tests in yarns/ start
 # the real binaries. Then the tests of the STATEDB's users again, on
-# PostgreSQL, directly and through pgbouncer, and the installed units
-# under systemd (test-install).
+# PostgreSQL, directly and through pgbouncer, the fault campaign's short
+# form when FAULTS_SHORT is 1, and the installed units under systemd
+# (test-install).
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m $(PGPKGS)
@@ -69,6 +70,10 @@ test: deps check
 	$(PGB) $(GO) test -race -count=1 -timeout 20m $(PGBPKGS)
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^(TestScenarios|TestReplicaSessions)$$' ./yarns/
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^TestReplicas$$/^postgres$$' ./yarns/
+	@if [ "$(FAULTS_SHORT)" = 1 ]; then \
+		echo "$(FAULTS_ENV)=short $(GO) test -race -count=1 -timeout 20m -v -run '^TestFaults\$$' ./yarns/"; \
+		$(FAULTS_ENV)=short $(GO) test -race -count=1 -timeout 20m -v -run '^TestFaults$$' ./yarns/; \
+	fi
 	./scripts/test-install
 
 # What make install ships, under a real systemd: a Debian root with the
@@ -77,6 +82,23 @@ test: deps check
 # root; without it, it says so and passes.
 test-install:
 	./scripts/test-install
+
+# The fault campaign (TestFaults in yarns/): two WEBAPPs on a private
+# PostgreSQL cluster and six minions running jobs that print numbered
+# lines, while minions and WEBAPPs are stopped and killed, answers are
+# dropped and delayed, a WEBAPP's clock runs ahead and PostgreSQL restarts;
+# each fault alone, then mixed until FAULTS_DURATION is up. It prints its
+# figures (jobs, faults by kind, anomalies by kind) and fails on any
+# anomaly. FAULTS_SEED replays a schedule. Its short form, each fault once
+# alone (about three minutes), runs in make test when FAULTS_SHORT=1.
+FAULTS_DURATION ?= 10m
+FAULTS_SEED     ?=
+FAULTS_SHORT    ?= 0
+FAULTS_TIMEOUT  ?= 2h
+FAULTS_ENV      := LORRY_CONTROLLER_TEST_FAULTS
+faults:
+	$(FAULTS_ENV)=$(FAULTS_DURATION) $(FAULTS_ENV)_SEED=$(FAULTS_SEED) \
+		$(GO) test -count=1 -timeout $(FAULTS_TIMEOUT) -v -run '^TestFaults$$' ./yarns/
 
 # Benchmarks print their figures; see docs/performance.md.
 bench:

@@ -380,11 +380,13 @@ func (a *configApply) update(fn func(*statedb.Tx) error) error {
 	return err
 }
 
-// fileErrors are the configuration's skipped files, as stored.
+// fileErrors are the configuration's skipped files, as stored, logged
+// and answered: their errors quote specs, so the credentials of URLs in
+// them are hidden.
 func (a *configApply) fileErrors(cfg *confgit.Config) []statedb.FileError {
 	out := make([]statedb.FileError, len(cfg.Errors))
 	for i, e := range cfg.Errors {
-		out[i] = statedb.FileError{File: e.File, Error: e.Error}
+		out[i] = statedb.FileError{File: e.File, Error: redact.URLs(e.Error)}
 	}
 	return out
 }

@@ -202,3 +202,40 @@ func TestPretendTimeTicks(t *testing.T) {
 		t.Fatalf("HandOut after pretend-time to 03:00:01 = %+v, %v; want a/s", h, err)
 	}
 }
+
+// TestSkippedSpecsHideCredentials checks that a skipped spec's error,
+// as answered, logged and stored, shows no credential of its URLs,
+// whatever characters the password holds.
+func TestSkippedSpecsHideCredentials(t *testing.T) {
+	ctx := context.Background()
+	a, _, conf := newApp(t, "a/one")
+	var log strings.Builder
+	a.Log = slog.New(slog.NewTextHandler(&log, nil))
+	for i, pass := range []string{"pw", `Se"cr t#/?<>'x`, "p@ss:w%rd"} {
+		t.Run(pass, func(t *testing.T) {
+			log.Reset()
+			conf.cfg = &confgit.Config{Commit: fmt.Sprint("c", i+2), Lorries: conf.cfg.Lorries, Errors: []confgit.FileError{{
+				File: "x.lorry", Error: `spec "x": cannot fetch https://u:` + pass + `@conf.example/x: refused`}}}
+			res, err := a.ApplyConfiguration(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Errors) != 1 || strings.Contains(res.Errors[0].Error, pass) {
+				t.Errorf("answered errors %+v; want one, without the password", res.Errors)
+			}
+			if strings.Contains(log.String(), pass) {
+				t.Errorf("the log shows the password:\n%s", log.String())
+			}
+			err = a.DB.View(ctx, func(tx *statedb.Tx) error {
+				st, err := tx.ConfigState(ctx)
+				if err == nil && (len(st.Errors) != 1 || strings.Contains(st.Errors[0].Error, pass)) {
+					t.Errorf("stored errors %+v; want one, without the password", st.Errors)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -239,3 +239,28 @@ func TestSkippedSpecsHideCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalReportRepeatedEndsOnce checks that a final report sent again,
+// its first answer lost, is answered as the first was and is not taken
+// for a second end: the job is logged as ended once.
+func TestFinalReportRepeatedEndsOnce(t *testing.T) {
+	ctx := context.Background()
+	a, _, _ := newApp(t, "a/one")
+	var log strings.Builder
+	a.Log = slog.New(slog.NewTextHandler(&log, nil))
+	h, err := a.HandOut(ctx, minion("m"))
+	if err != nil || h.Offer == nil {
+		t.Fatalf("HandOut = %+v, %v", h, err)
+	}
+	exit, zero := int64(0), int64(0)
+	final := statedb.JobUpdate{ID: h.Offer.Job.ID, Minion: minion("m"), Exit: &exit, StdoutOffset: &zero, StderrOffset: &zero}
+	for i, want := range []bool{false, true, true} {
+		res, err := a.UpdateJob(ctx, final)
+		if err != nil || res.Kill || res.Repeated != want {
+			t.Errorf("final report %d = %+v, %v; want no kill, Repeated %v", i+1, res, err, want)
+		}
+	}
+	if n := strings.Count(log.String(), `msg="job ended"`); n != 1 {
+		t.Errorf("job logged as ended %d times; want once:\n%s", n, log.String())
+	}
+}

@@ -191,6 +191,9 @@ type UpdateResult struct {
 	Kill   bool
 	Retire bool
 	LeaseTerms
+	// Repeated is set for a final report sent again, its first answer
+	// lost: the job had ended already, and nothing was done.
+	Repeated bool
 }
 
 // UpdateJob records a job's update from its minion. At the job's
@@ -199,13 +202,15 @@ func (a *App) UpdateJob(ctx context.Context, u statedb.JobUpdate) (UpdateResult,
 	res := UpdateResult{LeaseTerms: a.LeaseTerms()}
 	err := a.DB.UpdateReports(ctx, func(tx *statedb.Tx) error {
 		reply, err := tx.UpdateJob(ctx, u)
-		res.Kill, res.Retire = reply.Kill, reply.Retire
+		res.Kill, res.Retire, res.Repeated = reply.Kill, reply.Retire, reply.Repeated
 		return err
 	})
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	if u.Exit != nil {
+	if res.Repeated {
+		a.Log.Info("final report repeated", "job_id", u.ID, "minion", u.Minion.Name)
+	} else if u.Exit != nil {
 		a.Log.Info("job ended", "job_id", u.ID, "exit", *u.Exit, "minion", u.Minion.Name)
 		if *u.Exit == 0 {
 			// The job's end is recorded: the downstream is finished even if

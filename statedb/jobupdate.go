@@ -70,14 +70,20 @@ func (tx *Tx) UpdateJob(ctx context.Context, u JobUpdate) (UpdateReply, error) {
 	if err != nil {
 		return UpdateReply{}, err
 	}
+	if !j.Live() && endReported(j, u) {
+		// The final report again, its answer lost: it is answered as
+		// it was, and the job ends once.
+		return UpdateReply{Retire: retire, Repeated: true}, nil
+	}
 	kill, err := tx.updateJob(ctx, u, j, l)
 	return UpdateReply{Kill: kill, Retire: retire}, err
 }
 
 // UpdateReply is what a minion's report is answered: whether to kill the
-// job, and whether the minion named in the report is retired.
+// job, and whether the minion named in the report is retired. Repeated
+// is set for a final report sent again, which changed nothing.
 type UpdateReply struct {
-	Kill, Retire bool
+	Kill, Retire, Repeated bool
 }
 
 // jobAndRetire reads job id and whether the minion named is retired, in
@@ -149,11 +155,6 @@ func (s scanAlso) Scan(dest ...any) error { return s.row.Scan(append(dest, s.als
 
 func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job, l *Lorry) (kill bool, err error) {
 	if !j.Live() {
-		if endReported(j, u) {
-			// The final report again, its answer lost: it is answered
-			// as it was, and the job ends once.
-			return false, nil
-		}
 		return false, fmt.Errorf("job %d is %s: %w", j.ID, j.Status, ErrConflict)
 	}
 	if u.Minion.Name != "" && u.Minion.Name != j.Minion {

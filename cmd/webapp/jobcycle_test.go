@@ -321,27 +321,35 @@ func TestJobCycleWebappProcesses(t *testing.T) {
 // BenchmarkJobCycleWebapps runs the closed loop of
 // TestJobCycleWebappProcesses, 20,000 lorries and 32 minions, with one
 // WEBAPP process and with two on one database, 16 minions each, on
-// SQLite and on PostgreSQL, and reports jobs per second, give-me-job's
+// SQLite and on PostgreSQL, and on PostgreSQL with the names shared
+// across the two WEBAPPs too; it reports jobs per second, give-me-job's
 // p99, the failed calls and the deadlocks of each.
 func BenchmarkJobCycleWebapps(b *testing.B) {
-	for _, backend := range []string{"sqlite", "postgres"} {
-		for _, n := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/webapps=%d", backend, n), func(b *testing.B) {
-				place := filepath.Join(b.TempDir(), "state.db")
-				if backend == "postgres" {
-					place = dbtest.DatabaseOrSkip(b)
-				}
-				var f cycleFigures
-				for range b.N {
-					f = runCycleLoad(b, cycleLoad{statedb: place, lorries: 20_000, webapps: n, minions: 32, duration: 10 * time.Second})
-				}
-				b.ReportMetric(f.jobsPerSecond(), "jobs/s")
-				b.ReportMetric(float64(f.giveP99.Microseconds())/1000, "give-p99-ms")
-				b.ReportMetric(float64(len(f.failed)), "failed")
-				b.ReportMetric(float64(f.broken), "deadlocks")
-				b.Logf("%s, %d WEBAPP(s), 32 minions: %d jobs in %v, %.0f jobs/s, give-me-job p99 %v, %d failed calls, %d deadlocks (%d logged)",
-					backend, n, f.jobs, f.elapsed.Round(time.Millisecond), f.jobsPerSecond(), f.giveP99, len(f.failed), f.broken, f.deadlocks)
-			})
+	for _, c := range []struct {
+		backend string
+		webapps int
+		shared  bool
+	}{{"sqlite", 1, false}, {"sqlite", 2, false}, {"postgres", 1, false}, {"postgres", 2, false}, {"postgres", 2, true}} {
+		name := fmt.Sprintf("%s/webapps=%d", c.backend, c.webapps)
+		if c.shared {
+			name += "/shared-names"
 		}
+		b.Run(name, func(b *testing.B) {
+			place := filepath.Join(b.TempDir(), "state.db")
+			if c.backend == "postgres" {
+				place = dbtest.DatabaseOrSkip(b)
+			}
+			var f cycleFigures
+			for range b.N {
+				f = runCycleLoad(b, cycleLoad{statedb: place, lorries: 20_000, webapps: c.webapps, minions: 32,
+					duration: 10 * time.Second, sharedNames: c.shared})
+			}
+			b.ReportMetric(f.jobsPerSecond(), "jobs/s")
+			b.ReportMetric(float64(f.giveP99.Microseconds())/1000, "give-p99-ms")
+			b.ReportMetric(float64(len(f.failed)), "failed")
+			b.ReportMetric(float64(f.broken), "deadlocks")
+			b.Logf("%s: %d jobs in %v, %.0f jobs/s, give-me-job p99 %v, %d reports found their job lost, %d failed calls, %d deadlocks (%d logged)",
+				name, f.jobs, f.elapsed.Round(time.Millisecond), f.jobsPerSecond(), f.giveP99, f.lost, len(f.failed), f.broken, f.deadlocks)
+		})
 	}
 }

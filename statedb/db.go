@@ -387,10 +387,12 @@ const (
 //     live_jobs. A count a hand-out reads while a report's transaction
 //     runs is too high, never too low, until that report commits.
 //   - What a hand-out and a report might both write (the job of a minion
-//     come back with a new pid, ended as lost by its hand-out while its
-//     old report is under way) is guarded in SQL as between any two
-//     writers; a deadlock between them is the server's to break, and the
-//     shared transaction runs again (runWhole).
+//     that asks while it owns a live job, ended as lost by its hand-out
+//     while its report is under way, and that minion's row) the hand-out
+//     writes holding the report lock too, taken after the write lock
+//     (holdReports): the two never wait for each other's rows, which,
+//     with several calls in each transaction, would be a deadlock for the
+//     server to break by failing one of them.
 const (
 	pgBeginClaims  = `BEGIN; SELECT pg_advisory_xact_lock(` + pgWriteLock + `); ` + pgFoldEnded
 	pgBeginReports = `BEGIN; SELECT pg_advisory_xact_lock(` + pgReportLock + `)`

@@ -77,6 +77,11 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 		return a, false, err
 	}
 	for {
+		if st.minionKnown && st.owns {
+			if err := tx.holdReports(ctx); err != nil {
+				return a, false, err
+			}
+		}
 		if st.minionKnown && st.retired {
 			return Assignment{Retired: true, Idle: "the minion is retired"}, false, nil
 		}

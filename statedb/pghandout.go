@@ -128,6 +128,29 @@ func (tx *Tx) minionState(ctx context.Context, m MinionID) (retired, owns bool, 
 	return retire != retireNo, owns, nil
 }
 
+// holdReports has a hand-out on PostgreSQL whose minion owns a live job
+// wait for the job reports under way, and keep the next ones waiting
+// until it commits, before it writes anything of that minion or its
+// job: it takes the report lock (pgReportLock) after the write lock it
+// holds, the order of every write transaction (pgBeginWrite). A report
+// ending a job writes its lorry, then the job, then its minion; the
+// hand-out of a minion that asks while it owns a live job (asking again,
+// come back with a new pid, or another process under its name) writes
+// the same rows, the job it ends first. Side by side, each would wait for
+// a row the other wrote, in a transaction of several calls, and the
+// server would break the cycle by failing one of them. Other hand-outs
+// write nothing a report writes, and run beside the reports. On SQLite
+// it does nothing: each write transaction runs alone.
+func (tx *Tx) holdReports(ctx context.Context) error {
+	if !tx.pg {
+		return nil
+	}
+	if _, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(`+pgReportLock+`)`); err != nil {
+		return fmt.Errorf("wait for the job reports: %w", err)
+	}
+	return nil
+}
+
 // claimFirst finds, on PostgreSQL, the entry to hand minion m from the
 // open queues of q, as pickLorry does on SQLite, and claims it as
 // claimLorry does, recording the minion with its job as touchMinion does

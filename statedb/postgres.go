@@ -21,8 +21,9 @@ import (
 
 // pgWriteLock is the key of the advisory lock that every write
 // transaction but a job report's takes (see pgBeginWrite), pgReportLock
-// the one that every write transaction but a hand-out's takes, and
-// pgMigrateLock the one that migrating takes.
+// the one that every write transaction but a hand-out's takes (a
+// hand-out takes it, second, for a minion that owns a live job:
+// holdReports), and pgMigrateLock the one that migrating takes.
 const (
 	pgWriteLock   = `1819435881`
 	pgMigrateLock = `1819435882`

@@ -177,7 +177,7 @@ func (w *webapp) log(t testing.TB) string {
 }
 
 // stop sends SIGTERM and checks that the WEBAPP exits 0.
-func (w *webapp) stop(t *testing.T) {
+func (w *webapp) stop(t testing.TB) {
 	t.Helper()
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

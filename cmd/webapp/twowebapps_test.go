@@ -339,7 +339,7 @@ func specs(prefix string, n int) string {
 }
 
 // makeRepo makes a git repository at dir with files, in one commit.
-func makeRepo(t *testing.T, dir string, files map[string]string) {
+func makeRepo(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -3,9 +3,6 @@ package routes
 import (
 	"context"
 	"net/http"
-	"strings"
-
-	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller.dev/lc/statedb"
 )
@@ -69,12 +66,12 @@ func (s *Server) retryLorry(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) lorry(w http.ResponseWriter, r *http.Request) error {
-	path := strings.Trim(chi.URLParam(r, "*"), "/")
-	if path == "" {
-		return errorf(http.StatusBadRequest, "no lorry path given")
+	path, err := lorryPath(r, "/1.0/lorry/")
+	if err != nil {
+		return err
 	}
 	var l statedb.Lorry
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		var err error
 		l, err = tx.Lorry(r.Context(), path)
 		return err

@@ -1,14 +1,17 @@
 package routes
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller.dev/lc/confgit"
@@ -97,6 +100,53 @@ func TestLorryPathEitherForm(t *testing.T) {
 					t.Errorf("%s %s%s (%s) answered lorry %q (%v); want %q", method, prefix, form, name, l.Path, err, p)
 				}
 			}
+		}
+	}
+}
+
+// TestLorryPathMatchedByOpenAPITools sends a lorry's path as a client
+// made from docs/openapi.yaml does, its slashes escaped, to every route
+// that takes one: both validators find the route's {path} in it, the path
+// whole, and take the request and its answer.
+func TestLorryPathMatchedByOpenAPITools(t *testing.T) {
+	ts := newTestServer(t)
+	ts.configure(t, "delta/foo/bar")
+	doc := openAPISpec(t)
+	kin, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := secondValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for prefix, method := range lorryPathRoutes(t, ts.Handler()) {
+		target := prefix + "delta%2Ffoo%2Fbar"
+		// The document's server, where the routers look for the route.
+		req := httptest.NewRequest(method, doc.Servers[0].URL+target, nil)
+		route, params, err := kin.FindRoute(req)
+		if err != nil {
+			t.Errorf("kin-openapi: %s %s: %v", method, target, err)
+		} else if want := openAPIPath(prefix + "*"); route.Path != want || params["path"] != "delta%2Ffoo%2Fbar" {
+			t.Errorf("kin-openapi: %s %s is %s with path %q; want %s with delta%%2Ffoo%%2Fbar", method, target, route.Path, params["path"], want)
+		}
+		if ok, errs := second.ValidateHttpRequestSync(req); !ok {
+			t.Errorf("libopenapi-validator: %s %s: %v", method, target, joinValidationErrors(errs))
+		}
+
+		resp, err := http.Get(ts.url + target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s = %d %.200s; want 200", method, target, resp.StatusCode, body)
+			continue
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if ok, errs := second.ValidateHttpResponse(req, resp); !ok {
+			t.Errorf("libopenapi-validator: the answer to %s %s: %v", method, target, joinValidationErrors(errs))
 		}
 	}
 }

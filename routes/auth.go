@@ -262,9 +262,6 @@ func (s *Server) allowed(r *http.Request, c *caller) error {
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	isHTTP := errors.As(err, &he)
-	if isHTTP && he.code == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="lorry-controller"`)
-	}
 	if !isPage(r.URL.Path) {
 		s.writeError(w, r, err)
 		return
@@ -321,6 +318,7 @@ type signInView struct {
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, code int, back, msg string) error {
 	v := signInView{pageBase: livePage(w, r, "Sign in", "sign-in", s.DB.Now()), Message: msg}
 	v.Back = back
+	challenge(w, code)
 	return writePage(w, code, "signin.html", v)
 }
 

@@ -41,11 +41,12 @@ const (
 	redactCarry = 64 << 10
 )
 
-// limitBodies bounds every request's body before anything reads it:
-// a body that says it is over its route's limit is answered 413 at once,
-// and one that does not say its length is stopped at the limit as it is
-// read. job-update takes up to maxBody, the push hooks hookBodyLimit,
-// every other route smallBody.
+// limitBodies bounds every request's body before anything reads it: a
+// body is stopped at its route's limit as it is read. job-update takes up
+// to maxBody, the push hooks hookBodyLimit, every other route smallBody.
+// One that says it is over the limit is answered 413 by refuseLargeBodies,
+// once the caller is known to be allowed: every route checks the method,
+// then the caller, then the body.
 //
 // Nothing reads a body but readBody and readRaw, which count it against
 // the budget first: the form that net/http would parse on its own (up to
@@ -54,17 +55,7 @@ const (
 // CSRF check, a refusal's way back and the route itself read it once.
 func (s *Server) limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit := int64(smallBody)
-		switch {
-		case r.URL.Path == "/1.0/job-update":
-			limit = maxBody
-		case strings.HasPrefix(r.URL.Path, "/1.0/hooks/"):
-			limit = hookBodyLimit
-		}
-		if r.ContentLength > limit {
-			s.writeError(w, r, tooLarge(limit))
-			return
-		}
+		limit := bodyLimit(r)
 		if r.Body != nil && r.Body != http.NoBody {
 			// w closes the connection once a body passes the limit,
 			// rather than reading the rest of it.
@@ -73,6 +64,29 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		r.PostForm = url.Values{}
 		r.MultipartForm = &multipart.Form{}
 		r = r.WithContext(context.WithValue(r.Context(), readOnceKey{}, &readOnce{}))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyLimit is the most that r's body may be.
+func bodyLimit(r *http.Request) int64 {
+	switch {
+	case r.URL.Path == "/1.0/job-update":
+		return maxBody
+	case strings.HasPrefix(r.URL.Path, "/1.0/hooks/"):
+		return hookBodyLimit
+	}
+	return smallBody
+}
+
+// refuseLargeBodies answers 413 at once to a body that says it is over
+// its route's limit, before anything is done with it.
+func (s *Server) refuseLargeBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if limit := bodyLimit(r); r.ContentLength > limit {
+			s.writeError(w, r, tooLarge(limit))
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

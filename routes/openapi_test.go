@@ -138,7 +138,8 @@ func checkAnswer(doc *openapi3.T, mux *chi.Mux, r *http.Request, a *teeWriter) e
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	in.SetBodyBytes(a.body.Bytes())
-	return errors.Join(openapi3filter.ValidateResponse(context.Background(), in), checkAnswerSecond(r, a, path))
+	return errors.Join(openapi3filter.ValidateResponse(context.Background(), in), checkAnswerSecond(r, a, path),
+		checkJSONIntegers(a))
 }
 
 func checkError(doc *openapi3.T, a *teeWriter) error {

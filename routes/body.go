@@ -91,6 +91,31 @@ func (s *Server) refuseLargeBodies(next http.Handler) http.Handler {
 	})
 }
 
+// refuseBodyTypes answers 415 at once to a body of a type its route does
+// not read: a form or JSON, a push hook's JSON only.
+func (s *Server) refuseBodyTypes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		hook := strings.HasPrefix(r.URL.Path, "/1.0/hooks/")
+		missing := formType
+		if hook {
+			missing = jsonType
+		}
+		isJSON, err := bodyType(r, missing)
+		if err == nil && hook && !isJSON {
+			err = errorf(http.StatusUnsupportedMediaType, "a push hook's body is read as %s only: have the forge send that", jsonType)
+		}
+		if err != nil {
+			s.refuse(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // readOnce keeps the parameters that readParams read from a request's
 // body, for the next to ask.
 type readOnce struct {
@@ -185,6 +210,10 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
+	isJSON, err := bodyType(r, formType)
+	if err != nil {
+		return nil, err
+	}
 	if r.ContentLength >= 0 {
 		mem = min(mem, r.ContentLength+4096)
 	}
@@ -215,9 +244,8 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 		}
 		return nil
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	sent := params{}
-	if ct == "application/json" {
+	if isJSON {
 		err = decodeJSON(br, collected, field, sent)
 	} else {
 		err = decodeForm(br, collected, field, sent)
@@ -247,6 +275,36 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
 	}
 	return b, nil
+}
+
+// The types of body the routes read.
+const (
+	formType = "application/x-www-form-urlencoded"
+	jsonType = "application/json"
+)
+
+// bodyType says whether r's body is JSON rather than a form, by its
+// Content-Type; one without is taken as missing says. Any other type,
+// text/plain or a multipart form among them, is answered 415: read as a
+// form, its parameters would be garbage or missing.
+func bodyType(r *http.Request, missing string) (isJSON bool, err error) {
+	ct := r.Header.Get("Content-Type")
+	mt := missing
+	if ct != "" {
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			mt = ct
+		}
+	}
+	switch mt {
+	case jsonType:
+		return true, nil
+	case formType:
+		return false, nil
+	}
+	if missing == jsonType {
+		return false, errorf(http.StatusUnsupportedMediaType, "a body of type %q is not read here: send %s", ct, jsonType)
+	}
+	return false, errorf(http.StatusUnsupportedMediaType, "a body of type %q is not read here: send %s or %s", ct, formType, jsonType)
 }
 
 // errStalled answers a body that stopped arriving (see

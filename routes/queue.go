@@ -26,7 +26,7 @@ func (s *Server) listQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string][]string{"queue": q})
+	return ok(w, map[string][]string{"queue": list(q)})
 }
 
 func (s *Server) move(top bool) handlerFunc {
@@ -43,7 +43,7 @@ func (s *Server) move(top bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		return ok(w, map[string][]string{"queue": q})
+		return ok(w, map[string][]string{"queue": list(q)})
 	}
 }
 

@@ -92,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 		// auth.go.
 		r.Use(s.authorize)
 		r.Use(s.refuseLargeBodies)
+		r.Use(s.refuseBodyTypes)
 
 		// The pages (-html) answer HTML. Their buttons post to routes named
 		// like the API's with -html, which do what the API route does and

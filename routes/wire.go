@@ -101,6 +101,15 @@ func jsonTime(t int64) *int64 {
 	return &t
 }
 
+// list is s, or an empty list for nil: a list in an answer is [] when
+// empty, never null.
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // hidden stands for a secret value.
 const hidden = "***"
 

@@ -229,10 +229,10 @@ type Backup struct {
 	File string `json:"file"`
 
 	// Integrity What PRAGMA integrity_check said of the copy: ok; on PostgreSQL, ok once pg_restore has read the dump whole.
-	Integrity     string    `json:"integrity"`
-	Removed       *[]string `json:"removed"`
-	SchemaVersion int       `json:"schema_version"`
-	Size          int64     `json:"size"`
+	Integrity     string   `json:"integrity"`
+	Removed       []string `json:"removed"`
+	SchemaVersion int      `json:"schema_version"`
+	Size          int64    `json:"size"`
 }
 
 // BackupParams defines model for BackupParams.
@@ -269,14 +269,14 @@ type ConfigState struct {
 		Removed   int `json:"removed"`
 		Unchanged int `json:"unchanged"`
 	} `json:"changes"`
-	Commit   string            `json:"commit"`
-	Errors   []FileError       `json:"errors"`
-	FailAt   int64             `json:"fail_at"`
-	Failure  string            `json:"failure"`
-	Hosts    int               `json:"hosts"`
-	Lorries  int               `json:"lorries"`
-	ReadAt   int64             `json:"read_at"`
-	Runtimes *[]RuntimeSection `json:"runtimes"`
+	Commit   string           `json:"commit"`
+	Errors   []FileError      `json:"errors"`
+	FailAt   int64            `json:"fail_at"`
+	Failure  string           `json:"failure"`
+	Hosts    int              `json:"hosts"`
+	Lorries  int              `json:"lorries"`
+	ReadAt   int64            `json:"read_at"`
+	Runtimes []RuntimeSection `json:"runtimes"`
 }
 
 // Delivery defines model for Delivery.
@@ -361,16 +361,18 @@ type HostMaxJobsButtonParams struct {
 	Csrf *CSRF  `json:"csrf,omitempty"`
 	Host string `json:"host"`
 
-	// MaxJobs Empty or missing for no limit.
-	MaxJobs *int `json:"max_jobs,omitempty"`
+	// MaxJobs A limit on running jobs, 0 or more; empty ("max_jobs=", as a page's
+	// form sends an empty field), null or missing for no limit.
+	MaxJobs *MaxJobsValue `json:"max_jobs,omitempty"`
 }
 
 // HostMaxJobsParams defines model for HostMaxJobsParams.
 type HostMaxJobsParams struct {
 	Host string `json:"host"`
 
-	// MaxJobs Empty or missing for no limit.
-	MaxJobs *int `json:"max_jobs,omitempty"`
+	// MaxJobs A limit on running jobs, 0 or more; empty ("max_jobs=", as a page's
+	// form sends an empty field), null or missing for no limit.
+	MaxJobs *MaxJobsValue `json:"max_jobs,omitempty"`
 }
 
 // Job defines model for Job.
@@ -423,7 +425,7 @@ type JobIDParams struct {
 	JobId int64 `json:"job_id"`
 }
 
-// JobIDs null when there are none.
+// JobIDs [] when there are none.
 type JobIDs = []int64
 
 // JobOutput defines model for JobOutput.
@@ -504,14 +506,14 @@ type Kind string
 
 // Listing What listing one host did.
 type Listing struct {
-	Added    int       `json:"added"`
-	Changed  int       `json:"changed"`
-	Error    *string   `json:"error,omitempty"`
-	Host     string    `json:"host"`
-	Ok       bool      `json:"ok"`
-	Removed  int       `json:"removed"`
-	Repos    int       `json:"repos"`
-	Skipped  *[]string `json:"skipped"`
+	Added    int      `json:"added"`
+	Changed  int      `json:"changed"`
+	Error    *string  `json:"error,omitempty"`
+	Host     string   `json:"host"`
+	Ok       bool     `json:"ok"`
+	Removed  int      `json:"removed"`
+	Repos    int      `json:"repos"`
+	Skipped  []string `json:"skipped"`
 	Vanished *[]struct {
 		Action ListingVanishedAction `json:"action"`
 		Error  *string               `json:"error,omitempty"`
@@ -543,11 +545,13 @@ type Lorry struct {
 	LastSuccess         *NullableTime `json:"last_success"`
 	LorryTimeout        int64         `json:"lorry_timeout"`
 	MaxBackoff          int64         `json:"max_backoff"`
-	NextDue             int64         `json:"next_due"`
-	Path                string        `json:"path"`
-	Queue               string        `json:"queue"`
-	RunningJob          *int64        `json:"running_job"`
-	Runtime             *Runtime      `json:"runtime"`
+
+	// NextDue When it is due from; null when never: hard-failed, or a schedule with no event left.
+	NextDue    *int64   `json:"next_due"`
+	Path       string   `json:"path"`
+	Queue      string   `json:"queue"`
+	RunningJob *int64   `json:"running_job"`
+	Runtime    *Runtime `json:"runtime"`
 
 	// Schedule The schedule in words; null when interval decides.
 	Schedule *string `json:"schedule"`
@@ -579,15 +583,29 @@ type MaxJobsButtonParams struct {
 	// Csrf The session's CSRF token, which a signed-in browser's forms carry.
 	Csrf *CSRF `json:"csrf,omitempty"`
 
-	// MaxJobs Empty or missing for no limit.
-	MaxJobs *int `json:"max_jobs,omitempty"`
+	// MaxJobs A limit on running jobs, 0 or more; empty ("max_jobs=", as a page's
+	// form sends an empty field), null or missing for no limit.
+	MaxJobs *MaxJobsValue `json:"max_jobs,omitempty"`
 }
 
 // MaxJobsParams defines model for MaxJobsParams.
 type MaxJobsParams struct {
-	// MaxJobs Empty or missing for no limit.
-	MaxJobs *int `json:"max_jobs,omitempty"`
+	// MaxJobs A limit on running jobs, 0 or more; empty ("max_jobs=", as a page's
+	// form sends an empty field), null or missing for no limit.
+	MaxJobs *MaxJobsValue `json:"max_jobs,omitempty"`
 }
+
+// MaxJobsValue A limit on running jobs, 0 or more; empty ("max_jobs=", as a page's
+// form sends an empty field), null or missing for no limit.
+type MaxJobsValue struct {
+	union json.RawMessage
+}
+
+// MaxJobsValue0 defines model for MaxJobsValue.0.
+type MaxJobsValue0 = int
+
+// MaxJobsValue1 defines model for MaxJobsValue.1.
+type MaxJobsValue1 = interface{}
 
 // Minion defines model for Minion.
 type Minion struct {
@@ -691,14 +709,14 @@ type QueueState struct {
 
 // ReadConfiguration defines model for ReadConfiguration.
 type ReadConfiguration struct {
-	Added   int          `json:"added"`
-	Changed int          `json:"changed"`
-	Commit  string       `json:"commit"`
-	Errors  *[]FileError `json:"errors"`
-	Hosts   int          `json:"hosts"`
-	Lorries int          `json:"lorries"`
-	Ok      interface{}  `json:"ok"`
-	Removed int          `json:"removed"`
+	Added   int         `json:"added"`
+	Changed int         `json:"changed"`
+	Commit  string      `json:"commit"`
+	Errors  []FileError `json:"errors"`
+	Hosts   int         `json:"hosts"`
+	Lorries int         `json:"lorries"`
+	Ok      interface{} `json:"ok"`
+	Removed int         `json:"removed"`
 }
 
 // RefChange defines model for RefChange.
@@ -786,8 +804,8 @@ type RuntimeSection struct {
 
 // Scraper What a minion needs to run a scraper's job.
 type Scraper struct {
-	Argv   *[]string `json:"argv"`
-	Config *[]struct {
+	Argv   []string `json:"argv"`
+	Config []struct {
 		Content *[]byte `json:"content"`
 		Name    string  `json:"name"`
 		Path    string  `json:"path"`
@@ -839,11 +857,11 @@ type Status struct {
 	// RunQueue The lorries in queue order; left out with run_queue=false.
 	RunQueue *[]Lorry `json:"run_queue,omitempty"`
 
-	// RunningJobs null when there are none.
-	RunningJobs  *JobIDs `json:"running_jobs"`
-	RunningQueue bool    `json:"running_queue"`
-	Timestamp    int64   `json:"timestamp"`
-	WarningMsg   string  `json:"warning_msg"`
+	// RunningJobs [] when there are none.
+	RunningJobs  JobIDs `json:"running_jobs"`
+	RunningQueue bool   `json:"running_queue"`
+	Timestamp    int64  `json:"timestamp"`
+	WarningMsg   string `json:"warning_msg"`
 }
 
 // StatusReplicasState down when not seen for two of this WEBAPP's --replica-lease (killed, stopped, or cut off from the database); forgotten after --replica-forget.
@@ -906,8 +924,8 @@ type PageError = Error
 
 // Queue defines model for Queue.
 type Queue struct {
-	// Queue null when the queue is empty.
-	Queue *[]string `json:"queue"`
+	// Queue [] when the queue is empty.
+	Queue []string `json:"queue"`
 }
 
 // Retirement defines model for Retirement.
@@ -1248,6 +1266,68 @@ func (t Job_LorryState) MarshalJSON() ([]byte, error) {
 }
 
 func (t *Job_LorryState) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsMaxJobsValue0 returns the union data inside the MaxJobsValue as a MaxJobsValue0
+func (t MaxJobsValue) AsMaxJobsValue0() (MaxJobsValue0, error) {
+	var body MaxJobsValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMaxJobsValue0 overwrites any union data inside the MaxJobsValue as the provided MaxJobsValue0
+func (t *MaxJobsValue) FromMaxJobsValue0(v MaxJobsValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMaxJobsValue0 performs a merge with any union data inside the MaxJobsValue, using the provided MaxJobsValue0
+func (t *MaxJobsValue) MergeMaxJobsValue0(v MaxJobsValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMaxJobsValue1 returns the union data inside the MaxJobsValue as a MaxJobsValue1
+func (t MaxJobsValue) AsMaxJobsValue1() (MaxJobsValue1, error) {
+	var body MaxJobsValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMaxJobsValue1 overwrites any union data inside the MaxJobsValue as the provided MaxJobsValue1
+func (t *MaxJobsValue) FromMaxJobsValue1(v MaxJobsValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMaxJobsValue1 performs a merge with any union data inside the MaxJobsValue, using the provided MaxJobsValue1
+func (t *MaxJobsValue) MergeMaxJobsValue1(v MaxJobsValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MaxJobsValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MaxJobsValue) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -7790,6 +7870,7 @@ type ClientWithResponsesInterface interface {
 
 // BackupResponse4XXHeaders the declared response headers of an HTTP 4XX response for Backup
 type BackupResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -7866,6 +7947,7 @@ func (r BackupResponse) ContentType() string {
 
 // ForceLsHostsResponse4XXHeaders the declared response headers of an HTTP 4XX response for ForceLsHosts
 type ForceLsHostsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -7990,6 +8072,7 @@ func (r ForceLsHostsButtonResponse) ContentType() string {
 
 // ForceLsTrovesResponse4XXHeaders the declared response headers of an HTTP 4XX response for ForceLsTroves
 type ForceLsTrovesResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8059,6 +8142,7 @@ func (r ForceLsTrovesResponse) ContentType() string {
 
 // GetHostMaxJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for GetHostMaxJobs
 type GetHostMaxJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8128,6 +8212,7 @@ func (r GetHostMaxJobsResponse) ContentType() string {
 
 // GetMaxJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for GetMaxJobs
 type GetMaxJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8190,6 +8275,7 @@ func (r GetMaxJobsResponse) ContentType() string {
 
 // GiveMeJobResponse4XXHeaders the declared response headers of an HTTP 4XX response for GiveMeJob
 type GiveMeJobResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8259,6 +8345,7 @@ func (r GiveMeJobResponse) ContentType() string {
 
 // HealthCheckResponse4XXHeaders the declared response headers of an HTTP 4XX response for HealthCheck
 type HealthCheckResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8360,8 +8447,14 @@ func (r HealthCheckHeadResponse) ContentType() string {
 	return ""
 }
 
+// HookGiteaResponse401Headers the declared response headers of an HTTP 401 response for HookGitea
+type HookGiteaResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // HookGiteaResponse4XXHeaders the declared response headers of an HTTP 4XX response for HookGitea
 type HookGiteaResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8384,6 +8477,8 @@ type HookGiteaResponse struct {
 	JSON4XX *ClientError
 	// JSON5XX the response for an HTTP 5XX `application/json` response
 	JSON5XX *ServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HookGiteaResponse401Headers
 	// Headers4XX the parsed response headers for an HTTP 4XX response
 	Headers4XX *HookGiteaResponse4XXHeaders
 }
@@ -8457,8 +8552,14 @@ func (r HookGiteaResponse) ContentType() string {
 	return ""
 }
 
+// HookGitHubResponse401Headers the declared response headers of an HTTP 401 response for HookGitHub
+type HookGitHubResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // HookGitHubResponse4XXHeaders the declared response headers of an HTTP 4XX response for HookGitHub
 type HookGitHubResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8481,6 +8582,8 @@ type HookGitHubResponse struct {
 	JSON4XX *ClientError
 	// JSON5XX the response for an HTTP 5XX `application/json` response
 	JSON5XX *ServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HookGitHubResponse401Headers
 	// Headers4XX the parsed response headers for an HTTP 4XX response
 	Headers4XX *HookGitHubResponse4XXHeaders
 }
@@ -8554,8 +8657,14 @@ func (r HookGitHubResponse) ContentType() string {
 	return ""
 }
 
+// HookGitLabResponse401Headers the declared response headers of an HTTP 401 response for HookGitLab
+type HookGitLabResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 // HookGitLabResponse4XXHeaders the declared response headers of an HTTP 4XX response for HookGitLab
 type HookGitLabResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8578,6 +8687,8 @@ type HookGitLabResponse struct {
 	JSON4XX *ClientError
 	// JSON5XX the response for an HTTP 5XX `application/json` response
 	JSON5XX *ServerError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HookGitLabResponse401Headers
 	// Headers4XX the parsed response headers for an HTTP 4XX response
 	Headers4XX *HookGitLabResponse4XXHeaders
 }
@@ -8749,6 +8860,7 @@ func (r JobHTMLResponse) ContentType() string {
 
 // JobOutputResponse4XXHeaders the declared response headers of an HTTP 4XX response for JobOutput
 type JobOutputResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8825,6 +8937,7 @@ func (r JobOutputResponse) ContentType() string {
 
 // JobUpdateResponse4XXHeaders the declared response headers of an HTTP 4XX response for JobUpdate
 type JobUpdateResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8922,6 +9035,7 @@ func (r JobUpdateResponse) ContentType() string {
 
 // JobResponse4XXHeaders the declared response headers of an HTTP 4XX response for Job
 type JobResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -8998,6 +9112,7 @@ func (r JobResponse) ContentType() string {
 
 // ListJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for ListJobs
 type ListJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9006,8 +9121,8 @@ type ListJobsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		// JobIds null when there are none.
-		JobIds *JobIDs `json:"job_ids"`
+		// JobIds [] when there are none.
+		JobIds JobIDs `json:"job_ids"`
 	}
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *ClientError
@@ -9019,8 +9134,8 @@ type ListJobsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListJobsResponse) GetJSON200() *struct {
-	// JobIds null when there are none.
-	JobIds *JobIDs `json:"job_ids"`
+	// JobIds [] when there are none.
+	JobIds JobIDs `json:"job_ids"`
 } {
 	return r.JSON200
 }
@@ -9114,6 +9229,7 @@ func (r ListJobsHTMLResponse) ContentType() string {
 
 // ListQueueResponse4XXHeaders the declared response headers of an HTTP 4XX response for ListQueue
 type ListQueueResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9176,6 +9292,7 @@ func (r ListQueueResponse) ContentType() string {
 
 // ListRunningJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for ListRunningJobs
 type ListRunningJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9184,8 +9301,8 @@ type ListRunningJobsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		// RunningJobs null when there are none.
-		RunningJobs *JobIDs `json:"running_jobs"`
+		// RunningJobs [] when there are none.
+		RunningJobs JobIDs `json:"running_jobs"`
 	}
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *ClientError
@@ -9197,8 +9314,8 @@ type ListRunningJobsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListRunningJobsResponse) GetJSON200() *struct {
-	// RunningJobs null when there are none.
-	RunningJobs *JobIDs `json:"running_jobs"`
+	// RunningJobs [] when there are none.
+	RunningJobs JobIDs `json:"running_jobs"`
 } {
 	return r.JSON200
 }
@@ -9244,6 +9361,7 @@ func (r ListRunningJobsResponse) ContentType() string {
 
 // LorriesResponse4XXHeaders the declared response headers of an HTTP 4XX response for Lorries
 type LorriesResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9361,6 +9479,7 @@ func (r LorryHTMLResponse) ContentType() string {
 
 // LorryResponse4XXHeaders the declared response headers of an HTTP 4XX response for Lorry
 type LorryResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9437,6 +9556,7 @@ func (r LorryResponse) ContentType() string {
 
 // LsHostsResponse4XXHeaders the declared response headers of an HTTP 4XX response for LsHosts
 type LsHostsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9499,6 +9619,7 @@ func (r LsHostsResponse) ContentType() string {
 
 // LsTrovesResponse4XXHeaders the declared response headers of an HTTP 4XX response for LsTroves
 type LsTrovesResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9609,6 +9730,7 @@ func (r MinionsHTMLResponse) ContentType() string {
 
 // MoveToBottomResponse4XXHeaders the declared response headers of an HTTP 4XX response for MoveToBottom
 type MoveToBottomResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9740,6 +9862,7 @@ func (r MoveToBottomButtonResponse) ContentType() string {
 
 // MoveToTopResponse4XXHeaders the declared response headers of an HTTP 4XX response for MoveToTop
 type MoveToTopResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9871,6 +9994,7 @@ func (r MoveToTopButtonResponse) ContentType() string {
 
 // NotificationsResponse4XXHeaders the declared response headers of an HTTP 4XX response for Notifications
 type NotificationsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -9981,6 +10105,7 @@ func (r NotificationsHTMLResponse) ContentType() string {
 
 // OpenapiResponse4XXHeaders the declared response headers of an HTTP 4XX response for Openapi
 type OpenapiResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10036,6 +10161,7 @@ func (r OpenapiResponse) ContentType() string {
 
 // PretendTimeResponse4XXHeaders the declared response headers of an HTTP 4XX response for PretendTime
 type PretendTimeResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10109,6 +10235,7 @@ func (r PretendTimeResponse) ContentType() string {
 
 // ReadConfigurationResponse4XXHeaders the declared response headers of an HTTP 4XX response for ReadConfiguration
 type ReadConfigurationResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10262,6 +10389,7 @@ func (r ReadConfigurationButtonResponse) ContentType() string {
 
 // RemoveGhostJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for RemoveGhostJobs
 type RemoveGhostJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10270,8 +10398,8 @@ type RemoveGhostJobsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		// Removed null when there are none.
-		Removed *JobIDs `json:"removed"`
+		// Removed [] when there are none.
+		Removed JobIDs `json:"removed"`
 	}
 	// JSON4XX the response for an HTTP 4XX `application/json` response
 	JSON4XX *ClientError
@@ -10283,8 +10411,8 @@ type RemoveGhostJobsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r RemoveGhostJobsResponse) GetJSON200() *struct {
-	// Removed null when there are none.
-	Removed *JobIDs `json:"removed"`
+	// Removed [] when there are none.
+	Removed JobIDs `json:"removed"`
 } {
 	return r.JSON200
 }
@@ -10385,6 +10513,7 @@ func (r RemoveGhostJobsButtonResponse) ContentType() string {
 
 // RemoveJobResponse4XXHeaders the declared response headers of an HTTP 4XX response for RemoveJob
 type RemoveJobResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10529,6 +10658,7 @@ func (r RemoveJobButtonResponse) ContentType() string {
 
 // RemoveOldJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for RemoveOldJobs
 type RemoveOldJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10606,6 +10736,7 @@ func (r RemoveOldJobsResponse) ContentType() string {
 
 // RetireMinionResponse4XXHeaders the declared response headers of an HTTP 4XX response for RetireMinion
 type RetireMinionResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10730,6 +10861,7 @@ func (r RetireMinionButtonResponse) ContentType() string {
 
 // RetryLorryResponse4XXHeaders the declared response headers of an HTTP 4XX response for RetryLorry
 type RetryLorryResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10861,6 +10993,7 @@ func (r RetryLorryButtonResponse) ContentType() string {
 
 // RunNowResponse4XXHeaders the declared response headers of an HTTP 4XX response for RunNow
 type RunNowResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -10999,6 +11132,7 @@ func (r RunNowButtonResponse) ContentType() string {
 
 // RuntimeTarResponse4XXHeaders the declared response headers of an HTTP 4XX response for RuntimeTar
 type RuntimeTarResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -11061,6 +11195,7 @@ func (r RuntimeTarResponse) ContentType() string {
 
 // RuntimesResponse4XXHeaders the declared response headers of an HTTP 4XX response for Runtimes
 type RuntimesResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -11127,6 +11262,7 @@ func (r RuntimesResponse) ContentType() string {
 
 // SetHostMaxJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for SetHostMaxJobs
 type SetHostMaxJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -11251,6 +11387,7 @@ func (r SetHostMaxJobsButtonResponse) ContentType() string {
 
 // SetMaxJobsResponse4XXHeaders the declared response headers of an HTTP 4XX response for SetMaxJobs
 type SetMaxJobsResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -11533,6 +11670,7 @@ func (r SignOutResponse) ContentType() string {
 
 // StartQueueResponse4XXHeaders the declared response headers of an HTTP 4XX response for StartQueue
 type StartQueueResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -11650,6 +11788,7 @@ func (r StartQueueButtonResponse) ContentType() string {
 
 // StatusResponse4XXHeaders the declared response headers of an HTTP 4XX response for Status
 type StatusResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -11767,6 +11906,7 @@ func (r StatusHTMLResponse) ContentType() string {
 
 // StopJobResponse4XXHeaders the declared response headers of an HTTP 4XX response for StopJob
 type StopJobResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -11911,6 +12051,7 @@ func (r StopJobButtonResponse) ContentType() string {
 
 // StopQueueResponse4XXHeaders the declared response headers of an HTTP 4XX response for StopQueue
 type StopQueueResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -12028,6 +12169,7 @@ func (r StopQueueButtonResponse) ContentType() string {
 
 // UnretireMinionResponse4XXHeaders the declared response headers of an HTTP 4XX response for UnretireMinion
 type UnretireMinionResponse4XXHeaders struct {
+	Allow           *string
 	WWWAuthenticate *string
 }
 
@@ -13740,6 +13882,13 @@ func ParseBackupResponse(rsp *http.Response) (*BackupResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers BackupResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -13800,6 +13949,13 @@ func ParseForceLsHostsResponse(rsp *http.Response) (*ForceLsHostsResponse, error
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers ForceLsHostsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -13915,6 +14071,13 @@ func ParseForceLsTrovesResponse(rsp *http.Response) (*ForceLsTrovesResponse, err
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers ForceLsTrovesResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -13975,6 +14138,13 @@ func ParseGetHostMaxJobsResponse(rsp *http.Response) (*GetHostMaxJobsResponse, e
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers GetHostMaxJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14028,6 +14198,13 @@ func ParseGetMaxJobsResponse(rsp *http.Response) (*GetMaxJobsResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers GetMaxJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14091,6 +14268,13 @@ func ParseGiveMeJobResponse(rsp *http.Response) (*GiveMeJobResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers GiveMeJobResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14151,6 +14335,13 @@ func ParseHealthCheckResponse(rsp *http.Response) (*HealthCheckResponse, error) 
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers HealthCheckResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14253,8 +14444,25 @@ func ParseHookGiteaResponse(rsp *http.Response) (*HookGiteaResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers HookGiteaResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode/100 == 4:
 		var headers HookGiteaResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14341,8 +14549,25 @@ func ParseHookGitHubResponse(rsp *http.Response) (*HookGitHubResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers HookGitHubResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode/100 == 4:
 		var headers HookGitHubResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14429,8 +14654,25 @@ func ParseHookGitLabResponse(rsp *http.Response) (*HookGitLabResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 401:
+		var headers HookGitLabResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode/100 == 4:
 		var headers HookGitLabResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14576,6 +14818,13 @@ func ParseJobOutputResponse(rsp *http.Response) (*JobOutputResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers JobOutputResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14664,6 +14913,13 @@ func ParseJobUpdateResponse(rsp *http.Response) (*JobUpdateResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers JobUpdateResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14731,6 +14987,13 @@ func ParseJobResponse(rsp *http.Response) (*JobResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers JobResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14760,8 +15023,8 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			// JobIds null when there are none.
-			JobIds *JobIDs `json:"job_ids"`
+			// JobIds [] when there are none.
+			JobIds JobIDs `json:"job_ids"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -14787,6 +15050,13 @@ func ParseListJobsResponse(rsp *http.Response) (*ListJobsResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers ListJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14879,6 +15149,13 @@ func ParseListQueueResponse(rsp *http.Response) (*ListQueueResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers ListQueueResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14908,8 +15185,8 @@ func ParseListRunningJobsResponse(rsp *http.Response) (*ListRunningJobsResponse,
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			// RunningJobs null when there are none.
-			RunningJobs *JobIDs `json:"running_jobs"`
+			// RunningJobs [] when there are none.
+			RunningJobs JobIDs `json:"running_jobs"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -14935,6 +15212,13 @@ func ParseListRunningJobsResponse(rsp *http.Response) (*ListRunningJobsResponse,
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers ListRunningJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14995,6 +15279,13 @@ func ParseLorriesResponse(rsp *http.Response) (*LorriesResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers LorriesResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15101,6 +15392,13 @@ func ParseLorryResponse(rsp *http.Response) (*LorryResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers LorryResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15154,6 +15452,13 @@ func ParseLsHostsResponse(rsp *http.Response) (*LsHostsResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers LsHostsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15207,6 +15512,13 @@ func ParseLsTrovesResponse(rsp *http.Response) (*LsTrovesResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers LsTrovesResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15313,6 +15625,13 @@ func ParseMoveToBottomResponse(rsp *http.Response) (*MoveToBottomResponse, error
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers MoveToBottomResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15435,6 +15754,13 @@ func ParseMoveToTopResponse(rsp *http.Response) (*MoveToTopResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers MoveToTopResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15543,6 +15869,13 @@ func ParseNotificationsResponse(rsp *http.Response) (*NotificationsResponse, err
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers NotificationsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15628,6 +15961,13 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers OpenapiResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15690,6 +16030,13 @@ func ParsePretendTimeResponse(rsp *http.Response) (*PretendTimeResponse, error) 
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers PretendTimeResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15775,6 +16122,13 @@ func ParseReadConfigurationResponse(rsp *http.Response) (*ReadConfigurationRespo
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers ReadConfigurationResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15859,8 +16213,8 @@ func ParseRemoveGhostJobsResponse(rsp *http.Response) (*RemoveGhostJobsResponse,
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			// Removed null when there are none.
-			Removed *JobIDs `json:"removed"`
+			// Removed [] when there are none.
+			Removed JobIDs `json:"removed"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -15886,6 +16240,13 @@ func ParseRemoveGhostJobsResponse(rsp *http.Response) (*RemoveGhostJobsResponse,
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RemoveGhostJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16018,6 +16379,13 @@ func ParseRemoveJobResponse(rsp *http.Response) (*RemoveJobResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RemoveJobResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16137,6 +16505,13 @@ func ParseRemoveOldJobsResponse(rsp *http.Response) (*RemoveOldJobsResponse, err
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RemoveOldJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16197,6 +16572,13 @@ func ParseRetireMinionResponse(rsp *http.Response) (*RetireMinionResponse, error
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RetireMinionResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16319,6 +16701,13 @@ func ParseRetryLorryResponse(rsp *http.Response) (*RetryLorryResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RetryLorryResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16448,6 +16837,13 @@ func ParseRunNowResponse(rsp *http.Response) (*RunNowResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RunNowResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16556,6 +16952,13 @@ func ParseRuntimeTarResponse(rsp *http.Response) (*RuntimeTarResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RuntimeTarResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16611,6 +17014,13 @@ func ParseRuntimesResponse(rsp *http.Response) (*RuntimesResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers RuntimesResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16671,6 +17081,13 @@ func ParseSetHostMaxJobsResponse(rsp *http.Response) (*SetHostMaxJobsResponse, e
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers SetHostMaxJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16786,6 +17203,13 @@ func ParseSetMaxJobsResponse(rsp *http.Response) (*SetMaxJobsResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers SetMaxJobsResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17043,6 +17467,13 @@ func ParseStartQueueResponse(rsp *http.Response) (*StartQueueResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers StartQueueResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17158,6 +17589,13 @@ func ParseStatusResponse(rsp *http.Response) (*StatusResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers StatusResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17274,6 +17712,13 @@ func ParseStopJobResponse(rsp *http.Response) (*StopJobResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers StopJobResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17382,6 +17827,13 @@ func ParseStopQueueResponse(rsp *http.Response) (*StopQueueResponse, error) {
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers StopQueueResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17497,6 +17949,13 @@ func ParseUnretireMinionResponse(rsp *http.Response) (*UnretireMinionResponse, e
 	switch {
 	case rsp.StatusCode/100 == 4:
 		var headers UnretireMinionResponse4XXHeaders
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

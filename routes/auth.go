@@ -18,7 +18,9 @@ import (
 // said otherwise:
 //
 //   - GET routes read. They are anyone's, or any token holder's under
-//     ReadNeedsToken; the health check is always anyone's.
+//     ReadNeedsToken; the health check is always anyone's. A read that
+//     anyone may make is answered as to anyone when its Authorization
+//     header is no token of ours.
 //   - give-me-job and job-update are a minion token's, and only under the
 //     minion names its token claims.
 //   - The forges' push hooks (hooks/gitlab, hooks/gitea, hooks/github) are
@@ -68,9 +70,12 @@ const (
 )
 
 // authenticate finds who the request comes from and puts it in the
-// request's context. A bearer token that is not known is refused at once,
-// rather than taken as nobody's, so that a client with a wrong token says
-// so instead of being answered as anyone.
+// request's context. A bearer token that is not known, or an
+// Authorization header of another form, is refused at once rather than
+// taken as nobody's, so that a client with a wrong token says so instead
+// of being answered as anyone; but not on a read that anyone may make,
+// which is answered as to anyone: a load balancer or a monitor left with
+// a stale header must not take the WEBAPP for down.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := r.Context().Value(callerKey{}).(*caller); ok || hookRoutes[r.URL.Path] {
@@ -80,7 +85,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		c := &caller{all: s.InsecureNoAuth}
 		if !s.InsecureNoAuth {
 			var err error
-			if c, err = s.identify(r); err != nil {
+			c, err = s.identify(r)
+			if err != nil && statusOf(err) == http.StatusUnauthorized && s.publicRead(r) {
+				c, err = s.sessionCaller(r)
+			}
+			if err != nil {
 				s.refuse(w, r, err)
 				return
 			}
@@ -133,6 +142,30 @@ func (s *Server) identify(r *http.Request) (*caller, error) {
 		s.tokenUsed(ctx, t)
 		return &caller{token: t}, nil
 	}
+	return s.sessionCaller(r)
+}
+
+// publicRead says whether r reads what anyone may read, token or none.
+func (s *Server) publicRead(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	path := r.URL.Path
+	switch {
+	case openRoutes[path]:
+		return true
+	case path == "/metrics":
+		return !s.MetricsNeedToken
+	case strings.HasPrefix(path, "/1.0/"):
+		return !s.ReadNeedsToken
+	}
+	return true
+}
+
+// sessionCaller is who r comes from by its session cookie alone: nobody
+// without one.
+func (s *Server) sessionCaller(r *http.Request) (*caller, error) {
+	ctx := r.Context()
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" {
 		return &caller{}, nil
@@ -262,9 +295,6 @@ func (s *Server) allowed(r *http.Request, c *caller) error {
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	isHTTP := errors.As(err, &he)
-	if isHTTP && he.code == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="lorry-controller"`)
-	}
 	if !isPage(r.URL.Path) {
 		s.writeError(w, r, err)
 		return
@@ -321,6 +351,7 @@ type signInView struct {
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, code int, back, msg string) error {
 	v := signInView{pageBase: livePage(w, r, "Sign in", "sign-in", s.DB.Now()), Message: msg}
 	v.Back = back
+	challenge(w, code)
 	return writePage(w, code, "signin.html", v)
 }
 

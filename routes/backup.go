@@ -35,6 +35,6 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request) error {
 		"size":           res.Size,
 		"schema_version": res.SchemaVersion,
 		"integrity":      res.Integrity,
-		"removed":        res.Removed,
+		"removed":        list(res.Removed),
 	})
 }

@@ -42,11 +42,12 @@ const (
 	redactCarry = 64 << 10
 )
 
-// limitBodies bounds every request's body before anything reads it:
-// a body that says it is over its route's limit is answered 413 at once,
-// and one that does not say its length is stopped at the limit as it is
-// read. job-update takes up to maxBody, the push hooks hookBodyLimit,
-// every other route smallBody.
+// limitBodies bounds every request's body before anything reads it: a
+// body is stopped at its route's limit as it is read. job-update takes up
+// to maxBody, the push hooks hookBodyLimit, every other route smallBody.
+// One that says it is over the limit is answered 413 by refuseLargeBodies,
+// once the caller is known to be allowed: every route checks the method,
+// then the caller, then the body.
 //
 // Nothing reads a body but readBody and readRaw, which count it against
 // the budget first: the form that net/http would parse on its own (up to
@@ -55,17 +56,7 @@ const (
 // CSRF check, a refusal's way back and the route itself read it once.
 func (s *Server) limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit := int64(smallBody)
-		switch {
-		case r.URL.Path == "/1.0/job-update":
-			limit = maxBody
-		case strings.HasPrefix(r.URL.Path, "/1.0/hooks/"):
-			limit = hookBodyLimit
-		}
-		if r.ContentLength > limit {
-			s.writeError(w, r, tooLarge(limit))
-			return
-		}
+		limit := bodyLimit(r)
 		if r.Body != nil && r.Body != http.NoBody {
 			// w closes the connection once a body passes the limit,
 			// rather than reading the rest of it.
@@ -74,6 +65,54 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 		r.PostForm = url.Values{}
 		r.MultipartForm = &multipart.Form{}
 		r = r.WithContext(context.WithValue(r.Context(), readOnceKey{}, &readOnce{}))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyLimit is the most that r's body may be.
+func bodyLimit(r *http.Request) int64 {
+	switch {
+	case r.URL.Path == "/1.0/job-update":
+		return maxBody
+	case strings.HasPrefix(r.URL.Path, "/1.0/hooks/"):
+		return hookBodyLimit
+	}
+	return smallBody
+}
+
+// refuseLargeBodies answers 413 at once to a body that says it is over
+// its route's limit, before anything is done with it.
+func (s *Server) refuseLargeBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if limit := bodyLimit(r); r.ContentLength > limit {
+			s.writeError(w, r, tooLarge(limit))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseBodyTypes answers 415 at once to a body of a type its route does
+// not read: a form or JSON, a push hook's JSON only.
+func (s *Server) refuseBodyTypes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		hook := strings.HasPrefix(r.URL.Path, "/1.0/hooks/")
+		missing := formType
+		if hook {
+			missing = jsonType
+		}
+		isJSON, err := bodyType(r, missing)
+		if err == nil && hook && !isJSON {
+			err = errorf(http.StatusUnsupportedMediaType, "a push hook's body is read as %s only: have the forge send that", jsonType)
+		}
+		if err != nil {
+			s.refuse(w, r, err)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -193,6 +232,10 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
+	isJSON, err := bodyType(r, formType)
+	if err != nil {
+		return nil, err
+	}
 	if r.ContentLength >= 0 {
 		mem = min(mem, r.ContentLength+4096)
 	}
@@ -224,9 +267,8 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 		}
 		return nil
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	sent := params{}
-	if ct == "application/json" {
+	if isJSON {
 		err = decodeJSON(br, collected, field, sent)
 	} else {
 		err = decodeForm(br, collected, field, sent)
@@ -256,6 +298,36 @@ func (s *Server) readBody(r *http.Request, limit, small, mem int64, streams []st
 		return nil, errorf(http.StatusBadRequest, "read body: %v", err)
 	}
 	return b, nil
+}
+
+// The types of body the routes read.
+const (
+	formType = "application/x-www-form-urlencoded"
+	jsonType = "application/json"
+)
+
+// bodyType says whether r's body is JSON rather than a form, by its
+// Content-Type; one without is taken as missing says. Any other type,
+// text/plain or a multipart form among them, is answered 415: read as a
+// form, its parameters would be garbage or missing.
+func bodyType(r *http.Request, missing string) (isJSON bool, err error) {
+	ct := r.Header.Get("Content-Type")
+	mt := missing
+	if ct != "" {
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			mt = ct
+		}
+	}
+	switch mt {
+	case jsonType:
+		return true, nil
+	case formType:
+		return false, nil
+	}
+	if missing == jsonType {
+		return false, errorf(http.StatusUnsupportedMediaType, "a body of type %q is not read here: send %s", ct, jsonType)
+	}
+	return false, errorf(http.StatusUnsupportedMediaType, "a body of type %q is not read here: send %s or %s", ct, formType, jsonType)
 }
 
 // errStalled answers a body that stopped arriving (see

@@ -73,7 +73,7 @@ func (s *Server) readConfiguration(w http.ResponseWriter, r *http.Request) error
 		return configError(err)
 	}
 	return ok(w, readConfigResult{
-		OK: true, Commit: res.Commit, Lorries: res.Lorries, Hosts: res.Hosts, Errors: res.Errors,
+		OK: true, Commit: res.Commit, Lorries: res.Lorries, Hosts: res.Hosts, Errors: list(res.Errors),
 		Added: res.Added, Changed: res.Changed, Removed: res.Removed,
 	})
 }

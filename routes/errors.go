@@ -43,7 +43,16 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 // writeError answers err as handle does.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := s.statusLogged(r, err)
+	challenge(w, code)
 	writeJSON(w, code, map[string]string{"error": errorText(err)})
+}
+
+// challenge gives a 401 the WWW-Authenticate header that RFC 9110 asks
+// for, a bearer token's, unless the route said another.
+func challenge(w http.ResponseWriter, code int) {
+	if code == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="lorry-controller"`)
+	}
 }
 
 // statusLogged is statusOf(err), having logged err in full if it is a 500:

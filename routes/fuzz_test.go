@@ -18,7 +18,8 @@ import (
 const maxFuzzInput = 16 << 10
 
 // FuzzReadParams: no body, of any content type, panics or fails with
-// anything but a 400; the parameters read are never larger than the
+// anything but a 400, or a 415 for a type that is neither a form nor
+// JSON; the parameters read are never larger than the
 // request that carried them.
 func FuzzReadParams(f *testing.F) {
 	const query = "job_id=1&minion=m"
@@ -31,8 +32,11 @@ func FuzzReadParams(f *testing.F) {
 		p, err := (&Server{}).readParams(r)
 		if err != nil {
 			var he *httpError
-			if !errors.As(err, &he) || he.code != http.StatusBadRequest {
-				t.Fatalf("error %v (%T); want a 400", err, err)
+			if !errors.As(err, &he) || he.code != http.StatusBadRequest && he.code != http.StatusUnsupportedMediaType {
+				t.Fatalf("error %v (%T); want a 400, or a 415", err, err)
+			}
+			if read, typeErr := bodyType(r, formType); he.code == http.StatusUnsupportedMediaType && typeErr == nil {
+				t.Fatalf("415 %v for type %q, read as JSON %v", err, contentType, read)
 			}
 			return
 		}

@@ -31,7 +31,7 @@ type vanishResult struct {
 
 func lsWire(l control.HostListing) lsResult {
 	res := lsResult{Host: l.Host, OK: l.OK, Repos: l.Repos, Added: l.Added, Changed: l.Changed,
-		Removed: l.Removed, Skipped: l.Skipped, Error: l.Error}
+		Removed: l.Removed, Skipped: list(l.Skipped), Error: l.Error}
 	for _, v := range l.Vanished {
 		res.Vanished = append(res.Vanished, vanishResult{Path: v.Path, Action: v.Action, Error: v.Error})
 	}

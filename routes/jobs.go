@@ -20,7 +20,7 @@ func (s *Server) listRunningJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string][]int64{"running_jobs": ids})
+	return ok(w, map[string][]int64{"running_jobs": list(ids)})
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
@@ -33,7 +33,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string][]int64{"job_ids": ids})
+	return ok(w, map[string][]int64{"job_ids": list(ids)})
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
@@ -97,7 +97,7 @@ func (s *Server) removeGhostJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string][]int64{"removed": ids})
+	return ok(w, map[string][]int64{"removed": list(ids)})
 }
 
 func (s *Server) removeOldJobs(w http.ResponseWriter, r *http.Request) error {

@@ -123,6 +123,9 @@ func (e *routeExerciser) checkRequest(req *http.Request, x exchange) {
 	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
 		e.t.Errorf("%s %s: the request is not one docs/openapi.yaml takes: %v", x.method, x.path, err)
 	}
+	if err := checkRequestSecond(req, body, openAPIPath(pattern)); err != nil {
+		e.t.Errorf("%s %s: the request is not one docs/openapi.yaml takes: %v", x.method, x.path, err)
+	}
 }
 
 func (e *routeExerciser) run(xs []exchange) {
@@ -214,8 +217,8 @@ func queueExchanges() []exchange {
 		{method: "GET", path: "/1.0/list-queue", want: 200},
 		{method: "POST", path: "/1.0/move-to-top", form: form("path", "c/d"), want: 200},
 		{method: "POST", path: "/1.0/move-to-bottom", form: form("path", "c/d"), want: 200},
-		{method: "GET", path: "/1.0/lorry/a/b", want: 200},
-		{method: "GET", path: "/1.0/lorry-html/a/b", want: 200},
+		{method: "GET", path: "/1.0/lorry/a%2Fb", want: 200},
+		{method: "GET", path: "/1.0/lorry-html/a%2Fb", want: 200},
 		{method: "GET", path: "/1.0/lorries?limit=1", want: 200},
 		{method: "GET", path: "/1.0/get-max-jobs", want: 200},
 		{method: "POST", path: "/1.0/set-max-jobs", form: form("max_jobs", "5"), want: 200},

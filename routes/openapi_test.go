@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -137,7 +138,8 @@ func checkAnswer(doc *openapi3.T, mux *chi.Mux, r *http.Request, a *teeWriter) e
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	in.SetBodyBytes(a.body.Bytes())
-	return openapi3filter.ValidateResponse(context.Background(), in)
+	return errors.Join(openapi3filter.ValidateResponse(context.Background(), in), checkAnswerSecond(r, a, path),
+		checkJSONIntegers(a))
 }
 
 func checkError(doc *openapi3.T, a *teeWriter) error {

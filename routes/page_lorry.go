@@ -27,9 +27,12 @@ type lorryPageView struct {
 	Runs template.HTML
 }
 
-// lorryPath is the lorry path of a lorry-html URL. It is read from the
-// escaped path and unescaped once, so a path holding "%" or "#" arrives as
-// it was.
+// lorryPath is the lorry path of a URL that ends in one, after prefix. It
+// is read from the escaped path and unescaped once, so that its slashes
+// may come as they are or as %2F, as a client that escapes a path
+// parameter sends them, and a path holding "%" or "#" arrives as it was.
+// The router's wildcard is not used: it holds the path unescaped or not,
+// depending on whether the URL had an escaped slash.
 func lorryPath(r *http.Request, prefix string) (string, error) {
 	raw, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
 	if !ok {

@@ -211,6 +211,10 @@ type lorryView struct {
 	// Streak is the state of the lorry's failure streak (ok, failing,
 	// backing-off, hard-failed), which State stands in for on the page.
 	Streak string
+	// NextDue is the time the entry is due from, as the database has it:
+	// the templates compare it with now, which the API's null for never
+	// would not let them.
+	NextDue int64
 }
 
 func lorryFailed(l lorryJSON) bool {
@@ -218,7 +222,7 @@ func lorryFailed(l lorryJSON) bool {
 }
 
 func lorryRow(l statedb.Lorry, now, pos int64) lorryView {
-	v := lorryView{lorryJSON: lorryWire(l), Pos: pos, ExitText: exitText(l.LastRunExit), Streak: l.State}
+	v := lorryView{lorryJSON: lorryWire(l), Pos: pos, ExitText: exitText(l.LastRunExit), Streak: l.State, NextDue: l.NextDue}
 	switch {
 	case l.RunningJob != nil:
 		v.State, v.Class = "running", "s-running"

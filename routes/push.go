@@ -82,6 +82,7 @@ func (s *Server) hook(forge string) handlerFunc {
 		}
 		if err := forgehook.Verify(forge, s.HookSecret, r.Header, body); err != nil {
 			s.Log.Warn("push hook refused", "forge", forge, "remote_addr", r.RemoteAddr, "err", err)
+			w.Header().Set("WWW-Authenticate", hookChallenge(forge))
 			return errorf(http.StatusUnauthorized, "%v", err)
 		}
 		ev, err := forgehook.Parse(forge, r.Header, body)
@@ -119,4 +120,18 @@ func (s *Server) hook(forge string) handlerFunc {
 			"upstream", ev.URLs[0], "lorries", strings.Join(paths, " "))
 		return ok(w, ans)
 	}
+}
+
+// hookChallenge is the challenge of a push hook's 401 (RFC 9110 asks for
+// one with every 401): the forge's secret header, or its signature of the
+// body, rather than a token.
+func hookChallenge(forge string) string {
+	if forge == forgehook.GitLab {
+		return `GitLab-Token realm="lorry-controller push hooks", header="X-Gitlab-Token"`
+	}
+	header := "X-Hub-Signature-256"
+	if forge == forgehook.Gitea {
+		header = "X-Gitea-Signature"
+	}
+	return `HMAC-SHA256 realm="lorry-controller push hooks", header="` + header + `"`
 }

@@ -3,9 +3,6 @@ package routes
 import (
 	"context"
 	"net/http"
-	"strings"
-
-	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller.dev/lc/statedb"
 )
@@ -29,7 +26,7 @@ func (s *Server) listQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string][]string{"queue": q})
+	return ok(w, map[string][]string{"queue": list(q)})
 }
 
 func (s *Server) move(top bool) handlerFunc {
@@ -46,7 +43,7 @@ func (s *Server) move(top bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		return ok(w, map[string][]string{"queue": q})
+		return ok(w, map[string][]string{"queue": list(q)})
 	}
 }
 
@@ -69,12 +66,12 @@ func (s *Server) retryLorry(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) lorry(w http.ResponseWriter, r *http.Request) error {
-	path := strings.Trim(chi.URLParam(r, "*"), "/")
-	if path == "" {
-		return errorf(http.StatusBadRequest, "no lorry path given")
+	path, err := lorryPath(r, "/1.0/lorry/")
+	if err != nil {
+		return err
 	}
 	var l statedb.Lorry
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
+	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		var err error
 		l, err = tx.Lorry(r.Context(), path)
 		return err

@@ -4,6 +4,8 @@ package routes
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +64,9 @@ func (s *Server) Handler() http.Handler {
 	r.Use(measureRequests(requests))
 	r.Use(s.recoverPanics)
 	r.Use(s.logRequests)
+	// A method the route does not have is refused first, whoever asks
+	// and whatever the body: every route answers it the same way.
+	r.Use(s.refuseMethods(r))
 	// Every body is bounded before anything, the sign-in and the refusal
 	// of a stranger among them, can read it; see body.go.
 	r.Use(s.limitBodies)
@@ -69,9 +74,9 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusNotFound, "no such route: %s %s", r.Method, r.URL.Path)
 	}))
-	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
-	}))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		s.methodNotAllowed(w, req, allowedMethods(r, req))
+	})
 
 	r.Get("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/1.0/status-html", http.StatusFound)
@@ -86,6 +91,8 @@ func (s *Server) Handler() http.Handler {
 		// Who may do what is decided here, for every route below; see
 		// auth.go.
 		r.Use(s.authorize)
+		r.Use(s.refuseLargeBodies)
+		r.Use(s.refuseBodyTypes)
 
 		// The pages (-html) answer HTML. Their buttons post to routes named
 		// like the API's with -html, which do what the API route does and
@@ -226,4 +233,48 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		s.Log.Debug("request", "method", r.Method, "path", r.URL.Path,
 			"status", ww.Status(), "duration_ms", time.Since(start).Milliseconds())
 	})
+}
+
+// methods are the methods a route may have.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace}
+
+// allowedMethods are the methods of the route of req's path in routes,
+// none if no route has its path.
+func allowedMethods(routes chi.Routes, req *http.Request) []string {
+	// The router goes by the escaped path when there is one.
+	path := req.URL.RawPath
+	if path == "" {
+		path = req.URL.Path
+	}
+	var allowed []string
+	for _, m := range methods {
+		if routes.Find(chi.NewRouteContext(), m, path) != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
+}
+
+// refuseMethods answers 405 to a request whose route does not have its
+// method, before the request is authenticated or its body read.
+func (s *Server) refuseMethods(routes chi.Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			allowed := allowedMethods(routes, r)
+			if len(allowed) > 0 && !slices.Contains(allowed, r.Method) {
+				s.methodNotAllowed(w, r, allowed)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// methodNotAllowed answers 405 with the Allow header that RFC 9110 asks
+// for: the methods the route has.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed []string) {
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "%s is not allowed on %s: only %s",
+		r.Method, r.URL.Path, strings.Join(allowed, ", ")))
 }

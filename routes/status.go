@@ -111,6 +111,7 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	if st.RunningJobs, err = tx.RunningJobIDs(ctx); err != nil {
 		return st, err
 	}
+	st.RunningJobs = list(st.RunningJobs)
 	minions, err := tx.Minions(ctx)
 	if err != nil {
 		return st, err
@@ -122,9 +123,7 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	if st.Config, err = tx.ConfigState(ctx); err != nil {
 		return st, err
 	}
-	if st.Config.Errors == nil {
-		st.Config.Errors = []statedb.FileError{}
-	}
+	st.Config.Errors, st.Config.Runtimes = list(st.Config.Errors), list(st.Config.Runtimes)
 	for i, e := range st.Config.Errors {
 		// A file's error may quote a value of the file, an address with
 		// its credentials among them.
@@ -137,7 +136,7 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 	st.Replicas = make([]replicaJSON, len(replicas))
 	for i, r := range replicas {
 		st.Replicas[i] = replicaJSON{Name: r.Name, URL: r.URL, LastSeen: r.LastSeen,
-			State: s.ReplicaState(r, tx.Now), Leases: r.Leases}
+			State: s.ReplicaState(r, tx.Now), Leases: list(r.Leases)}
 	}
 	st.DiskFree = -1
 	if !statedb.IsPostgres(s.DB.Path()) {

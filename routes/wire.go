@@ -14,15 +14,19 @@ import (
 
 // lorryJSON is a run-queue entry as the API shows it.
 type lorryJSON struct {
-	Path         string `json:"path"`
-	Text         string `json:"text"`
-	Kind         string `json:"kind"`
-	FromHost     string `json:"from_host"`
-	FromPath     string `json:"from_path"`
-	Generated    bool   `json:"generated"`
-	RunningJob   *int64 `json:"running_job"`
-	LastRun      *int64 `json:"last_run"`
-	NextDue      int64  `json:"next_due"`
+	Path       string `json:"path"`
+	Text       string `json:"text"`
+	Kind       string `json:"kind"`
+	FromHost   string `json:"from_host"`
+	FromPath   string `json:"from_path"`
+	Generated  bool   `json:"generated"`
+	RunningJob *int64 `json:"running_job"`
+	LastRun    *int64 `json:"last_run"`
+	// NextDue is null when the entry is never due: hard-failed, or
+	// with a schedule that has no event left. The database says so with
+	// a time beyond any clock, which is beyond what a JSON number holds
+	// exactly in JavaScript too.
+	NextDue      *int64 `json:"next_due"`
 	Interval     int64  `json:"interval"`
 	LorryTimeout int64  `json:"lorry_timeout"`
 	DiskUsage    *int64 `json:"disk_usage"`
@@ -73,7 +77,7 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 	return lorryJSON{
 		Commit: l.CommitID, Runtime: rt,
 		Path: l.Path, Text: redactText(known, l.Kind, l.Text), Kind: l.Kind, FromHost: l.FromHost, FromPath: l.FromPath,
-		Generated: l.Generated, RunningJob: l.RunningJob, LastRun: l.LastRun, NextDue: l.NextDue,
+		Generated: l.Generated, RunningJob: l.RunningJob, LastRun: l.LastRun, NextDue: jsonTime(l.NextDue),
 		Interval: l.Interval, LorryTimeout: l.Timeout, DiskUsage: l.DiskUsage,
 		LastRunExit: l.LastRunExit, LastRunError: known.Text(l.LastRunError),
 		Description: l.Description, DefaultBranch: l.DefaultBranch, UpstreamHead: l.UpstreamHead,
@@ -84,6 +88,27 @@ func lorryWire(l statedb.Lorry) lorryJSON {
 		BackoffUntil: l.BackoffUntil, LastErrorClass: l.LastErrorClass,
 		MaxBackoff: l.MaxBackoff, HardFailAfter: l.HardFailAfter,
 	}
+}
+
+// maxJSONInt is the largest integer that every JSON reader holds
+// exactly, JavaScript's included (2^53-1).
+const maxJSONInt = 1<<53 - 1
+
+// jsonTime is t, or nil for a time beyond maxJSONInt: never.
+func jsonTime(t int64) *int64 {
+	if t > maxJSONInt || t < -maxJSONInt {
+		return nil
+	}
+	return &t
+}
+
+// list is s, or an empty list for nil: a list in an answer is [] when
+// empty, never null.
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // hidden stands for a secret value.

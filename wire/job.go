@@ -71,6 +71,9 @@ func ParseJobRequest(p map[string]string) (JobRequest, error) {
 	if r.Host == "" || r.PID == 0 {
 		return r, fmt.Errorf("give-me-job needs host and pid")
 	}
+	if r.PID < 1 {
+		return r, fmt.Errorf("pid %d is no process id", r.PID)
+	}
 	for _, k := range List(p["kinds"]) {
 		if k != KindLorry && k != KindScraper {
 			return r, fmt.Errorf("kinds: %q is neither %s nor %s", k, KindLorry, KindScraper)

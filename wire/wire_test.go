@@ -153,6 +153,9 @@ func TestParseJobRequestRefuses(t *testing.T) {
 		{"no pid", map[string]string{"host": "h"}, "give-me-job needs host and pid"},
 		{"pid 0", map[string]string{"host": "h", "pid": "0"}, "give-me-job needs host and pid"},
 		{"bad pid", map[string]string{"host": "h", "pid": "x"}, `parameter pid: "x" is not an integer`},
+		{"pid -1", map[string]string{"host": "h", "pid": "-1"}, "pid -1 is no process id"},
+		{"pid -4", map[string]string{"host": "h", "pid": "-4"}, "pid -4 is no process id"},
+		{"smallest pid", map[string]string{"host": "h", "pid": "-9223372036854775808"}, "pid -9223372036854775808 is no process id"},
 		{"bad kind", map[string]string{"host": "h", "pid": "1", "kinds": "lorry,mirror"}, `kinds: "mirror" is neither lorry nor scraper`},
 	} {
 		if _, err := ParseJobRequest(tt.p); err == nil || err.Error() != tt.want {

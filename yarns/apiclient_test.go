@@ -96,11 +96,11 @@ func TestGeneratedClient(t *testing.T) {
 
 	// The admin moves lorries in the queue.
 	mv, err := admin.MoveToBottomWithResponse(ctx, apiclient.PathParams{Path: "delta/foo/bar"})
-	if err != nil || mv.JSON200 == nil || mv.JSON200.Queue == nil || (*mv.JSON200.Queue)[len(paths)-1] != "delta/foo/bar" {
+	if err != nil || mv.JSON200 == nil || len(mv.JSON200.Queue) != len(paths) || mv.JSON200.Queue[len(paths)-1] != "delta/foo/bar" {
 		t.Fatalf("move-to-bottom = %v, %v; want delta/foo/bar last", status(mv), err)
 	}
 	top, err := admin.MoveToTopWithFormdataBodyWithResponse(ctx, apiclient.PathParams{Path: "delta/foo/sub/deep"})
-	if err != nil || top.JSON200 == nil || top.JSON200.Queue == nil || (*top.JSON200.Queue)[0] != "delta/foo/sub/deep" {
+	if err != nil || top.JSON200 == nil || len(top.JSON200.Queue) == 0 || top.JSON200.Queue[0] != "delta/foo/sub/deep" {
 		t.Fatalf("move-to-top = %v, %v; want delta/foo/sub/deep first", status(top), err)
 	}
 	if mv, err := minion.MoveToTopWithResponse(ctx, apiclient.PathParams{Path: "delta/qux"}); err != nil || mv.StatusCode() != http.StatusForbidden {

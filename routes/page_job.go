@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/templates"
 	"lorrycontroller.dev/lc/wire"
@@ -80,7 +81,7 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 		if part, err = tx.OutputFrom(r.Context(), id, 0); err != nil {
 			return err
 		}
-		part.Text = knownSecrets(r.Context(), tx, part.Job.Path).Text(part.Text)
+		redactPart(&part, knownSecrets(r.Context(), tx, part.Job.Path))
 		refs, err = jobRefs(tx, r, id)
 		return err
 	})
@@ -94,6 +95,13 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 		v.Refresh = 5
 	}
 	return writePage(w, http.StatusOK, "job.html", v)
+}
+
+// redactPart hides in part's text and in its progress line, which is
+// output too, the credentials of known and those the parser finds.
+func redactPart(part *statedb.OutputPart, known *redact.Known) {
+	part.Text = known.Text(part.Text)
+	part.Progress = known.Text(part.Progress)
 }
 
 // jobOutputJSON is the answer to job-output: what a running job's page
@@ -138,7 +146,7 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
 		if part, err = tx.OutputFrom(r.Context(), id, offset); err != nil {
 			return err
 		}
-		part.Text = knownSecrets(r.Context(), tx, part.Job.Path).Text(part.Text)
+		redactPart(&part, knownSecrets(r.Context(), tx, part.Job.Path))
 		return nil
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strings"
@@ -98,6 +99,36 @@ func TestJobProgressLine(t *testing.T) {
 		}
 		if strings.Contains(page, `id="output-empty"`) {
 			t.Errorf("after %q the page says No output yet", st.stdout)
+		}
+	}
+}
+
+// TestJobProgressLineRedacted has a running job's progress line, the
+// line that carriage returns rewrite, repeat the spec's credentials, as
+// its output may: the page and job-output hide them there as they do in
+// the output, whatever form the line gives them in.
+func TestJobProgressLineRedacted(t *testing.T) {
+	const user, password = "mirror-bot", "Pa55 w0rd/x@y"
+	ts := newTestServer(t)
+	ts.configureUpstreams(t, map[string]string{"j/p": "https://" + user + ":" + url.PathEscape(password) + "@git.example/x.git"})
+	id := runJob(t, ts, "m1", "", "no")
+	b := newBrowser(t, ts)
+	for _, line := range []string{
+		"as " + user + " with " + password + " 7%\r",
+		"as " + url.QueryEscape(password) + " 9%\r",
+		"fetching https://" + user + ":" + url.PathEscape(password) + "@git.example/x.git 42%\r",
+		"sent " + base64.StdEncoding.EncodeToString([]byte(user+":"+password)) + " 50%\r",
+	} {
+		ts.call(t, "POST", "/1.0/job-update", url.Values{"job_id": {fmt.Sprint(id)}, "minion": {"m1"}, "pid": {"1"},
+			"exit": {"no"}, "stdout": {line}})
+		_, m := ts.call(t, "GET", fmt.Sprintf("/1.0/job-output/%d", id), nil)
+		p, _ := m["progress"].(string)
+		if strings.Contains(p, "w0rd") || !strings.HasSuffix(p, line[len(line)-4:len(line)-1]) {
+			t.Errorf("after %q job-output progress = %q; want the line with the password hidden", line, p)
+		}
+		page := b.page(fmt.Sprintf("/1.0/job-html/%d", id), 200)
+		if i := strings.Index(page, "w0rd"); i >= 0 || !strings.Contains(page, htmlText(p)+"</span>") {
+			t.Errorf("after %q the job's page shows the password (at %d), or not the line %q", line, i, p)
 		}
 	}
 }

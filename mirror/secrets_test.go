@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -92,10 +93,18 @@ type secretWatch struct {
 	mu      sync.Mutex
 	needles map[string]string // needle -> what it is
 	leaks   map[string]bool
+	// tmp is the temporary directory where lorry makes the private
+	// directories that hand credentials to a converter, "" for none to
+	// watch; held are the kinds of those directories seen holding a
+	// file.
+	tmp  string
+	held map[string]bool
 }
 
-func newSecretWatch(t *testing.T) *secretWatch {
-	w := &secretWatch{needles: map[string]string{}, leaks: map[string]bool{}}
+// newSecretWatch watches the command lines, and with tmp, lorry's private
+// directories in tmp, the test's own temporary directory.
+func newSecretWatch(t *testing.T, tmp string) *secretWatch {
+	w := &secretWatch{needles: map[string]string{}, leaks: map[string]bool{}, tmp: tmp, held: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -115,7 +124,7 @@ func newSecretWatch(t *testing.T) *secretWatch {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for l := range w.leaks {
-			t.Errorf("a secret is on a command line: %s", l)
+			t.Errorf("a secret is exposed: %s", l)
 		}
 	})
 	return w
@@ -159,6 +168,41 @@ func (w *secretWatch) scan() {
 				w.mu.Unlock()
 			}
 		}
+	}
+	w.scanPrivate()
+}
+
+// scanPrivate looks through lorry's private directories: each is mode
+// 0700, and each file in them (a password file: CVS's holds the password
+// scrambled) is mode 0600.
+func (w *secretWatch) scanPrivate() {
+	if w.tmp == "" {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(w.tmp, "lorry-*"))
+	for _, d := range dirs {
+		kind, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), "lorry-"), "-")
+		filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // removed as the run ended
+			}
+			info, err := e.Info()
+			if err != nil {
+				return nil
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			switch perm := info.Mode().Perm(); {
+			case e.IsDir() && perm != 0o700:
+				w.leaks[fmt.Sprintf("private directory %s has mode %o", path, perm)] = true
+			case e.Type().IsRegular():
+				w.held[kind] = true
+				if perm != 0o600 {
+					w.leaks[fmt.Sprintf("private file %s has mode %o", path, perm)] = true
+				}
+			}
+			return nil
+		})
 	}
 }
 
@@ -240,10 +284,33 @@ type secretCase struct {
 // servers that demand credentials, with users and passwords that hold
 // every printable character: while each job runs, no process's command
 // line holds the password (as it is, percent-encoded, or in base64 with
-// the user), and after it, no file of the working area holds it, nor any
-// commit message of the mirror.
+// the user), and the files that hand it to Mercurial, Breezy and CVS are
+// of mode 0600 in a directory of mode 0700 outside the working area;
+// after it, no file of the working area holds it, nor any commit message
+// of the mirror, and those directories are gone.
 func TestSecretsNowhere(t *testing.T) {
-	w := newSecretWatch(t)
+	// A temporary directory of the test's own, open to all as the
+	// machine's is: the servers may run as another user.
+	tmpDir := t.TempDir()
+	if err := os.Chmod(tmpDir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmpDir)
+	w := newSecretWatch(t, tmpDir)
+	// After every run: the cleanups run last registered first.
+	privateKinds := map[string]bool{}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for kind := range privateKinds {
+			if !w.held[kind] {
+				t.Errorf("no private file of %s was seen while a job ran", kind)
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(w.tmp, "lorry-*")); len(left) > 0 {
+			t.Errorf("private directories left after the runs: %v", left)
+		}
+	})
 	pairs := secretPairs()
 	for _, p := range pairs {
 		w.add(p.user, p.pass)
@@ -281,6 +348,7 @@ func TestSecretsNowhere(t *testing.T) {
 				hgPairs[i] = secretPair{user: ascii.Replace(p.user), pass: ascii.Replace(p.pass)}
 				w.add(hgPairs[i].user, hgPairs[i].pass)
 			}
+			privateKinds["hg"] = true
 			repo := secretHgRepo(t, tmp)
 			backend := secretHgServe(t, repo)
 			hgSrv := basicGate(t, w, httputil.NewSingleHostReverseProxy(backend), hgPairs)
@@ -297,6 +365,7 @@ func TestSecretsNowhere(t *testing.T) {
 	}
 
 	if _, err := exec.LookPath("brz"); err == nil {
+		privateKinds["brz"] = true
 		branches := secretBzrBranch(t, tmp)
 		bzrSrv := basicGate(t, w, http.FileServer(http.Dir(branches)), pairs)
 		cases = append(cases, secretCase{typ: "bzr", name: "http", fields: func(p secretPair) map[string]any {
@@ -328,6 +397,7 @@ func TestSecretsNowhere(t *testing.T) {
 			cvsPairs[i] = secretPair{user: strings.NewReplacer(":", "", "@", "", " ", "").Replace(p.user), pass: p.pass}
 			w.add(cvsPairs[i].user, p.pass)
 		}
+		privateKinds["cvs"] = true
 		root := secretCvsRepo(t, tmp, cvsPairs)
 		addr := inetd(t, w, func() *exec.Cmd { return exec.Command("cvs", "-f", "--allow-root="+root, "pserver") })
 		for _, method := range []string{"pserver", "PSERVER"} {
@@ -528,4 +598,49 @@ func secretCvsRepo(t *testing.T, tmp string, pairs []secretPair) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// git-svn over HTTP, to a server that asks for Basic authentication and
+// has no repository to serve: the users and passwords of every printable
+// character reach the server, through GIT_ASKPASS, and no process's
+// command line nor any file of the working area, though the run fails.
+func TestSvnHTTPSecretsNowhere(t *testing.T) {
+	if err := exec.Command("git", "svn", "--version").Run(); err != nil {
+		t.Skip("git-svn is not installed")
+	}
+	w := newSecretWatch(t, "")
+	pairs := secretPairs()
+	for _, p := range pairs {
+		w.add(p.user, p.pass)
+	}
+	var mu sync.Mutex
+	seen := map[secretPair]bool{}
+	srv := basicGate(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		mu.Lock()
+		seen[secretPair{u, p}] = true
+		mu.Unlock()
+		http.Error(rw, "no repository here", http.StatusNotFound)
+	}), pairs)
+	for i, p := range pairs {
+		t.Run(string(rune('a'+i)), func(t *testing.T) {
+			area := t.TempDir()
+			spec := lorryspec.Spec{Name: "up/svn", Type: "svn", Raw: map[string]any{"type": "svn",
+				"url": withUserinfo(srv.URL+"/repo", p), "layout": "standard"}}
+			var out strings.Builder
+			res := Run(context.Background(), spec, Options{
+				WorkingArea: area, PullOnly: true, LockWait: time.Minute, Out: &out, AllowLocalSources: true,
+			})
+			if res.Err == nil {
+				t.Fatalf("run succeeded; want it to fail, there being no repository\n%s", out.String())
+			}
+			mu.Lock()
+			ok := seen[p]
+			mu.Unlock()
+			if !ok {
+				t.Errorf("the server never got the user and password\n%v\n%s", res.Err, out.String())
+			}
+			noSecretIn(t, workarea.Dir(area, spec.Name), p)
+		})
+	}
 }

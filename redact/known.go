@@ -31,11 +31,20 @@ const MinKnown = 4
 // a CVS root or an scp-like address. The password is known, and the user
 // where there is no password (it may be a token); user:password too.
 func KnownIn(addrs ...string) *Known {
+	return known(addrs, nil)
+}
+
+// known gathers the credentials of addrs, as KnownIn does, and the
+// secrets, each a credential whole.
+func known(addrs, secrets []string) *Known {
 	var forms []string
 	for _, a := range addrs {
 		for _, c := range credentials(a) {
 			forms = append(forms, formsOf(c)...)
 		}
+	}
+	for _, c := range secrets {
+		forms = append(forms, formsOf(c)...)
 	}
 	forms = slices.DeleteFunc(forms, func(f string) bool { return len(f) < MinKnown })
 	if len(forms) == 0 {
@@ -52,9 +61,11 @@ func KnownIn(addrs ...string) *Known {
 }
 
 // KnownInSpec gathers the credentials of every string in v, a decoded
-// spec (maps, lists and strings, as JSON or YAML decode to).
+// spec (maps, lists and strings, as JSON or YAML decode to), and the value
+// of every variable of an "env" object whole: a scraper's env is where a
+// CONFGIT pusher gives it secrets, which it may print.
 func KnownInSpec(v any) *Known {
-	var addrs []string
+	var addrs, secrets []string
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {
@@ -63,6 +74,13 @@ func KnownInSpec(v any) *Known {
 				addrs = append(addrs, v)
 			}
 		case map[string]any:
+			if env, ok := v["env"].(map[string]any); ok {
+				for _, e := range env {
+					if s, ok := e.(string); ok {
+						secrets = append(secrets, s)
+					}
+				}
+			}
 			for _, e := range v {
 				walk(e)
 			}
@@ -73,13 +91,13 @@ func KnownInSpec(v any) *Known {
 		}
 	}
 	walk(v)
-	return KnownIn(addrs...)
+	return known(addrs, secrets)
 }
 
 // KnownInJSON is KnownInSpec of the JSON text of a spec, or of a file of
 // specs; text that is not JSON gives none.
 func KnownInJSON(text string) *Known {
-	if !strings.Contains(text, "@") && !strings.Contains(text, `\u0040`) {
+	if !strings.Contains(text, "@") && !strings.Contains(text, `\u0040`) && !strings.Contains(text, `"env"`) {
 		return nil
 	}
 	var v any

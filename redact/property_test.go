@@ -197,6 +197,28 @@ func TestKnownSpec(t *testing.T) {
 	}
 }
 
+// TestKnownSpecEnv hides each value of a scraper's env whole, whatever
+// character it holds, in every form and context text may give it; a value
+// shorter than MinKnown is left.
+func TestKnownSpecEnv(t *testing.T) {
+	for _, c := range printable() {
+		secret := "Se" + c + "cr3t"
+		spec := `{"s/x":{"runtime":"fn","module":"m","env":{"TOKEN":` + mustJSON(secret) + `,"LANG":"C"}}}`
+		k := KnownInJSON(spec)
+		for _, f := range shownForms(secret) {
+			for _, ctx := range contexts {
+				text := ctx.wrap("TOKEN=" + f)
+				if got := k.Text(text); leaks(got, secret) != "" {
+					t.Errorf("Text(%q) = %q, which holds %q", text, got, leaks(got, secret))
+				}
+			}
+		}
+		if got := k.Text("LANG=C"); got != "LANG=C" {
+			t.Errorf("env value %q: Text(LANG=C) = %q; want it as it is", secret, got)
+		}
+	}
+}
+
 // TestWriter hides known credentials a line at a time, however the
 // writes split the lines.
 func TestWriter(t *testing.T) {

@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -80,7 +83,7 @@ func newScraperServer(t *testing.T, repo *confRepo) *testServer {
 	dir := t.TempDir()
 	fake := &clock.Fake{}
 	fake.Set(1000)
-	db, err := statedb.Open(context.Background(), dbtest.Place(t), statedb.Options{Clock: fake})
+	db, err := statedb.Open(context.Background(), dbtest.Place(t), statedb.Options{Clock: fake, Notify: everyEvent()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +92,7 @@ func newScraperServer(t *testing.T, repo *confRepo) *testServer {
 		App: &control.App{DB: db, Config: &confgit.Source{Dir: filepath.Join(dir, "confgit"), URL: repo.dir},
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), GhostTimeout: time.Minute, JobMaxAge: time.Hour,
 			FakeClock: fake},
-		InsecureNoAuth: true,
+		StatusHTML: filepath.Join(dir, "status.html"), InsecureNoAuth: true,
 	}
 	hs := httptest.NewServer(checkAnswers(t, s.Handler()))
 	t.Cleanup(hs.Close)
@@ -389,5 +392,85 @@ func TestScraperWithoutHistory(t *testing.T) {
 	_, l := ts.call(t, "GET", "/1.0/lorry/scrape/x", nil)
 	if msg, _ := l["last_run_error"].(string); !strings.Contains(msg, "history of CONFGIT") {
 		t.Errorf("got last_run_error %q, want the reason", msg)
+	}
+}
+
+// TestScraperEnvHiddenInOutput runs a scraper that prints the values of
+// its env, which a CONFGIT pusher gave as secrets, in the forms a program
+// may print them, and fails: no answer or page that shows the job's
+// output, its lorry's last_run_error or the notifications shows any.
+func TestScraperEnvHiddenInOutput(t *testing.T) {
+	var printable strings.Builder
+	for c := byte(' '); c <= '~'; c++ {
+		printable.WriteByte(c)
+	}
+	secrets := map[string]string{
+		"TOKEN": "glpat-S3cret-token",
+		"PASS":  "S3cret " + printable.String() + " é",
+	}
+	env, err := json.Marshal(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := maps.Clone(scraperRepoFiles)
+	files["a.scraper"] = `{"bills": {"runtime": "fn", "module": "fn.bills", "env": ` + string(env) + `}}`
+	repo := newConfRepo(t)
+	repo.commit(files)
+	ts := newScraperServer(t, repo)
+	ts.readConfig(t)
+
+	// What the scraper prints: each value bare, as NAME=value, quoted
+	// for JSON, percent-encoded, and as Basic authorization; last, as
+	// its error.
+	var output strings.Builder
+	var unwanted []string
+	for name, v := range secrets {
+		q, _ := json.Marshal(v)
+		b64 := base64.StdEncoding.EncodeToString([]byte(v))
+		fmt.Fprintf(&output, "%s\n%s=%s\n{\"token\": %s}\nGET https://api.example/?t=%s\nAuthorization: Basic %s\n",
+			v, name, v, q, url.QueryEscape(v), b64)
+		unwanted = append(unwanted, b64)
+	}
+	for _, v := range secrets {
+		fmt.Fprintf(&output, "error: the API refused %s\n", v)
+	}
+	ts.call(t, "POST", "/1.0/move-to-top", url.Values{"path": {"scrape/bills"}})
+	job := runJob(t, ts, "m1", output.String(), "1")
+
+	_, l := ts.call(t, "GET", "/1.0/lorry/scrape/bills", nil)
+	if msg, _ := l["last_run_error"].(string); !strings.Contains(msg, "error: the API refused ***") {
+		t.Errorf("last_run_error = %q; want the scraper's error, its secret hidden", msg)
+	}
+	_, j := ts.call(t, "GET", fmt.Sprintf("/1.0/job/%d", job), nil)
+	if out, _ := j["output"].(string); !strings.Contains(out, "TOKEN=***") {
+		t.Errorf("job output = %q; want TOKEN=***", out)
+	}
+	b := newBrowser(t, ts)
+	shown := map[string]string{
+		"job":           rawGet(t, ts.url+fmt.Sprintf("/1.0/job/%d", job)),
+		"job output":    rawGet(t, ts.url+fmt.Sprintf("/1.0/job-output/%d", job)),
+		"lorry":         rawGet(t, ts.url+"/1.0/lorry/scrape/bills"),
+		"lorries":       rawGet(t, ts.url+"/1.0/lorries"),
+		"status":        rawGet(t, ts.url+"/1.0/status"),
+		"notifications": rawGet(t, ts.url+"/1.0/notifications"),
+		"job page":      b.page(fmt.Sprintf("/1.0/job-html/%d", job), 200),
+		"lorry page":    b.page("/1.0/lorry-html/scrape/bills", 200),
+		"status page":   b.page("/1.0/status-html", 200),
+		"notes page":    b.page("/1.0/notifications-html", 200),
+	}
+	onDisk, err := os.ReadFile(ts.StatusHTML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown["status page on disk"] = string(onDisk)
+	if !strings.Contains(shown["notifications"], "job-failed") {
+		t.Errorf("no job-failed notification: %.500s", shown["notifications"])
+	}
+	for where, text := range shown {
+		for _, s := range append(unwanted, "S3cret") {
+			if i := strings.Index(text, s); i >= 0 {
+				t.Errorf("%s shows %q: …%s…", where, s, text[max(0, i-60):min(len(text), i+60)])
+			}
+		}
 	}
 }

@@ -457,7 +457,7 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 				killJob("webapp asked to kill job")
 			}
 			next := m.cfg.UpdateInterval
-			if out.pending() {
+			if out.backlog() {
 				next = 0
 			}
 			timer.Reset(next)

@@ -635,11 +635,11 @@ func TestCompleteRunes(t *testing.T) {
 }
 
 // TestSplitRuneOutput checks that a rune written in two pieces is delivered
-// whole.
+// whole, with the rest of its line.
 func TestSplitRuneOutput(t *testing.T) {
 	f := newFakeWebapp(t)
 	gate := filepath.Join(t.TempDir(), "go")
-	lorry := writeLorry(t, `printf 'x\342\202'
+	lorry := writeLorry(t, `printf 'x\n\342\202'
 while [ ! -e `+sh(gate)+` ]; do sleep 0.01; done
 printf '\254y'`)
 	m, _ := newTestMinion(t, f, lorry)
@@ -659,7 +659,7 @@ printf '\254y'`)
 			chunks = append(chunks, s)
 		}
 	}
-	want := []string{"x", "€y"}
+	want := []string{"x\n", "€y"}
 	if strings.Join(chunks, "|") != strings.Join(want, "|") {
 		t.Errorf("stdout chunks: got %q, want %q", chunks, want)
 	}

@@ -1,6 +1,7 @@
 package minion
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"lorrycontroller.dev/lc/wire"
@@ -116,19 +117,21 @@ func (u update) cut() int64 {
 }
 
 // next takes what the next job-update carries: as much as fits in budget
-// bytes once form-encoded, stdout first, never splitting a rune. While the
-// job runs (final false), a trailing partial rune is held back, since the
-// next read completes it. last says whether it is everything.
+// bytes once form-encoded, stdout first, never splitting a rune, and
+// splitting a line only when it is longer than budget. While the job runs
+// (final false), a trailing incomplete line is held back (ready), since a
+// later read completes it. last says whether it is everything.
 func (o *output) next(budget int, final bool) (u update, last bool) {
 	headSent := o.stdout.headEnd == 0 && o.stderr.headEnd == 0
 	switch {
 	case headSent && o.stdout.atCut():
-		u.stdout, _ = o.stdout.take(budget, final, true)
+		u.stdout, _ = o.stdout.take(budget, budget, final, true)
 	case headSent && o.stderr.atCut():
-		u.stderr, _ = o.stderr.take(budget, final, true)
+		u.stderr, _ = o.stderr.take(budget, budget, final, true)
 	default:
-		u.stdout, budget = o.stdout.take(budget, final, false)
-		u.stderr, _ = o.stderr.take(budget, final, false)
+		var left int
+		u.stdout, left = o.stdout.take(budget, budget, final, false)
+		u.stderr, _ = o.stderr.take(left, budget, final, false)
 	}
 	o.stdout.place(&u.stdout)
 	o.stderr.place(&u.stderr)
@@ -147,25 +150,56 @@ func (s *stream) atCut() bool {
 	return s.cut > 0 && s.headEnd == 0
 }
 
-// take takes the next piece of the stream: without a cut, all there is;
-// with one, the head before it, else, if withCut, the cut and what
-// follows it, else nothing.
-func (s *stream) take(budget int, final, withCut bool) (piece, int) {
+// maxHeldLine bounds the incomplete line a running job's update holds
+// back: the WEBAPP redacts output a line at a time within each update, and
+// holds no more than this of a line either, so a longer line is cut
+// wherever it has got to.
+const maxHeldLine = 64 << 10
+
+// ready is how much of the start of buf the stream may send now: while
+// the job runs (final false), whole lines, ending in "\n" or "\r", and
+// no trailing partial rune. The WEBAPP redacts each update on its own, a
+// line at a time, so a line split across two updates would show each
+// half of a credential in it. The head before a cut is sent whole, since
+// nothing joins it.
+func (s *stream) ready(final bool) int {
 	end := len(s.buf)
 	if !final {
 		end = completeRunes(s.buf)
 	}
+	switch {
+	case s.cut > 0 && s.headEnd > 0:
+		return min(s.headEnd, end)
+	case final:
+		return end
+	}
+	return lineEnd(s.buf[:end])
+}
+
+// lineEnd is the length of b up to its last line break, or all of b when
+// what follows that break is longer than maxHeldLine.
+func lineEnd(b []byte) int {
+	n := bytes.LastIndexAny(b, "\n\r") + 1
+	if len(b)-n > maxHeldLine {
+		return len(b)
+	}
+	return n
+}
+
+// take takes the next piece of the stream: without a cut, all there is
+// ready; with one, the head before it, else, if withCut, the cut and what
+// follows it, else nothing. full is the budget of the whole update.
+func (s *stream) take(budget, full int, final, withCut bool) (piece, int) {
+	end := s.ready(final)
 	var p piece
 	switch {
-	case s.cut == 0:
-	case s.headEnd > 0:
-		end = min(s.headEnd, end)
+	case s.cut == 0, s.headEnd > 0:
 	case withCut:
 		p.cut = s.cut
 	default:
 		return p, budget
 	}
-	n, used := fitPrefix(s.buf[:end], budget)
+	n, used := fitLines(s.buf[:end], budget, full)
 	p.data, p.consumed = s.buf[:n], n
 	return p, budget - used
 }
@@ -216,6 +250,16 @@ func (o *output) pending() bool {
 		o.stdout.lost > 0 || o.stderr.lost > 0
 }
 
+// backlog says whether output is left that an update of the running job
+// would carry now, rather than hold back until more comes.
+func (o *output) backlog() bool {
+	return o.stdout.backlog() || o.stderr.backlog()
+}
+
+func (s *stream) backlog() bool {
+	return s.cut > 0 || s.lost > 0 || s.ready(false) > 0
+}
+
 // encodedByteLen is the length of c form-encoded: every byte but the ones
 // that stand for themselves takes three.
 func encodedByteLen(c byte) int {
@@ -247,6 +291,29 @@ func fitPrefix(b []byte, budget int) (n, used int) {
 		used -= encodedByteLen(c)
 	}
 	return cut, used
+}
+
+// fitLines is fitPrefix ending at the last line break of the prefix when
+// b does not fit whole, so that the WEBAPP sees whole lines in each update.
+// A line that does not fit in what is left of an update waits for the
+// next; one longer than full, a whole update's budget, is cut where it
+// stops.
+func fitLines(b []byte, budget, full int) (n, used int) {
+	n, used = fitPrefix(b, budget)
+	if n == len(b) {
+		return n, used
+	}
+	k := bytes.LastIndexAny(b[:n], "\n\r") + 1
+	if k == 0 {
+		if budget < full {
+			return 0, 0
+		}
+		return n, used
+	}
+	for _, c := range b[k:n] {
+		used -= encodedByteLen(c)
+	}
+	return k, used
 }
 
 // runeStartBefore backs n off to the start of the rune that b[n] is in, so

@@ -74,3 +74,70 @@ func TestOutputOffsets(t *testing.T) {
 		t.Errorf("after the gap's update: at %d, %d cut, pending %v; want 20, none, nothing pending", u.stdout.offset, u.cut(), o.pending())
 	}
 }
+
+// TestOutputWholeLines writes lines to both streams in two pieces, split at
+// every byte, and checks that an update of the running job carries only
+// whole lines, each ending in "\n" or "\r", and the final update the rest:
+// the WEBAPP redacts each update on its own, a line at a time.
+func TestOutputWholeLines(t *testing.T) {
+	text := "fetching https://user:Pa55w0rd-x@git.example/x.git\r\nCounting: 50%\rCounting: 100%\ndone ✓ é"
+	for _, budget := range []int{1 << 10, 100} {
+		for i := range len(text) + 1 {
+			o := newOutput(1 << 20)
+			var got [2]strings.Builder
+			var offset [2]int64
+			send := func(final bool) {
+				t.Helper()
+				for {
+					u, last := o.next(budget, final)
+					for k, p := range []piece{u.stdout, u.stderr} {
+						d := string(p.data)
+						if p.offset != offset[k] {
+							t.Fatalf("budget %d, split at %d: piece %q at %d, want at %d", budget, i, d, p.offset, offset[k])
+						}
+						offset[k] += int64(len(d))
+						got[k].WriteString(d)
+						whole := strings.HasSuffix(d, "\n") || strings.HasSuffix(d, "\r")
+						if d != "" && !whole && !(final && last) {
+							t.Fatalf("budget %d, split at %d: final %v update carries %q, which ends inside a line", budget, i, final, d)
+						}
+					}
+					o.sent(u)
+					if last || !final && !o.backlog() {
+						return
+					}
+				}
+			}
+			o.add([]byte(text[:i]), []byte(text[:i]))
+			send(false)
+			o.add([]byte(text[i:]), []byte(text[i:]))
+			send(false)
+			send(true)
+			for k, name := range []string{"stdout", "stderr"} {
+				if got[k].String() != text {
+					t.Errorf("budget %d, split at %d: %s sent %q, want %q", budget, i, name, got[k].String(), text)
+				}
+			}
+			if o.pending() {
+				t.Errorf("budget %d, split at %d: output still pending after the final update", budget, i)
+			}
+		}
+	}
+}
+
+// TestOutputLongLine checks that a line longer than maxHeldLine is sent
+// as it comes, not held until it ends, and that a running job's output
+// without a line break waits for it.
+func TestOutputLongLine(t *testing.T) {
+	o := newOutput(1 << 20)
+	o.add([]byte("no line break yet"), nil)
+	if u, _ := o.next(1<<20, false); len(u.stdout.data) != 0 || o.backlog() {
+		t.Fatalf("update carries %q, backlog %v; want nothing, none", u.stdout.data, o.backlog())
+	}
+	long := strings.Repeat("x", maxHeldLine)
+	o.add([]byte(long), nil)
+	u, _ := o.next(1<<20, false)
+	if want := "no line break yet" + long; string(u.stdout.data) != want {
+		t.Fatalf("update carries %d bytes, want the %d of the line held past its bound", len(u.stdout.data), len(want))
+	}
+}

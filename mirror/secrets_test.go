@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net"
@@ -146,6 +147,25 @@ func secretForms(user, pass string) []string {
 		url.PathEscape(pass),
 		base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)),
 	}
+}
+
+// fileSecretForms are secretForms, and each of them as a string of JSON,
+// such as a download's state.json, writes it: with and without the
+// escapes of HTML's characters.
+func fileSecretForms(user, pass string) []string {
+	forms := secretForms(user, pass)
+	for _, f := range secretForms(user, pass) {
+		for _, html := range []bool{true, false} {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if err := enc.Encode(f); err != nil {
+				panic(err)
+			}
+			forms = append(forms, strings.TrimSuffix(strings.TrimSpace(b.String()), `"`)[1:])
+		}
+	}
+	return forms
 }
 
 func (w *secretWatch) scan() {
@@ -315,6 +335,23 @@ func TestSecretsNowhere(t *testing.T) {
 	for _, p := range pairs {
 		w.add(p.user, p.pass)
 	}
+	// A home of the test's own, where Subversion would keep what it
+	// caches: after every run, no file of it holds a password, and
+	// Subversion's auth directory holds no file at all.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	var homePairs []secretPair
+	t.Cleanup(func() {
+		for _, p := range homePairs {
+			noSecretIn(t, home, p)
+		}
+		filepath.WalkDir(filepath.Join(home, ".subversion", "auth"), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				t.Errorf("Subversion cached %s", path)
+			}
+			return nil
+		})
+	})
 	tmp := t.TempDir()
 	var cases []secretCase
 
@@ -329,13 +366,28 @@ func TestSecretsNowhere(t *testing.T) {
 		return map[string]any{"url": withUserinfo(gitSrv.URL+"/project", p)}
 	}})
 
-	// tarball over HTTP.
-	tarball := gzipped(t, makeTar(t, archEntry{name: "rel/README", body: "hello\n"}), time.Time{})
-	tarSrv := basicGate(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		rw.Write(tarball)
+	// The downloads over HTTP: tarball, zip, gzip and raw-file.
+	downloads := map[string][]byte{
+		"/rel.tar.gz":   gzipped(t, makeTar(t, archEntry{name: "rel/README", body: "hello\n"}), time.Time{}),
+		"/rel.zip":      makeZip(t, archEntry{name: "rel/README", body: "hello\n"}),
+		"/notes.txt.gz": gzipped(t, []byte("hello\n"), time.Time{}),
+		"/tool.sh":      []byte("echo hello\n"),
+	}
+	dlSrv := basicGate(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		data, ok := downloads[r.URL.Path]
+		if !ok {
+			http.NotFound(rw, r)
+			return
+		}
+		rw.Write(data)
 	}), pairs)
-	cases = append(cases, secretCase{typ: "tarball", name: "http", fields: func(p secretPair) map[string]any {
-		return map[string]any{"url": withUserinfo(tarSrv.URL+"/rel.tar.gz", p)}
+	for typ, file := range map[string]string{"tarball": "/rel.tar.gz", "zip": "/rel.zip", "gzip": "/notes.txt.gz"} {
+		cases = append(cases, secretCase{typ: typ, name: "http", fields: func(p secretPair) map[string]any {
+			return map[string]any{"url": withUserinfo(dlSrv.URL+file, p)}
+		}})
+	}
+	cases = append(cases, secretCase{typ: "raw-file", name: "http", fields: func(p secretPair) map[string]any {
+		return map[string]any{"urls": []any{map[string]any{"url": withUserinfo(dlSrv.URL+"/tool.sh", p), "destination": "bin"}}}
 	}})
 
 	if _, err := exec.LookPath("hg"); err == nil {
@@ -412,6 +464,7 @@ func TestSecretsNowhere(t *testing.T) {
 		if tc.pairs != nil {
 			runPairs = tc.pairs
 		}
+		homePairs = append(homePairs, runPairs...)
 		for i, p := range runPairs {
 			t.Run(tc.typ+"/"+tc.name+"/"+string(rune('a'+i)), func(t *testing.T) {
 				t.Parallel()
@@ -454,7 +507,7 @@ func noSecretIn(t *testing.T, dir string, p secretPair) {
 		if err != nil {
 			return err
 		}
-		for _, n := range secretForms(p.user, p.pass) {
+		for _, n := range fileSecretForms(p.user, p.pass) {
 			if bytes.Contains(data, []byte(n)) {
 				t.Errorf("%s holds the password after the run", path)
 			}

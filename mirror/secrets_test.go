@@ -697,3 +697,66 @@ func TestSvnHTTPSecretsNowhere(t *testing.T) {
 		})
 	}
 }
+
+// An svn conversion made when lorry gave git-svn the URL with its user
+// and password (in svn/source and the conversion's configuration) is not
+// continued: the next run converts afresh, and leaves no file of the
+// working area holding the password.
+func TestSvnConversionWithCredentialsStartsAfresh(t *testing.T) {
+	if _, err := exec.LookPath("svnserve"); err != nil {
+		t.Skip("svnserve is not installed")
+	}
+	if err := exec.Command("git", "svn", "--version").Run(); err != nil {
+		t.Skip("git-svn is not installed")
+	}
+	t.Setenv("HOME", t.TempDir())
+	tmp := t.TempDir()
+	w := newSecretWatch(t, "")
+	for i, p := range secretPairs() {
+		p.user = strings.NewReplacer(":", "", "=", "").Replace(p.user)
+		name := string(rune('a' + i))
+		t.Run(name, func(t *testing.T) {
+			w.add(p.user, p.pass)
+			root := secretSvnRepo(t, t.TempDir(), []secretPair{p})
+			addr := inetd(t, w, func() *exec.Cmd { return exec.Command("svnserve", "-i", "-r", root) })
+			// git-svn keeps the URL without a trailing "/".
+			rawURL := withUserinfo("svn://"+addr, p)
+			spec := lorryspec.Spec{Name: "up/svn", Type: "svn", Raw: map[string]any{"type": "svn", "url": rawURL, "layout": "standard"}}
+			area := filepath.Join(tmp, name)
+			run := func() string {
+				t.Helper()
+				var out strings.Builder
+				res := Run(context.Background(), spec, Options{
+					WorkingArea: area, PullOnly: true, LockWait: time.Minute, Out: &out, AllowLocalSources: true,
+				})
+				if res.Err != nil {
+					t.Fatalf("run: %v\n%s", res.Err, out.String())
+				}
+				return out.String()
+			}
+			run()
+
+			// What an older lorry left: the URL with its credentials
+			// in the source file and in git-svn's configuration.
+			dir := filepath.Join(workarea.Dir(area, spec.Name), "svn")
+			sourceFile := filepath.Join(dir, "source")
+			source, err := os.ReadFile(sourceFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, rest, _ := strings.Cut(string(source), "\n")
+			if err := os.WriteFile(sourceFile, []byte(rawURL+"\n"+rest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := gittest.Git(t, "", nil, "--git-dir", filepath.Join(dir, "git"), "config", "svn-remote.svn.url"); strings.TrimSpace(got) != plain {
+				t.Fatalf("svn-remote.svn.url is %q; want %q", got, plain)
+			}
+			gittest.Git(t, "", nil, "--git-dir", filepath.Join(dir, "git"), "config", "svn-remote.svn.url", rawURL)
+
+			if out := run(); !strings.Contains(out, "converting afresh") {
+				t.Errorf("the second run did not convert afresh:\n%s", out)
+			}
+			noSecretIn(t, workarea.Dir(area, spec.Name), p)
+		})
+	}
+}

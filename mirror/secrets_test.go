@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net"
@@ -146,6 +147,25 @@ func secretForms(user, pass string) []string {
 		url.PathEscape(pass),
 		base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)),
 	}
+}
+
+// fileSecretForms are secretForms, and each of them as a string of JSON,
+// such as a download's state.json, writes it: with and without the
+// escapes of HTML's characters.
+func fileSecretForms(user, pass string) []string {
+	forms := secretForms(user, pass)
+	for _, f := range secretForms(user, pass) {
+		for _, html := range []bool{true, false} {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if err := enc.Encode(f); err != nil {
+				panic(err)
+			}
+			forms = append(forms, strings.TrimSuffix(strings.TrimSpace(b.String()), `"`)[1:])
+		}
+	}
+	return forms
 }
 
 func (w *secretWatch) scan() {
@@ -315,6 +335,23 @@ func TestSecretsNowhere(t *testing.T) {
 	for _, p := range pairs {
 		w.add(p.user, p.pass)
 	}
+	// A home of the test's own, where Subversion would keep what it
+	// caches: after every run, no file of it holds a password, and
+	// Subversion's auth directory holds no file at all.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	var homePairs []secretPair
+	t.Cleanup(func() {
+		for _, p := range homePairs {
+			noSecretIn(t, home, p)
+		}
+		filepath.WalkDir(filepath.Join(home, ".subversion", "auth"), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				t.Errorf("Subversion cached %s", path)
+			}
+			return nil
+		})
+	})
 	tmp := t.TempDir()
 	var cases []secretCase
 
@@ -329,13 +366,28 @@ func TestSecretsNowhere(t *testing.T) {
 		return map[string]any{"url": withUserinfo(gitSrv.URL+"/project", p)}
 	}})
 
-	// tarball over HTTP.
-	tarball := gzipped(t, makeTar(t, archEntry{name: "rel/README", body: "hello\n"}), time.Time{})
-	tarSrv := basicGate(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		rw.Write(tarball)
+	// The downloads over HTTP: tarball, zip, gzip and raw-file.
+	downloads := map[string][]byte{
+		"/rel.tar.gz":   gzipped(t, makeTar(t, archEntry{name: "rel/README", body: "hello\n"}), time.Time{}),
+		"/rel.zip":      makeZip(t, archEntry{name: "rel/README", body: "hello\n"}),
+		"/notes.txt.gz": gzipped(t, []byte("hello\n"), time.Time{}),
+		"/tool.sh":      []byte("echo hello\n"),
+	}
+	dlSrv := basicGate(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		data, ok := downloads[r.URL.Path]
+		if !ok {
+			http.NotFound(rw, r)
+			return
+		}
+		rw.Write(data)
 	}), pairs)
-	cases = append(cases, secretCase{typ: "tarball", name: "http", fields: func(p secretPair) map[string]any {
-		return map[string]any{"url": withUserinfo(tarSrv.URL+"/rel.tar.gz", p)}
+	for typ, file := range map[string]string{"tarball": "/rel.tar.gz", "zip": "/rel.zip", "gzip": "/notes.txt.gz"} {
+		cases = append(cases, secretCase{typ: typ, name: "http", fields: func(p secretPair) map[string]any {
+			return map[string]any{"url": withUserinfo(dlSrv.URL+file, p)}
+		}})
+	}
+	cases = append(cases, secretCase{typ: "raw-file", name: "http", fields: func(p secretPair) map[string]any {
+		return map[string]any{"urls": []any{map[string]any{"url": withUserinfo(dlSrv.URL+"/tool.sh", p), "destination": "bin"}}}
 	}})
 
 	if _, err := exec.LookPath("hg"); err == nil {
@@ -412,6 +464,7 @@ func TestSecretsNowhere(t *testing.T) {
 		if tc.pairs != nil {
 			runPairs = tc.pairs
 		}
+		homePairs = append(homePairs, runPairs...)
 		for i, p := range runPairs {
 			t.Run(tc.typ+"/"+tc.name+"/"+string(rune('a'+i)), func(t *testing.T) {
 				t.Parallel()
@@ -454,7 +507,7 @@ func noSecretIn(t *testing.T, dir string, p secretPair) {
 		if err != nil {
 			return err
 		}
-		for _, n := range secretForms(p.user, p.pass) {
+		for _, n := range fileSecretForms(p.user, p.pass) {
 			if bytes.Contains(data, []byte(n)) {
 				t.Errorf("%s holds the password after the run", path)
 			}
@@ -639,6 +692,69 @@ func TestSvnHTTPSecretsNowhere(t *testing.T) {
 			mu.Unlock()
 			if !ok {
 				t.Errorf("the server never got the user and password\n%v\n%s", res.Err, out.String())
+			}
+			noSecretIn(t, workarea.Dir(area, spec.Name), p)
+		})
+	}
+}
+
+// An svn conversion made when lorry gave git-svn the URL with its user
+// and password (in svn/source and the conversion's configuration) is not
+// continued: the next run converts afresh, and leaves no file of the
+// working area holding the password.
+func TestSvnConversionWithCredentialsStartsAfresh(t *testing.T) {
+	if _, err := exec.LookPath("svnserve"); err != nil {
+		t.Skip("svnserve is not installed")
+	}
+	if err := exec.Command("git", "svn", "--version").Run(); err != nil {
+		t.Skip("git-svn is not installed")
+	}
+	t.Setenv("HOME", t.TempDir())
+	tmp := t.TempDir()
+	w := newSecretWatch(t, "")
+	for i, p := range secretPairs() {
+		p.user = strings.NewReplacer(":", "", "=", "").Replace(p.user)
+		name := string(rune('a' + i))
+		t.Run(name, func(t *testing.T) {
+			w.add(p.user, p.pass)
+			root := secretSvnRepo(t, t.TempDir(), []secretPair{p})
+			addr := inetd(t, w, func() *exec.Cmd { return exec.Command("svnserve", "-i", "-r", root) })
+			// git-svn keeps the URL without a trailing "/".
+			rawURL := withUserinfo("svn://"+addr, p)
+			spec := lorryspec.Spec{Name: "up/svn", Type: "svn", Raw: map[string]any{"type": "svn", "url": rawURL, "layout": "standard"}}
+			area := filepath.Join(tmp, name)
+			run := func() string {
+				t.Helper()
+				var out strings.Builder
+				res := Run(context.Background(), spec, Options{
+					WorkingArea: area, PullOnly: true, LockWait: time.Minute, Out: &out, AllowLocalSources: true,
+				})
+				if res.Err != nil {
+					t.Fatalf("run: %v\n%s", res.Err, out.String())
+				}
+				return out.String()
+			}
+			run()
+
+			// What an older lorry left: the URL with its credentials
+			// in the source file and in git-svn's configuration.
+			dir := filepath.Join(workarea.Dir(area, spec.Name), "svn")
+			sourceFile := filepath.Join(dir, "source")
+			source, err := os.ReadFile(sourceFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, rest, _ := strings.Cut(string(source), "\n")
+			if err := os.WriteFile(sourceFile, []byte(rawURL+"\n"+rest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := gittest.Git(t, "", nil, "--git-dir", filepath.Join(dir, "git"), "config", "svn-remote.svn.url"); strings.TrimSpace(got) != plain {
+				t.Fatalf("svn-remote.svn.url is %q; want %q", got, plain)
+			}
+			gittest.Git(t, "", nil, "--git-dir", filepath.Join(dir, "git"), "config", "svn-remote.svn.url", rawURL)
+
+			if out := run(); !strings.Contains(out, "converting afresh") {
+				t.Errorf("the second run did not convert afresh:\n%s", out)
 			}
 			noSecretIn(t, workarea.Dir(area, spec.Name), p)
 		})

@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -398,7 +399,8 @@ func TestScraperWithoutHistory(t *testing.T) {
 // TestScraperEnvHiddenInOutput runs a scraper that prints the values of
 // its env, which a CONFGIT pusher gave as secrets, in the forms a program
 // may print them, and fails: no answer or page that shows the job's
-// output, its lorry's last_run_error or the notifications shows any.
+// output, its lorry's last_run_error or the notifications shows any, nor
+// does the WEBAPP's log.
 func TestScraperEnvHiddenInOutput(t *testing.T) {
 	var printable strings.Builder
 	for c := byte(' '); c <= '~'; c++ {
@@ -417,6 +419,8 @@ func TestScraperEnvHiddenInOutput(t *testing.T) {
 	repo := newConfRepo(t)
 	repo.commit(files)
 	ts := newScraperServer(t, repo)
+	logs := &lockedWriter{}
+	ts.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ts.readConfig(t)
 
 	// What the scraper prints: each value bare, as NAME=value, quoted
@@ -463,6 +467,7 @@ func TestScraperEnvHiddenInOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	shown["status page on disk"] = string(onDisk)
+	shown["log"] = logs.String()
 	if !strings.Contains(shown["notifications"], "job-failed") {
 		t.Errorf("no job-failed notification: %.500s", shown["notifications"])
 	}
@@ -473,4 +478,22 @@ func TestScraperEnvHiddenInOutput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lockedWriter is a buffer that a logger may write from many goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

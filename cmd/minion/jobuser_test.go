@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -344,6 +346,36 @@ func TestJobUserLorryMirrors(t *testing.T) {
 	}
 	if got := lastUpdate(t, w)["error_class"]; got != "downstream" {
 		t.Errorf("error class of a failed push: got %q, want downstream; log:\n%s", got, logs)
+	}
+}
+
+// Under --job-user the spec file is of mode 0640, the minion's user's
+// and the jobs' group's, so that lorry, run as the jobs' user, reads it
+// and no other user does; it is removed when the job ends.
+func TestJobUserSpecFile(t *testing.T) {
+	r := newJobUserRig(t)
+	lorry := r.script(t, "lorry", `for spec; do :; done
+echo "$spec"
+stat -c '%a %u %g' "$spec"
+cat "$spec"
+`)
+	w := newWebapp(t, `{"job_id": 70, "path": "delta/spec", "kind": "lorry", "text": "{\"delta/spec\": {\"type\": \"git\"}}"}`)
+	logs := r.run(t, w, lorry)
+
+	stdout, stderr, exit := output(w)
+	if exit != "0" {
+		t.Fatalf("lorry exit %q, want 0; stdout %q, stderr %q; log:\n%s", exit, stdout, stderr, logs)
+	}
+	spec, rest, _ := strings.Cut(stdout, "\n")
+	if !strings.HasPrefix(spec, filepath.Join(r.base, "work")+"/") || !strings.HasSuffix(spec, ".lorry") {
+		t.Fatalf("spec file: got %q, want a .lorry file in the working area", spec)
+	}
+	want := fmt.Sprintf("640 %d %d\n{\"delta/spec\": {\"type\": \"git\"}}", r.minion.uid, r.jobs.gid)
+	if rest != want {
+		t.Errorf("spec file's mode, owner and group, and content, as lorry saw them:\ngot  %q\nwant %q", rest, want)
+	}
+	if _, err := os.Lstat(spec); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("spec file %s after the job: got %v, want it removed", spec, err)
 	}
 }
 

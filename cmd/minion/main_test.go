@@ -902,3 +902,38 @@ func TestGCKeepsOrphanedScraperWorkDir(t *testing.T) {
 		t.Errorf("working directory after gc: got %v, want it removed", err)
 	}
 }
+
+// A scraper whose env holds secrets, which it prints to its output and
+// its error before it fails: the minion's log shows none of them, though
+// the scraper's output reaches the WEBAPP.
+func TestScraperEnvNotLogged(t *testing.T) {
+	var printable strings.Builder
+	for c := byte(' '); c <= '~'; c++ {
+		printable.WriteByte(c)
+	}
+	secrets := map[string]string{"TOKEN": "glpat-S3cret-token", "PASS": "S3cret " + printable.String() + " é"}
+	var answer map[string]any
+	if err := json.Unmarshal([]byte(scraperJob(t, "sh", "-c", `echo "$TOKEN $PASS"; echo "error: $PASS" >&2; exit 3`)), &answer); err != nil {
+		t.Fatal(err)
+	}
+	answer["scraper"].(map[string]any)["env"] = secrets
+	job, err := json.Marshal(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWebapp(t, string(job))
+	cmd, logs := minionCmd(t, w, "/bin/true", "--once")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Fatalf("minion exit code: got %d, want 0; log:\n%s", code, logs)
+	}
+	stdout, _, exit := output(w)
+	if exit != "3" || !strings.Contains(stdout, secrets["TOKEN"]) {
+		t.Fatalf("scraper: exit %q, stdout %q; want exit 3 and its env printed; log:\n%s", exit, stdout, logs)
+	}
+	if i := strings.Index(logs.String(), "S3cret"); i >= 0 {
+		t.Errorf("the minion's log shows a value of the scraper's env: %s", logs)
+	}
+}

@@ -85,6 +85,8 @@ func TestValidProxy(t *testing.T) {
 		{name: "JSON gzipped and wrong", method: "GET", path: "/1.0/list-queue",
 			answer: answer{200, "application/json", `{"queue":"a"}`, true},
 			want:   []string{"GET /1.0/list-queue", "answered 200"}},
+		{name: "over the bound, passed on whole and unchecked", method: "GET", path: "/1.0/list-queue",
+			answer: answer{200, "application/json", `{"queue":"` + strings.Repeat("é", maxChecked) + `"}`, false}},
 		{name: "not the API", method: "GET", path: "/static/style.css",
 			answer: answer{200, "text/css", `p{}`, false}},
 	} {
@@ -145,7 +147,8 @@ func TestValidProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			if resp.StatusCode != tc.answer.status || !bytes.Equal(got, body.Bytes()) {
-				t.Errorf("the client got %d %q; want the WEBAPP's %d %q", resp.StatusCode, got, tc.answer.status, body.Bytes())
+				t.Errorf("the client got %d %.100q (%d bytes); want the WEBAPP's %d %.100q (%d bytes)",
+					resp.StatusCode, got, len(got), tc.answer.status, body.Bytes(), body.Len())
 			}
 			stop()
 			mu.Lock()

@@ -116,7 +116,7 @@ func TestLorryPathMatchedByOpenAPITools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, _, err := secondValidator()
+	second, err := secondValidator()
 	if err != nil {
 		t.Fatal(err)
 	}

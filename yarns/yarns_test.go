@@ -11,8 +11,11 @@
 //		as systemd's socket activation does, with a state database in
 //		$WORK, CONFGIT fetched from $WORK/confgit and the fake clock;
 //		flags come after the defaults, so they override them. Sets
-//		$URL. It asks for no token (--insecure-no-auth) unless -auth
-//		is given.
+//		$URL, the address of a proxy in front of it that checks every
+//		request and answer under /1.0 against docs/openapi.yaml, which
+//		the commands and the minions use; $DIRECTURL is the WEBAPP's
+//		own, for a script that must reach it unchecked. It asks for
+//		no token (--insecure-no-auth) unless -auth is given.
 //	webapp-stop
 //		SIGTERM the WEBAPP and check that it exits 0.
 //	webapp-restart
@@ -182,6 +185,7 @@ import (
 	"lorrycontroller.dev/lc/githttp"
 	"lorrycontroller.dev/lc/heldport"
 	"lorrycontroller.dev/lc/hosts/hoststest"
+	"lorrycontroller.dev/lc/openapitest"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/statedb/dbtest"
 )
@@ -308,9 +312,14 @@ type scenario struct {
 	// else it runs with --insecure-no-auth.
 	auth bool
 	// token is what api and the json waits send as a bearer token.
-	token   string
-	url     string
-	minions map[string]*process
+	token string
+	// url is the validating proxy's, in front of the WEBAPP; its port
+	// is held from the first start as the WEBAPP's is.
+	url       string
+	proxyPort *heldport.Port
+	stopProxy func()
+	report    func(string)
+	minions   map[string]*process
 	// servers are the HTTP servers of git-serve and file-serve, by URL.
 	servers map[string]*httptest.Server
 	// fakes are the fake hosts, by the name the script gave them.
@@ -359,6 +368,12 @@ func setup(env *testscript.Env) error {
 		s.statedb = place
 	}
 	env.Setenv("STATEDB", s.statedb)
+	// The proxies report from their own goroutines.
+	errorf, ok := env.T().(interface{ Errorf(string, ...any) })
+	if !ok {
+		return fmt.Errorf("the script's T (%T) has no Errorf", env.T())
+	}
+	s.report = func(msg string) { errorf.Errorf("validating proxy: %s", msg) }
 	for _, kv := range env.Vars {
 		k, _, _ := strings.Cut(kv, "=")
 		s.envNames = append(s.envNames, k)
@@ -583,8 +598,9 @@ func (s *scenario) startWebapp(ts *testscript.TestScript) {
 	for {
 		data, err := os.ReadFile(addrFile)
 		if err == nil && bytes.HasSuffix(data, []byte("\n")) {
-			s.url = "http://" + strings.TrimSpace(string(data))
-			ts.Setenv("URL", s.url)
+			direct := "http://" + strings.TrimSpace(string(data))
+			ts.Setenv("DIRECTURL", direct)
+			s.startProxy(ts, direct)
 			return
 		}
 		if !p.running() {
@@ -597,11 +613,57 @@ func (s *scenario) startWebapp(ts *testscript.TestScript) {
 	}
 }
 
+// startProxy starts the validating proxy in front of the WEBAPP at
+// direct, on the proxy's held port, and sets $URL to it.
+func (s *scenario) startProxy(ts *testscript.TestScript, direct string) {
+	doc, err := openapitest.Load()
+	ts.Check(err)
+	// A WEBAPP that died by itself left its proxy serving: it goes
+	// first, so that the port has one listener.
+	if s.stopProxy != nil {
+		s.stopProxy()
+		s.stopProxy = nil
+	}
+	if s.proxyPort == nil {
+		port, err := heldport.New()
+		ts.Check(err)
+		ts.Defer(func() { port.Close() })
+		s.proxyPort = port
+	}
+	ln, err := s.proxyPort.Listen()
+	ts.Check(err)
+	target, err := url.Parse(direct)
+	ts.Check(err)
+	// A transport of its own per start: no connection to a WEBAPP
+	// stopped outlives it.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	stop := serveValidProxy(newValidProxy(doc, target, transport, s.report), ln)
+	s.stopProxy = func() {
+		stop()
+		transport.CloseIdleConnections()
+	}
+	ts.Defer(func() {
+		if s.stopProxy != nil {
+			s.stopProxy()
+			s.stopProxy = nil
+		}
+	})
+	s.url = "http://" + s.proxyPort.Addr()
+	ts.Setenv("URL", s.url)
+}
+
+// stopWebapp stops the WEBAPP, and then its proxy: while the WEBAPP is
+// down, connections to $URL are refused, as they are to it.
 func (s *scenario) stopWebapp(ts *testscript.TestScript) {
 	if s.webapp == nil || !s.webapp.running() {
 		ts.Fatalf("webapp is not running")
 	}
-	if err := s.webapp.stop(syscall.SIGTERM); err != nil {
+	err := s.webapp.stop(syscall.SIGTERM)
+	if s.stopProxy != nil {
+		s.stopProxy()
+		s.stopProxy = nil
+	}
+	if err != nil {
 		ts.Fatalf("webapp did not stop cleanly: %v", err)
 	}
 }

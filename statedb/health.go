@@ -96,7 +96,7 @@ func (db *DB) Ping(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { db.health <- s }()
-	err := db.runTx(ctx, s, func(tx *Tx) error {
+	err := db.runRead(ctx, s, func(tx *Tx) error {
 		var n int
 		return tx.queryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = ?`, settingConfigPart).Scan(&n)
 	})
@@ -123,10 +123,17 @@ func (db *DB) served(s *session, err error) {
 
 // unserved says whether err is the database's failure to serve a
 // transaction, rather than what the transaction decided or its caller
-// gave up: its connection lost or refused, its server away, or its
-// statements not found where they were prepared (behind a pooler in
-// transaction mode, sessions that prepare them).
+// gave up: its connection lost or refused (connLost), or its statements
+// not found where they were prepared (behind a pooler in transaction
+// mode, sessions that prepare them).
 func unserved(err error) bool {
+	return connLost(err) || pgPreparedLost(err)
+}
+
+// connLost says whether err is the loss of the connection a transaction
+// ran on, or the failure to make one: its server away, restarting or
+// ending the session, or the connection broken.
+func connLost(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -138,7 +145,16 @@ func unserved(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	return pgUnserved(err)
+	return pgConnLost(err)
+}
+
+// unavailable is err, wrapped in ErrUnavailable if it is the loss of a
+// connection.
+func unavailable(err error) error {
+	if connLost(err) && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
 }
 
 // diskRoom fails when the disk of a SQLite database has less room

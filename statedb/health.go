@@ -87,7 +87,8 @@ func (db *DB) CheckWrites(ctx context.Context) error {
 // may find what others' do not (behind a pooler, each transaction has a
 // server session of its own), so a transaction of the process that the
 // database failed to serve (unserved) in the last writeFresh is the
-// answer too, until another is served.
+// answer too, until another is served, or, if it lost its connection,
+// until the check's own is served after it.
 func (db *DB) Ping(ctx context.Context) error {
 	var s *session
 	select {
@@ -96,6 +97,7 @@ func (db *DB) Ping(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { db.health <- s }()
+	start := time.Now()
 	err := db.runRead(ctx, s, func(tx *Tx) error {
 		var n int
 		return tx.queryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = ?`, settingConfigPart).Scan(&n)
@@ -103,10 +105,19 @@ func (db *DB) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if last := db.unserved.Load(); last != nil && time.Since(last.at) < writeFresh {
-		return fmt.Errorf("a transaction failed: %w", last.err)
+	last := db.unserved.Load()
+	if last == nil || time.Since(last.at) >= writeFresh {
+		return nil
 	}
-	return nil
+	// A connection lost (the server away, restarting) before this check
+	// began is the server's to answer, and it just did: the check's own
+	// connection would have been lost too. Statements lost behind a
+	// pooler are what only the others' transactions find.
+	if connLost(last.err) && last.at.Before(start) {
+		db.unserved.CompareAndSwap(last, nil)
+		return nil
+	}
+	return fmt.Errorf("a transaction failed: %w", last.err)
 }
 
 // served notes how a transaction on s ended, for Ping: one the database

@@ -46,7 +46,8 @@ func everySession(t *testing.T, db *DB, when string) {
 }
 
 // TestServerRestart restarts the PostgreSQL server under an open DB:
-// while it is away, the health check says so; once it is back, every
+// while it is away, the health check says so, and a read fails as
+// ErrUnavailable; once it is back, the health check says so, and every
 // transaction answers at once, on a new connection where its session's
 // broke, rather than failing once for each session.
 func TestServerRestart(t *testing.T) {
@@ -65,7 +66,18 @@ func TestServerRestart(t *testing.T) {
 	if err := db.Ping(away); err == nil {
 		t.Errorf("health check with the server away: nil; want an error")
 	}
+	// A pooler holds a read waiting for the server (its
+	// query_wait_timeout) until its context ends.
+	err = db.View(away, func(tx *Tx) error { _, err := tx.ConfigPartial(ctx); return err })
+	if !errors.Is(err, ErrUnavailable) && !(dbtest.Bouncer() && errors.Is(err, context.DeadlineExceeded)) {
+		t.Errorf("read with the server away: %v; want ErrUnavailable", err)
+	}
 	cl.Start(t)
+	// The read that failed while the server was away is past: the
+	// health check, first to run, says the server is back.
+	if err := db.Ping(ctx); err != nil {
+		t.Errorf("health check once the server is back: %v", err)
+	}
 	everySession(t, db, "after the restart")
 }
 

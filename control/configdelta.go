@@ -93,6 +93,7 @@ func (a *configApply) readDelta() (*deltaRead, error) {
 		// Of the paths the changed files defined, those the database
 		// has from them: the lorries they define now, or defined.
 		was, err := tx.LorryFiles(a.ctx, d.OldPaths)
+		dr.old = nil // fn may run again (statedb.DB.View)
 		for p, f := range was {
 			if changed[f] {
 				dr.old = append(dr.old, p)

@@ -113,6 +113,7 @@ func (a *App) ListDueHosts(ctx context.Context, force bool) ([]HostListing, erro
 	var due []statedb.Host
 	err = a.DB.View(ctx, func(tx *statedb.Tx) error {
 		all, err := tx.Hosts(ctx)
+		due = nil // fn may run again (statedb.DB.View)
 		for _, h := range all {
 			if force || h.Relist || h.LastLs == nil || tx.Now >= *h.LastLs+h.LsInterval {
 				due = append(due, h)

@@ -77,6 +77,10 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, statedb.ErrInvalid), errors.Is(err, confgit.ErrBadConf):
 		return http.StatusBadRequest
+	case errors.Is(err, statedb.ErrUnavailable):
+		// The state database could not be reached, not a fault of the
+		// WEBAPP's: the same request may be served in a moment.
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
@@ -87,6 +91,9 @@ func errorText(err error) string {
 	var he *httpError
 	if errors.As(err, &he) {
 		return he.msg
+	}
+	if errors.Is(err, statedb.ErrUnavailable) {
+		return unavailableError
 	}
 	if statusOf(err) >= 500 {
 		return internalError
@@ -101,6 +108,9 @@ func errorText(err error) string {
 
 // internalError is all a 500 says.
 const internalError = "internal error"
+
+// unavailableError is all a 503 for the state database says.
+const unavailableError = "state database unavailable; try again"
 
 // recoverPanics answers a handler's panic as any other 500, with the JSON
 // error, and logs it with its stack. It lets http.ErrAbortHandler go on

@@ -91,6 +91,8 @@ func TestStatusOf(t *testing.T) {
 		{name: "bad configuration", err: fmt.Errorf("lorry-controller.conf: %w", confgit.ErrBadConf), wantCode: 400,
 			wantText: "lorry-controller.conf: " + confgit.ErrBadConf.Error()},
 		{name: "unknown", err: errors.New("open /secret/path: permission denied"), wantCode: 500, wantText: "internal error"},
+		{name: "database unavailable", err: fmt.Errorf("read lorry: %w: dial unix /secret/socket: connection refused", statedb.ErrUnavailable),
+			wantCode: 503, wantText: "state database unavailable; try again"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,6 +115,7 @@ func TestAPIPagesAndButtonsAnswerErrorsAlike(t *testing.T) {
 		fmt.Errorf("no job 7: %w", statedb.ErrNotFound),
 		errorf(http.StatusBadRequest, "job_id %q is not a number", "x"),
 		errors.New("disk on fire"),
+		fmt.Errorf("read job 7: %w: server on fire", statedb.ErrUnavailable),
 	} {
 		t.Run(err.Error(), func(t *testing.T) {
 			before := len(logs.find("request failed"))

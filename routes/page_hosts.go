@@ -16,6 +16,7 @@ func (s *Server) hostsHTML(w http.ResponseWriter, r *http.Request) error {
 	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		v.Now = tx.Now
 		hosts, err := tx.Hosts(r.Context())
+		v.Hosts = nil // fn may run again (statedb.DB.View)
 		for _, h := range hosts {
 			v.Hosts = append(v.Hosts, hostRow(hostWire(h)))
 		}

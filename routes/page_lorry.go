@@ -77,6 +77,7 @@ func (s *Server) lorryHTML(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		v.Recent.Now = tx.Now
+		v.Recent.Jobs = nil // fn may run again (statedb.DB.View)
 		for _, j := range jobs {
 			v.Recent.Jobs = append(v.Recent.Jobs, jobRow(j, tx.Now))
 		}

@@ -34,6 +34,7 @@ func (s *Server) minionsHTML(w http.ResponseWriter, r *http.Request) error {
 	v := minionsView{AliveWithin: s.aliveWithin()}
 	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
 		v.Now = tx.Now
+		v.Minions = nil // fn may run again (statedb.DB.View)
 		minions, err := tx.Minions(r.Context())
 		if err != nil {
 			return err

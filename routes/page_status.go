@@ -70,6 +70,8 @@ func (s *Server) readStatusViews(ctx context.Context, f statedb.LorryFilter, n i
 	var hours []statedb.HourCount
 	var waits map[string][]statedb.WaitPoint
 	err = s.DB.View(ctx, func(tx *statedb.Tx) error {
+		// fn may run again (statedb.DB.View): it starts afresh.
+		v, live, disk = statusView{}, statusView{}, statusView{}
 		now := tx.Now
 		var err error
 		if hours, err = tx.JobsPerHour(ctx, trendHours); err != nil {

@@ -97,6 +97,12 @@ var (
 	// it first (another process, or another WEBAPP on the same
 	// database). It is an ErrConflict too.
 	ErrTaken = fmt.Errorf("taken by another writer: %w", ErrConflict)
+	// ErrUnavailable is a transaction that the database could not serve
+	// for want of a connection: the server is away (restarting, say),
+	// or ended the connection during the transaction, and no new one
+	// could be had, or the transaction was a write, which is not run
+	// again once begun. Asking again later may succeed.
+	ErrUnavailable = errors.New("state database unavailable")
 )
 
 // taken is ErrTaken for a guarded write whose result is res: nil if it
@@ -149,7 +155,13 @@ type DB struct {
 	// statements (postgres.go).
 	unprepared bool
 	// stuck is Options.StuckTransaction.
-	stuck       time.Duration
+	stuck time.Duration
+	// connTries is how many connections a transaction may be begun on,
+	// and a read run on, one after another while each is found broken
+	// (begin, runRead): one more than the pool may hold, so that a pool
+	// whose every connection broke still serves it. 0 on SQLite, whose
+	// connections do not break.
+	connTries   int
 	closePool   func()
 	outputLimit int64
 	notify      map[string]bool
@@ -515,7 +527,9 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 }
 
 // View runs fn in a read-only transaction, which sees one consistent
-// snapshot.
+// snapshot. fn may run more than once, on PostgreSQL: a read whose
+// connection broke under it runs again on a new one (runRead). So fn must
+// set what it tells its caller, never add to it.
 func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 	var s *session
 	select {
@@ -524,7 +538,7 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 		return ctx.Err()
 	}
 	defer func() { db.reads <- s }()
-	return db.runTx(ctx, s, fn)
+	return db.runRead(ctx, s, fn)
 }
 
 // runTx brackets fn with BEGIN and COMMIT on the session's own connection,
@@ -532,7 +546,7 @@ func (db *DB) View(ctx context.Context, fn func(*Tx) error) error {
 func (db *DB) runTx(ctx context.Context, s *session, fn func(*Tx) error) error {
 	err := db.runTxOnce(ctx, s, fn)
 	db.served(s, err)
-	return err
+	return unavailable(err)
 }
 
 func (db *DB) runTxOnce(ctx context.Context, s *session, fn func(*Tx) error) error {

@@ -87,7 +87,8 @@ func (db *DB) CheckWrites(ctx context.Context) error {
 // may find what others' do not (behind a pooler, each transaction has a
 // server session of its own), so a transaction of the process that the
 // database failed to serve (unserved) in the last writeFresh is the
-// answer too, until another is served.
+// answer too, until another is served, or, if it lost its connection,
+// until the check's own is served after it.
 func (db *DB) Ping(ctx context.Context) error {
 	var s *session
 	select {
@@ -96,17 +97,27 @@ func (db *DB) Ping(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { db.health <- s }()
-	err := db.runTx(ctx, s, func(tx *Tx) error {
+	start := time.Now()
+	err := db.runRead(ctx, s, func(tx *Tx) error {
 		var n int
 		return tx.queryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = ?`, settingConfigPart).Scan(&n)
 	})
 	if err != nil {
 		return err
 	}
-	if last := db.unserved.Load(); last != nil && time.Since(last.at) < writeFresh {
-		return fmt.Errorf("a transaction failed: %w", last.err)
+	last := db.unserved.Load()
+	if last == nil || time.Since(last.at) >= writeFresh {
+		return nil
 	}
-	return nil
+	// A connection lost (the server away, restarting) before this check
+	// began is the server's to answer, and it just did: the check's own
+	// connection would have been lost too. Statements lost behind a
+	// pooler are what only the others' transactions find.
+	if connLost(last.err) && last.at.Before(start) {
+		db.unserved.CompareAndSwap(last, nil)
+		return nil
+	}
+	return fmt.Errorf("a transaction failed: %w", last.err)
 }
 
 // served notes how a transaction on s ended, for Ping: one the database
@@ -123,10 +134,17 @@ func (db *DB) served(s *session, err error) {
 
 // unserved says whether err is the database's failure to serve a
 // transaction, rather than what the transaction decided or its caller
-// gave up: its connection lost or refused, its server away, or its
-// statements not found where they were prepared (behind a pooler in
-// transaction mode, sessions that prepare them).
+// gave up: its connection lost or refused (connLost), or its statements
+// not found where they were prepared (behind a pooler in transaction
+// mode, sessions that prepare them).
 func unserved(err error) bool {
+	return connLost(err) || pgPreparedLost(err)
+}
+
+// connLost says whether err is the loss of the connection a transaction
+// ran on, or the failure to make one: its server away, restarting or
+// ending the session, or the connection broken.
+func connLost(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -138,7 +156,16 @@ func unserved(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	return pgUnserved(err)
+	return pgConnLost(err)
+}
+
+// unavailable is err, wrapped in ErrUnavailable if it is the loss of a
+// connection.
+func unavailable(err error) error {
+	if connLost(err) && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
 }
 
 // diskRoom fails when the disk of a SQLite database has less room

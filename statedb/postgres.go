@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,6 +32,11 @@ const (
 	pgReportLock  = `1819435883`
 )
 
+// pgConns is how many connections a DB may have open to a PostgreSQL
+// database: the sessions hold theirs, and the others serve a session
+// renewed after its connection broke.
+const pgConns = 3 + readSessions + 2
+
 func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	shown := Redact(addr)
 	cfg, err := pgxpool.ParseConfig(pgConnString(addr))
@@ -43,22 +50,21 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	if opts.ApplicationName != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
 	}
-	// The sessions hold their connections; a few more serve a session
-	// renewed after its connection broke.
-	cfg.MaxConns = 3 + readSessions + 2
+	cfg.MaxConns = pgConns
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", shown, err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
-	sqlDB.SetMaxOpenConns(3 + readSessions + 2)
-	sqlDB.SetMaxIdleConns(3 + readSessions + 2)
+	sqlDB.SetMaxOpenConns(pgConns)
+	sqlDB.SetMaxIdleConns(pgConns)
 	db := newDB(sqlDB, shown, opts)
 	db.pg = true
 	db.pgAddr, db.pgPassword, db.pgBackupAddr = addr, opts.Password, opts.BackupAddress
 	db.unprepared = unprepared(cfg.ConnConfig)
 	db.stuck = opts.StuckTransaction
 	db.closePool = pool.Close
+	db.connTries = pgConns + 1
 	return db.start(ctx)
 }
 
@@ -137,24 +143,65 @@ func (db *DB) migratePostgres(ctx context.Context, steps []migration, newest int
 // begin begins a transaction on s with the statements begin. A session's
 // connection is found broken when it is next used, which is at the
 // begin: the server restarted, or ended the session, since its last
-// transaction. Nothing of the transaction ran then, so it begins again,
-// once, on a new connection, rather than failing once for each session
-// of the process.
+// transaction. Nothing of the transaction ran then, so it begins again on
+// a new connection, rather than failing once for each session of the
+// process; and again, up to connTries times in all, should the new one
+// be found broken too (the server ended it meanwhile). It stops as soon
+// as no new connection can be had: the server is away.
 func (db *DB) begin(ctx context.Context, s *session, begin string) error {
 	_, err := s.conn.ExecContext(ctx, begin)
-	if err == nil {
-		return nil
-	}
-	db.endBegun(ctx, s)
-	if !db.renew(ctx, s) {
-		return err
-	}
-	if _, err := s.conn.ExecContext(ctx, begin); err != nil {
+	for try := 1; err != nil; try++ {
 		db.endBegun(ctx, s)
-		db.renew(ctx, s)
-		return err
+		if try >= db.connTries || !db.renew(ctx, s) {
+			return err
+		}
+		_, err = s.conn.ExecContext(ctx, begin)
 	}
 	return nil
+}
+
+// runRead runs fn as runTx does, on a read session, and runs it again,
+// whole, on a new connection while the one it ran on is lost (connLost)
+// and a new one can be had: a read changes nothing, so it is safe to
+// repeat, and its caller would otherwise be failed for a connection that
+// broke before or during its transaction (the server restarted, or ended
+// the session) though another would serve it. It tries connTries times
+// at most, as many as the pool has connections and one more, so that a
+// pool whose every connection broke still serves it. A write is not run
+// again once its transaction began: what it did before the connection
+// broke may have been committed, for all its caller knows.
+func (db *DB) runRead(ctx context.Context, s *session, fn func(*Tx) error) error {
+	err := db.runTxOnce(ctx, s, fn)
+	for try := 1; try < db.connTries && connLost(err) && ctx.Err() == nil; try++ {
+		if !db.renew(ctx, s) {
+			break
+		}
+		if !pause(ctx, try) {
+			break
+		}
+		err = db.runTxOnce(ctx, s, fn)
+	}
+	db.served(s, err)
+	return unavailable(err)
+}
+
+// pause waits before the try-th attempt of a read on a new connection:
+// not before the first, whose connection is new, and a few milliseconds,
+// jittered, before each of the next, so that the reads of several
+// processes that a server's restart failed at once do not come back in
+// step. It says whether ctx is still live.
+func pause(ctx context.Context, try int) bool {
+	if try <= 1 {
+		return true
+	}
+	t := time.NewTimer(rand.N(time.Duration(try) * 5 * time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // endBegun rolls back what a begin that failed half-way began on
@@ -221,6 +268,9 @@ const (
 	pgConnection  = "08"    // connection exception
 	pgShutdown    = "57P"   // operator intervention: the server shut down or ended the session
 	pgUnavailable = "58"    // system error: I/O
+	// The server ended a session idle in a transaction for longer than
+	// idle_in_transaction_session_timeout (pgBegin).
+	pgIdleInTransaction = "25P03"
 	// A prepared statement of that name is there already, or is not:
 	// a pooler in transaction mode that changes a client's server
 	// session.
@@ -249,18 +299,30 @@ func pgStorageFailure(err error) bool {
 	return code == "" && pgconn.Timeout(err)
 }
 
-// pgUnserved says whether err is PostgreSQL's failure to serve a
-// transaction (unserved): the connection lost or refused, the server
-// shutting down or ending the session, or a prepared statement missing
-// or already there.
-func pgUnserved(err error) bool {
+// pgConnLost says whether err is PostgreSQL's loss of a connection: one
+// not made, or lost (SQLSTATE class 08), or ended by the server, shutting
+// down, starting up or ending the session (57P), its own or for sitting
+// idle in a transaction (25P03), or one that pgx found closed before it
+// sent anything on it.
+func pgConnLost(err error) bool {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
 		return true
 	}
 	code := pgCode(err)
+	if code == "" {
+		return pgconn.SafeToRetry(err)
+	}
 	return strings.HasPrefix(code, pgConnection) || strings.HasPrefix(code, pgShutdown) ||
-		code == pgDuplicatePrepared || strings.HasPrefix(code, pgNoPrepared)
+		code == pgIdleInTransaction
+}
+
+// pgPreparedLost says whether err is a prepared statement missing or
+// already there: a pooler in transaction mode that changes a client's
+// server session.
+func pgPreparedLost(err error) bool {
+	code := pgCode(err)
+	return code == pgDuplicatePrepared || strings.HasPrefix(code, pgNoPrepared)
 }
 
 // pgInTransaction says, without a round trip, whether the PostgreSQL

@@ -3,6 +3,7 @@ package statedb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -45,7 +46,8 @@ func everySession(t *testing.T, db *DB, when string) {
 }
 
 // TestServerRestart restarts the PostgreSQL server under an open DB:
-// while it is away, the health check says so; once it is back, every
+// while it is away, the health check says so, and a read fails as
+// ErrUnavailable; once it is back, the health check says so, and every
 // transaction answers at once, on a new connection where its session's
 // broke, rather than failing once for each session.
 func TestServerRestart(t *testing.T) {
@@ -64,7 +66,18 @@ func TestServerRestart(t *testing.T) {
 	if err := db.Ping(away); err == nil {
 		t.Errorf("health check with the server away: nil; want an error")
 	}
+	// A pooler holds a read waiting for the server (its
+	// query_wait_timeout) until its context ends.
+	err = db.View(away, func(tx *Tx) error { _, err := tx.ConfigPartial(ctx); return err })
+	if !errors.Is(err, ErrUnavailable) && !(dbtest.Bouncer() && errors.Is(err, context.DeadlineExceeded)) {
+		t.Errorf("read with the server away: %v; want ErrUnavailable", err)
+	}
 	cl.Start(t)
+	// The read that failed while the server was away is past: the
+	// health check, first to run, says the server is back.
+	if err := db.Ping(ctx); err != nil {
+		t.Errorf("health check once the server is back: %v", err)
+	}
 	everySession(t, db, "after the restart")
 }
 
@@ -109,4 +122,75 @@ func TestSessionsEnded(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	everySession(t, db, fmt.Sprintf("after %d sessions ended", ended))
+}
+
+// endOwnSession ends the server session that tx runs on, from admin, as
+// an administrator or a restart of the server would, and returns once it
+// is gone.
+func endOwnSession(ctx context.Context, t *testing.T, tx *Tx, admin *sql.DB) {
+	t.Helper()
+	var pid int64
+	if err := tx.queryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatalf("read the session's server process: %v", err)
+	}
+	var ended bool
+	if err := admin.QueryRowContext(ctx, `SELECT pg_terminate_backend($1, 60000)`, pid).Scan(&ended); err != nil || !ended {
+		t.Fatalf("end session %d: %v, %v", pid, ended, err)
+	}
+}
+
+// TestReadRunsAgainOnNewConnection ends the server session of a read
+// transaction inside it, once, twice, and on every try: a read runs
+// again, whole, on a new connection, as long as the pool has one to give,
+// and answers; one whose every try lost its connection fails as
+// ErrUnavailable. A write whose session ended inside it is not run again:
+// it fails as ErrUnavailable, and the next write answers.
+func TestReadRunsAgainOnNewConnection(t *testing.T) {
+	ctx := context.Background()
+	addr := dbtest.DatabaseOrSkip(t)
+	db, err := Open(ctx, addr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	admin, err := sql.Open("pgx", dbtest.Direct(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+
+	for _, ends := range []int{1, 2, db.connTries - 1, db.connTries} {
+		t.Run(fmt.Sprintf("%d sessions ended", ends), func(t *testing.T) {
+			// Every read session, so that each has its connection
+			// ended in turn.
+			for range readSessions {
+				runs := 0
+				err := db.View(ctx, func(tx *Tx) error {
+					runs++
+					if runs <= ends {
+						endOwnSession(ctx, t, tx, admin)
+					}
+					_, err := tx.ConfigPartial(ctx)
+					return err
+				})
+				switch {
+				case ends < db.connTries && (err != nil || runs != ends+1):
+					t.Fatalf("read: %v after %d runs; want nil after %d", err, runs, ends+1)
+				case ends == db.connTries && (!errors.Is(err, ErrUnavailable) || runs != ends):
+					t.Fatalf("read: %v after %d runs; want ErrUnavailable after %d", err, runs, ends)
+				}
+			}
+		})
+	}
+
+	runs := 0
+	err = db.Update(ctx, func(tx *Tx) error {
+		runs++
+		endOwnSession(ctx, t, tx, admin)
+		return tx.setSetting(ctx, "restart_test", "lost")
+	})
+	if !errors.Is(err, ErrUnavailable) || runs != 1 {
+		t.Errorf("write whose session ended: %v after %d runs; want ErrUnavailable after 1", err, runs)
+	}
+	everySession(t, db, "after the sessions ended")
 }

@@ -76,7 +76,7 @@ func (sw *sharedWrites) run(ctx context.Context, fn func(*Tx) error) error {
 	default: // the writer is kicked already
 	}
 	<-w.done
-	return w.err
+	return unavailable(w.err)
 }
 
 // startSharedWriter starts the goroutine that runs shared calls on s, in

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +41,9 @@ func TestTokenSubcommand(t *testing.T) {
 	code, admin, stderr := run("create", "--role", "admin", "--name", "root", "--config", conf)
 	if code != 0 || !strings.HasPrefix(admin, "lct_") || strings.Count(admin, "\n") != 1 || len(admin) < 44 {
 		t.Fatalf("create: %d %q %q; want the token alone on a line", code, admin, stderr)
+	}
+	if strings.Contains(stderr, strings.TrimSpace(admin)) {
+		t.Errorf("create prints the token on stderr too: %q", stderr)
 	}
 	if code, minion, _ := run("create", "--statedb", db, "--role", "minion", "--name", "build-01"); code != 0 || minion == admin {
 		t.Fatalf("create a minion token: %d %q", code, minion)
@@ -150,4 +154,85 @@ func storedBytes(t *testing.T, place string) []byte {
 		t.Fatalf("tokens as stored: %q; want the token root among them", rows)
 	}
 	return []byte(rows)
+}
+
+// secretFileModes are modes of a secret file, and whether each is open to
+// every user.
+var secretFileModes = []struct {
+	mode os.FileMode
+	open bool
+}{{0o600, false}, {0o640, false}, {0o660, false}, {0o644, true}, {0o604, true}, {0o602, true}, {0o601, true}, {0o666, true}}
+
+// TestCallWarnsOfOpenTokenFile has call read its token from --token-file
+// and from the configuration's admin-token-file, of every mode: it warns
+// when every user may read or write the file, and never prints the token.
+func TestCallWarnsOfOpenTokenFile(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") }))
+	defer srv.Close()
+	for _, m := range secretFileModes {
+		dir := t.TempDir()
+		token := filepath.Join(dir, "admin.token")
+		conf := filepath.Join(dir, "webapp.conf")
+		if err := os.WriteFile(conf, []byte("listen = "+strings.TrimPrefix(srv.URL, "http://")+"\nadmin-token-file = "+token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(token, []byte("lct_callSecretToken\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(token, m.mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"--url", srv.URL, "--token-file", token, "GET", "/1.0/status"},
+			{"--config", conf, "GET", "/1.0/status"},
+		} {
+			var out, errOut bytes.Buffer
+			code := callMain(args, &out, &errOut)
+			warned := strings.Contains(errOut.String(), fmt.Sprintf("open to every user (mode %03o)", m.mode))
+			if code != 0 || warned != m.open {
+				t.Errorf("call %v, token file mode %03o: %d, stderr %q; want 0, a warning %v", args, m.mode, code, errOut.String(), m.open)
+			}
+			if strings.Contains(out.String()+errOut.String(), "lct_callSecretToken") {
+				t.Errorf("call %v prints the token: %q %q", args, out.String(), errOut.String())
+			}
+		}
+	}
+}
+
+// TestWebappWarnsOfOpenSecretFiles starts the real WEBAPP, at debug level,
+// with admin-token-file and downstream-token-file of every mode: it warns
+// at start of each that every user may read or write, and logs neither
+// secret.
+func TestWebappWarnsOfOpenSecretFiles(t *testing.T) {
+	for _, m := range secretFileModes {
+		t.Run(fmt.Sprintf("%03o", m.mode), func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"admin.token": "lct_adminSecretToken", "gitlab.token": "glpat-downstreamSecret"}
+			for name, secret := range files {
+				path := filepath.Join(dir, name)
+				if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, m.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := startWebapp(t, dir, startOpts{args: []string{"--log-level", "debug",
+				"--admin-token-file", filepath.Join(dir, "admin.token"),
+				"--downstream-host-type", "gitlab", "--downstream-host", "http://127.0.0.1:9",
+				"--downstream-token-file", filepath.Join(dir, "gitlab.token")}})
+			get(t, w.url+"/1.0/status")
+			w.stop(t)
+			log := w.log(t)
+			for name, secret := range files {
+				warned := strings.Contains(log, filepath.Join(dir, name)+" holds a secret and is open to every user")
+				if warned != m.open {
+					t.Errorf("%s of mode %03o: warned %v; want %v; log:\n%s", name, m.mode, warned, m.open, log)
+				}
+				if strings.Contains(log, secret) {
+					t.Errorf("the log holds the secret of %s:\n%s", name, log)
+				}
+			}
+		})
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,7 +71,8 @@ func TestTokenSubcommand(t *testing.T) {
 	if bytes.Contains(storedBytes(t, db), []byte(strings.TrimSpace(admin))) {
 		t.Errorf("the database holds the token itself")
 	}
-	if code, out, _ := run("list", "--statedb", db); code != 0 || !strings.Contains(out, "build-01  minion") || !strings.Contains(out, "never") {
+	if code, out, _ := run("list", "--statedb", db); code != 0 || !strings.Contains(out, "build-01  minion") || !strings.Contains(out, "never") ||
+		strings.Contains(out, strings.TrimSpace(admin)) {
 		t.Errorf("list: %d\n%s", code, out)
 	}
 	if code, _, _ := run("revoke", "--statedb", db, "build-01"); code != 0 {
@@ -234,5 +237,60 @@ func TestWebappWarnsOfOpenSecretFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStartNamesTheAdminTokenCommand starts the real WEBAPP with no admin
+// token: its log names the command that makes one, which, run as it is
+// written, makes a token that the WEBAPP then takes; started again, the
+// WEBAPP says nothing of the kind.
+func TestStartNamesTheAdminTokenCommand(t *testing.T) {
+	dir := t.TempDir()
+	w := startWebapp(t, dir, startOpts{})
+	w.stop(t)
+	log := w.log(t)
+	_, rest, ok := strings.Cut(log, "no admin token yet")
+	if !ok {
+		t.Fatalf("the log does not say that there is no admin token:\n%s", log)
+	}
+	_, rest, ok = strings.Cut(rest, " run=")
+	if !ok {
+		t.Fatalf("the log names no command:\n%s", log)
+	}
+	line, _, _ := strings.Cut(rest, " then=")
+	command, err := strconv.Unquote(line)
+	if err != nil {
+		t.Fatalf("the command %s: %v", line, err)
+	}
+	prog, args, ok := strings.Cut(command, " ")
+	if prog != "lorry-controller-webapp" || !ok {
+		t.Fatalf("the command %q does not run lorry-controller-webapp", command)
+	}
+	sh := exec.Command("/bin/sh", "-c", `exec "$0" `+args, webappBin)
+	sh.Dir = dir
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	token, err := os.ReadFile(filepath.Join(dir, "admin.token"))
+	if err != nil || !bytes.HasPrefix(token, []byte("lct_")) {
+		t.Fatalf("%s wrote %q, %v; want a token", command, token, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "addr")); err != nil {
+		t.Fatal(err)
+	}
+	w = startWebapp(t, dir, startOpts{})
+	req, _ := http.NewRequest("POST", w.url+"/1.0/stop-queue", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("stop-queue with the token made: %d; want 200", resp.StatusCode)
+	}
+	w.stop(t)
+	if log := w.log(t); strings.Contains(log, "no admin token yet") {
+		t.Errorf("with an admin token, the WEBAPP still says there is none:\n%s", log)
 	}
 }

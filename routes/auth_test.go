@@ -354,7 +354,8 @@ func (as *authServer) signedIn(t *testing.T, cookie string) bool {
 }
 
 // TestSessionLastsTwelveHours signs a browser in and moves the clock: it
-// is signed in until 12 hours have passed, and the cookie says so too.
+// is signed in until 12 hours have passed, and the cookie says so too. A
+// browser signed in with a minion's token is shown no buttons.
 func TestSessionLastsTwelveHours(t *testing.T) {
 	as := newAuthServer(t)
 	b := newBrowser(t, as.testServer)
@@ -367,6 +368,9 @@ func TestSessionLastsTwelveHours(t *testing.T) {
 	}
 	if maxAge != 12*60*60 {
 		t.Errorf("session cookie Max-Age %d; want %d", maxAge, 12*60*60)
+	}
+	if minion, _ := as.signIn(t, newBrowser(t, as.testServer), as.build01); as.signedIn(t, minion) {
+		t.Errorf("a browser signed in with a minion's token is shown the buttons")
 	}
 	cookie, _ := as.signIn(t, b, as.admin)
 	for _, step := range []struct {

@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -314,5 +315,168 @@ func TestSignInCSRFAndSignOut(t *testing.T) {
 	}
 	if r := stale.do("GET", "/1.0/status-html", nil, h); strings.Contains(r.body, "start-queue-html") {
 		t.Errorf("the signed-out cookie still shows the buttons")
+	}
+}
+
+// signIn signs b in with token, and answers the session's cookie value
+// and CSRF token.
+func (as *authServer) signIn(t *testing.T, b *browser, token string) (cookie, csrf string) {
+	t.Helper()
+	r := b.do("POST", signInPath, url.Values{"token": {token}, "back": {"/1.0/status-html"}}, nil)
+	if r.code != http.StatusSeeOther {
+		t.Fatalf("sign in: %d %.300s; want 303", r.code, r.body)
+	}
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == sessionCookie {
+			cookie = c.Value
+		}
+	}
+	as.DB.View(context.Background(), func(tx *statedb.Tx) error {
+		se, err := tx.SessionByHash(context.Background(), statedb.HashSecret(cookie))
+		csrf = se.CSRF
+		return err
+	})
+	if cookie == "" || csrf == "" {
+		t.Fatalf("sign in: no session cookie or CSRF token")
+	}
+	return cookie, csrf
+}
+
+// signedIn says whether the browser holding cookie is signed in as an
+// admin: the status page shows it the buttons.
+func (as *authServer) signedIn(t *testing.T, cookie string) bool {
+	t.Helper()
+	r := newBrowser(t, as.testServer).do("GET", "/1.0/status-html", nil, map[string]string{"Cookie": sessionCookie + "=" + cookie})
+	if r.code != 200 {
+		t.Fatalf("status page: %d; want 200", r.code)
+	}
+	return strings.Contains(r.body, "stop-queue-html")
+}
+
+// TestSessionLastsTwelveHours signs a browser in and moves the clock: it
+// is signed in until 12 hours have passed, and the cookie says so too. A
+// browser signed in with a minion's token is shown no buttons.
+func TestSessionLastsTwelveHours(t *testing.T) {
+	as := newAuthServer(t)
+	b := newBrowser(t, as.testServer)
+	r := b.do("POST", signInPath, url.Values{"token": {as.admin}, "back": {"/1.0/status-html"}}, nil)
+	var maxAge int
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == sessionCookie {
+			maxAge = c.MaxAge
+		}
+	}
+	if maxAge != 12*60*60 {
+		t.Errorf("session cookie Max-Age %d; want %d", maxAge, 12*60*60)
+	}
+	if minion, _ := as.signIn(t, newBrowser(t, as.testServer), as.build01); as.signedIn(t, minion) {
+		t.Errorf("a browser signed in with a minion's token is shown the buttons")
+	}
+	cookie, _ := as.signIn(t, b, as.admin)
+	for _, step := range []struct {
+		after int64
+		in    bool
+	}{{0, true}, {6 * 3600, true}, {12*3600 - 1, true}, {12 * 3600, false}, {12*3600 + 1, false}} {
+		as.FakeClock.Set(1000 + step.after)
+		if got := as.signedIn(t, cookie); got != step.in {
+			t.Errorf("%d s after signing in: signed in %v; want %v", step.after, got, step.in)
+		}
+	}
+}
+
+// TestRevokeSignsOut revokes the token a browser signed in with: the
+// token and the session are refused at the next request, and stay so when
+// a new token is made under the revoked one's name. Another token's
+// session is kept.
+func TestRevokeSignsOut(t *testing.T) {
+	as := newAuthServer(t)
+	ctx := context.Background()
+	err := as.DB.Update(ctx, func(tx *statedb.Tx) error {
+		return tx.CreateToken(ctx, "other", statedb.RoleAdmin, statedb.HashSecret("lct_other"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie, csrf := as.signIn(t, newBrowser(t, as.testServer), as.admin)
+	otherCookie, _ := as.signIn(t, newBrowser(t, as.testServer), "lct_other")
+	if !as.signedIn(t, cookie) {
+		t.Fatalf("not signed in before the revoke")
+	}
+	if err := as.DB.Update(ctx, func(tx *statedb.Tx) error { return tx.RevokeToken(ctx, "root") }); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		if code, body := as.as(t, as.admin, "POST", "/1.0/stop-queue", url.Values{}); code != http.StatusUnauthorized {
+			t.Errorf("%s: the revoked token: %d %.200s; want 401", when, code, body)
+		}
+		if as.signedIn(t, cookie) {
+			t.Errorf("%s: the browser signed in with the revoked token is still signed in", when)
+		}
+		stale := newBrowser(t, as.testServer)
+		h := map[string]string{"Cookie": sessionCookie + "=" + cookie}
+		if r := stale.do("POST", "/1.0/stop-queue-html", url.Values{"csrf": {csrf}}, h); r.code != http.StatusUnauthorized {
+			t.Errorf("%s: a button of the revoked token's session: %d; want 401", when, r.code)
+		}
+		if _, st := as.call(t, "GET", "/1.0/status", nil); st["running_queue"] != true {
+			t.Fatalf("%s: the revoked token stopped the queue", when)
+		}
+		if !as.signedIn(t, otherCookie) {
+			t.Errorf("%s: the session of another token was ended too", when)
+		}
+	}
+	check("after the revoke")
+	err = as.DB.Update(ctx, func(tx *statedb.Tx) error {
+		return tx.CreateToken(ctx, "root", statedb.RoleAdmin, statedb.HashSecret("lct_new"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("with a new token called root")
+}
+
+// TestTokensNotLogged logs at debug level while tokens are used, refused,
+// signed in with, revoked and signed out: no token, session cookie or
+// CSRF token is in the log.
+func TestTokensNotLogged(t *testing.T) {
+	logs := &lockedWriter{}
+	as := newAuthServer(t, func(s *Server) {
+		s.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	ctx := context.Background()
+	unknown := "lct_unknownTokenNeverMade"
+	secrets := []string{as.admin, as.build01, as.build02, unknown}
+	for _, tok := range []string{as.admin, as.build01, unknown, ""} {
+		as.as(t, tok, "GET", "/1.0/list-queue", nil)
+		as.as(t, tok, "POST", "/1.0/stop-queue", url.Values{})
+		as.as(t, tok, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"build-01"}})
+	}
+	b := newBrowser(t, as.testServer)
+	b.do("POST", signInPath, url.Values{"token": {unknown}}, nil)
+	cookie, csrf := as.signIn(t, b, as.admin)
+	secrets = append(secrets, cookie, csrf)
+	b.page("/1.0/status-html", 200)
+	b.do("POST", "/1.0/start-queue-html", url.Values{"csrf": {csrf}, "back": {"/"}}, nil)
+	b.do("POST", "/1.0/start-queue-html", url.Values{"csrf": {"wrong"}}, nil)
+	if err := as.DB.Update(ctx, func(tx *statedb.Tx) error { return tx.RevokeToken(ctx, "build-01") }); err != nil {
+		t.Fatal(err)
+	}
+	as.as(t, as.build01, "POST", "/1.0/give-me-job", url.Values{"host": {"h"}, "pid": {"1"}, "minion": {"build-01"}})
+	b.do("POST", signOutPath, url.Values{"csrf": {csrf}}, nil)
+	b.do("GET", "/1.0/status-html", nil, map[string]string{"Cookie": sessionCookie + "=" + cookie})
+
+	log := logs.String()
+	for _, want := range []string{"level=DEBUG", "signed in", "sign-in refused", "signed out"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("the log does not say %q, so it says too little to be checked:\n%s", want, log)
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(log, s) {
+			t.Errorf("the log holds the secret %q:\n%s", s, log)
+		}
+		if strings.Contains(log, strings.TrimPrefix(s, "lct_")[:12]) {
+			t.Errorf("the log holds a part of the secret %q:\n%s", s, log)
+		}
 	}
 }

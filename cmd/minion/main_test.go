@@ -601,7 +601,9 @@ func TestOnceSecondWebapp(t *testing.T) {
 }
 
 // TestOnceSendsToken checks that the token of --token-file goes with every
-// request, and that a token file others can read is warned about.
+// request, that a token file others can read is warned about (named by
+// the flag or by minion.conf), and that the token is not logged, at debug
+// level either.
 func TestOnceSendsToken(t *testing.T) {
 	lorry := writeFile(t, "lorry", "#!/bin/sh\necho mirrored\n")
 	token := writeFile(t, "minion.token", "lct_minion\n")
@@ -629,6 +631,19 @@ func TestOnceSendsToken(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "open to every user (mode 644)") {
 		t.Errorf("no warning about the token file open to others; log:\n%s", logs)
+	}
+	// The same at debug level, with the file named by minion.conf: the
+	// warning, and the token nowhere in the log.
+	conf := writeFile(t, "minion.conf", "[config]\ntoken-file = "+token+"\n")
+	cmd, logs = minionCmd(t, w, lorry, "--once", "--config", conf, "--log-level", "debug")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, logs); code != 0 {
+		t.Fatalf("minion with token-file in minion.conf: exit %d, want 0; log:\n%s", code, logs)
+	}
+	if !strings.Contains(logs.String(), "open to every user (mode 644)") || strings.Contains(logs.String(), "lct_minion") {
+		t.Errorf("token-file of minion.conf at debug level: want the warning and no token; log:\n%s", logs)
 	}
 	cmd, logs = minionCmd(t, w, lorry, "--once", "--token-file", filepath.Join(t.TempDir(), "missing"))
 	if err := cmd.Start(); err != nil {

@@ -59,7 +59,9 @@ narrow) slot narrow "$FAULTS_NARROW_THREADS" 7 || echo "limit $job narrow $$ $(n
 *) n=%[3]d pause=%[4]s ;;
 esac
 echo "start $job $lorry $$ $(now) $FAULTS_MINION" >>"$h"
-trap 'echo "end $job $lorry $$ $(now) term" >>"$h"; exit 143' TERM INT
+# A second TERM (the minion's and the watchdog's may both come) is
+# ignored by the trap and by the date it runs, which would die of it.
+trap 'trap "" TERM INT; echo "end $job $lorry $$ $(now) term" >>"$h"; exit 143' TERM INT
 i=1
 while [ "$i" -le "$n" ]; do
 	echo "line $job $i" >>"$h"

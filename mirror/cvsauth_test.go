@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"lorrycontroller.dev/lc/mirror"
 )
 
 // cvPserver is cvs pserver on a loopback port, started for each
@@ -79,26 +81,7 @@ func newCvPserver(t *testing.T, root string) *cvPserver {
 		t.Fatal(err)
 	}
 	s.addr = ln.Addr().String()
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.serve(conn.(*net.TCPConn), root)
-			}()
-		}
-	}()
+	mirror.AcceptEach(t, ln, func(conn *net.TCPConn) { s.serve(conn, root) })
 	return s
 }
 

@@ -1,9 +1,7 @@
 package mirror
 
 import (
-	"bufio"
 	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,25 +39,7 @@ func TestHgCredentialsNotOnCommandLine(t *testing.T) {
 	}
 	hg("-R", repo, "commit", "--addremove", "--quiet", "-m", "one")
 
-	serve := exec.Command("hg", "serve", "-R", repo, "-a", "127.0.0.1", "-p", "0")
-	serve.Env = hgEnv
-	stdout, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("hg serve: %v", err)
-	}
-	m := regexp.MustCompile(`bound to (127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("hg serve said %q; want the address it is bound to", line)
-	}
-	backend, _ := url.Parse("http://" + m[1])
+	backend := hgServe(t, repo, hgEnv)
 	up := newAuthServer(t, httputil.NewSingleHostReverseProxy(backend), "hguser")
 
 	down := downstream(t)

@@ -252,6 +252,27 @@ func inetd(t *testing.T, w *secretWatch, cmd func() *exec.Cmd) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	AcceptEach(t, ln, func(conn *net.TCPConn) {
+		defer conn.Close()
+		w.scan()
+		f, err := conn.File()
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		c := cmd()
+		var stderr bytes.Buffer
+		c.Stdin, c.Stdout, c.Stderr = f, f, &stderr
+		if err := c.Run(); err != nil {
+			t.Logf("%s: %v\n%s", c.Path, err, stderr.String())
+		}
+	})
+	return ln.Addr().String()
+}
+
+// AcceptEach (for the external tests too) serves each connection ln accepts with serve, in a goroutine
+// of its own, until the test ends, when it closes ln and waits for them.
+func AcceptEach(t *testing.T, ln net.Listener, serve func(*net.TCPConn)) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		ln.Close()
@@ -268,23 +289,10 @@ func inetd(t *testing.T, w *secretWatch, cmd func() *exec.Cmd) string {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer conn.Close()
-				w.scan()
-				f, err := conn.(*net.TCPConn).File()
-				if err != nil {
-					return
-				}
-				defer f.Close()
-				c := cmd()
-				var stderr bytes.Buffer
-				c.Stdin, c.Stdout, c.Stderr = f, f, &stderr
-				if err := c.Run(); err != nil {
-					t.Logf("%s: %v\n%s", c.Path, err, stderr.String())
-				}
+				serve(conn.(*net.TCPConn))
 			}()
 		}
 	}()
-	return ln.Addr().String()
 }
 
 // withUserinfo puts user and password into the URL base (scheme://host...).
@@ -532,8 +540,15 @@ func secretHgRepo(t *testing.T, tmp string) string {
 
 // secretHgServe starts hg serve on repo, and answers its address.
 func secretHgServe(t *testing.T, repo string) *url.URL {
+	return hgServe(t, repo, append(os.Environ(), "HGRCPATH=", "HGPLAIN=1"))
+}
+
+// hgServe starts hg serve on repo, in environment env, and answers its
+// address.
+func hgServe(t *testing.T, repo string, env []string) *url.URL {
+	t.Helper()
 	serve := exec.Command("hg", "serve", "-R", repo, "-a", "127.0.0.1", "-p", "0")
-	serve.Env = append(os.Environ(), "HGRCPATH=", "HGPLAIN=1")
+	serve.Env = env
 	stdout, err := serve.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -227,14 +227,7 @@ func brokenDeadlocks(t testing.TB, place string) int64 {
 // sharedNames) as lost, and no job is left live.
 func checkCycleJobs(t testing.TB, place string, ids []int64, lost bool) {
 	t.Helper()
-	driver, dsn := "sqlite", "file:"+place+"?mode=ro"
-	if statedb.IsPostgres(place) {
-		driver, dsn = "pgx", place
-	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStatedbRaw(t, place)
 	defer db.Close()
 	reported := map[int64]bool{}
 	for _, id := range ids {

@@ -220,14 +220,7 @@ func TestTwoWebappsOneDatabase(t *testing.T) {
 // it ended.
 func checkJobs(t *testing.T, path string) {
 	t.Helper()
-	driver, dsn := "sqlite", "file:"+path+"?mode=ro"
-	if statedb.IsPostgres(path) {
-		driver, dsn = "pgx", path
-	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStatedbRaw(t, path)
 	defer db.Close()
 	rows, err := db.Query(`SELECT id, path, started, ended FROM jobs ORDER BY path, id`)
 	if err != nil {
@@ -357,4 +350,20 @@ func makeRepo(t testing.TB, dir string, files map[string]string) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
+}
+
+// openStatedbRaw opens the state database at place (a SQLite file, read
+// only, or a PostgreSQL URL) with database/sql, for a test to look at
+// its tables as they are.
+func openStatedbRaw(t testing.TB, place string) *sql.DB {
+	t.Helper()
+	driver, dsn := "sqlite", "file:"+place+"?mode=ro"
+	if statedb.IsPostgres(place) {
+		driver, dsn = "pgx", place
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

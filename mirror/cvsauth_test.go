@@ -52,20 +52,7 @@ func newCvPserver(t *testing.T, root string) *cvPserver {
 		account = me.Username
 	} else {
 		// nobody reads the repository and writes its locks there.
-		for dir := root; dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
-			if err := os.Chmod(dir, 0o777); err != nil {
-				t.Fatal(err)
-			}
-		}
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Chmod(path, 0o777)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		mirror.OpenToAll(t, root)
 	}
 	passwd := s.user + ":" + crypted + ":" + account + "\n"
 	if err := os.WriteFile(filepath.Join(root, "CVSROOT", "passwd"), []byte(passwd), 0o644); err != nil {

@@ -634,20 +634,7 @@ func secretCvsRepo(t *testing.T, tmp string, pairs []secretPair) string {
 	if os.Geteuid() != 0 {
 		account = os.Getenv("USER")
 	} else {
-		for dir := root; dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
-			if err := os.Chmod(dir, 0o777); err != nil {
-				t.Fatal(err)
-			}
-		}
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Chmod(path, 0o777)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		OpenToAll(t, root)
 	}
 	var passwd strings.Builder
 	for _, p := range pairs {
@@ -773,5 +760,27 @@ func TestSvnConversionWithCredentialsStartsAfresh(t *testing.T) {
 			}
 			noSecretIn(t, workarea.Dir(area, spec.Name), p)
 		})
+	}
+}
+
+// OpenToAll (for the external tests too) lets every user into root, the
+// directories above it up to the temporary directory, and everything
+// under it: a server run as nobody reads a repository there and writes
+// its locks.
+func OpenToAll(t *testing.T, root string) {
+	t.Helper()
+	for dir := root; dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chmod(path, 0o777)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

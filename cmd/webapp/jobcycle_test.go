@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -83,13 +82,7 @@ func runCycleLoad(t testing.TB, l cycleLoad) cycleFigures {
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 	post := func(w *webapp, route string, form url.Values) (int, []byte, error) {
-		resp, err := c.PostForm(w.url+route, form)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, b, err
+		return postForm(c, w.url+route, form)
 	}
 	if code, b, err := post(f.apps[0], "/1.0/read-configuration?wait=3600", nil); err != nil || code != 200 {
 		t.Fatalf("read-configuration = %d %s %v", code, b, err)

@@ -71,13 +71,7 @@ func TestTwoWebappsOneDatabase(t *testing.T) {
 	}
 	c := &http.Client{Timeout: time.Minute}
 	post := func(w *webapp, route string, form url.Values) (int, []byte, error) {
-		resp, err := c.PostForm(w.url+route, form)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, b, err
+		return postForm(c, w.url+route, form)
 	}
 	mustPost := func(w *webapp, route string, form url.Values) {
 		t.Helper()
@@ -366,4 +360,15 @@ func openStatedbRaw(t testing.TB, place string) *sql.DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// postForm posts form to u with c, and answers the status and the body.
+func postForm(c *http.Client, u string, form url.Values) (int, []byte, error) {
+	resp, err := c.PostForm(u, form)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }

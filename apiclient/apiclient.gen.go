@@ -497,7 +497,7 @@ type JobUpdateParams struct {
 	// StdoutOffset Where stdout starts in its stream: the bytes the job printed to it before, delivered or cut. With stderr_offset or not at all; the WEBAPP stores only what it does not have, so that a report sent again adds nothing twice.
 	StdoutOffset *int64 `json:"stdout_offset,omitempty"`
 
-	// Stopping Final update whose exit is not 0 only: the job ended because its minion was stopping, so it ends killed and counts as no failure.
+	// Stopping Final update whose exit is not 0 only: the job ended because its minion killed it for a reason of its own (it was stopping, or the lease ran out before an update reached the WEBAPP), so it ends killed and counts as no failure.
 	Stopping *bool `json:"stopping,omitempty"`
 }
 

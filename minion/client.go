@@ -30,8 +30,10 @@ type job struct {
 	// errorClass is the class lorry gave the job's failure, sent with
 	// the final update of a job that failed.
 	errorClass string
-	// stopping says that the job ended because the minion was stopping,
-	// sent with the final update of a job that did not succeed.
+	// stopping says that the job ended because the minion killed it for
+	// a reason of its own (it was stopping, or the job's lease ran out
+	// before an update reached the WEBAPP), sent with the final update
+	// of a job that did not succeed.
 	stopping bool
 	// duDir is the directory whose disk usage the final update reports,
 	// when not the lorry's working directory.

@@ -15,7 +15,8 @@ import (
 // TestLeaseExpires cuts the minion off from the WEBAPP while its job runs:
 // once the lease has passed without a delivered update, the minion kills
 // the job, group and all, within the WEBAPP's kill grace (shorter than its
-// own), and reports why when the WEBAPP can be reached again.
+// own), and reports why when the WEBAPP can be reached again, as a job
+// its minion killed, not one that failed.
 func TestLeaseExpires(t *testing.T) {
 	f := newFakeWebapp(t)
 	dir := t.TempDir()
@@ -46,6 +47,11 @@ while :; do sleep 0.05; done`)
 	// own 10s, passes before SIGKILL.
 	if got := final.Form.Get("exit"); got != "137" {
 		t.Errorf("exit: got %s, want 137", got)
+	}
+	// The minion killed it, not the job itself: it ends killed, no
+	// failure of its lorry.
+	if got := final.Form.Get("stopping"); got != "true" {
+		t.Errorf("stopping: got %q, want true", got)
 	}
 	// Why is told in the first update delivered after the kill: the
 	// final one, or a running one just before it.

@@ -427,6 +427,9 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 				out.add(p.NewOutput())
 				out.add(nil, fmt.Appendf(nil, "lorry-controller-minion: lease of %ds expired without reaching the WEBAPP: job killed\n", j.Lease))
 				killJob("lease expired without reaching the webapp")
+				// Its minion cut it off, not a fault of the job: it is
+				// reported as the minion's kill, like a stop's.
+				j.stopping = true
 			}
 			continue
 		case <-timer.C:

@@ -64,9 +64,11 @@ type Update struct {
 	// ErrorClass is the kind of failure lorry found, a short word of
 	// lower-case letters and "-": with a final exit other than 0 only.
 	ErrorClass string
-	// Stopping says that the minion killed the job because it was itself
-	// told to stop: with a final exit other than 0 only. The WEBAPP then
-	// ends the job as killed, which is no failure of its lorry.
+	// Stopping says that the minion killed the job for a reason of its
+	// own: it was itself told to stop, or the job's lease ran out before
+	// an update reached the WEBAPP. With a final exit other than 0 only.
+	// The WEBAPP then ends the job as killed, which is no failure of its
+	// lorry.
 	Stopping bool
 }
 

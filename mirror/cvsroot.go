@@ -59,7 +59,7 @@ func parseCvsRoot(root string) (cvsRoot, error) {
 		case "ext", "extssh", "server", "ssh":
 			r.method = "ext"
 		case "gserver", "kserver":
-			return cvsRoot{}, fmt.Errorf("CVSROOT %q has the method :%s:, which git cvsimport does not speak: lorry converts CVS over :pserver: and :ext:", shown, m)
+			return cvsRoot{}, fmt.Errorf("CVSROOT %q has the method :%s:, which git cvsimport does not speak (lorry converts CVS over :pserver: and :ext:)", shown, m)
 		default:
 			// :local:, :fork:, and methods cvs does not know.
 			r.local, r.path = true, rest

@@ -193,11 +193,8 @@ func (b *body) Close() {
 	}
 }
 
-// stream is what was sent as field, nil if nothing was.
-func (b *body) stream(field string) *spool.Spool { return b.streams[field] }
-
-// sentStream is stream(field) with how its bytes map to those sent
-// (statedb.SentSource); nil if nothing was sent.
+// sentStream is what was sent as field, with how its bytes map to those
+// sent (statedb.SentSource); nil if nothing was sent.
 func (b *body) sentStream(field string) statedb.OutputSource {
 	sp := b.streams[field]
 	if sp == nil {

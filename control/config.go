@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/forgehook"
@@ -238,27 +237,10 @@ func (a *configApply) sections(cfg *confgit.Config) error {
 	for _, h := range cfg.Hosts {
 		queues.Hosts[h.Name] = h.Queue
 	}
-	applied, err := a.notOlder(cfg.Commit)
-	if err != nil {
-		a.applyErr = err
-		return err
-	}
 	// Until this apply ends, the lorries are part this commit's and part
 	// the last's.
 	s.configApplied = ""
 	return a.update(func(tx *statedb.Tx) error {
-		// The commit compared with is still the one applied: the lease
-		// that this transaction checks kept every other process from
-		// applying one since.
-		if applied != nil {
-			st, err := tx.ConfigState(a.ctx)
-			if err != nil {
-				return err
-			}
-			if st.Commit != *applied {
-				return fmt.Errorf("commit %s applied since %s was compared with it: %w", st.Commit, cfg.Commit, statedb.ErrTaken)
-			}
-		}
 		if err := tx.BeginConfigLorries(a.ctx); err != nil {
 			return err
 		}
@@ -268,46 +250,6 @@ func (a *configApply) sections(cfg *confgit.Config) error {
 		}
 		return tx.SetConfigQueues(a.ctx, queues)
 	})
-}
-
-// ErrOlderConfig is a configuration not applied because its commit is
-// older than the one applied, one of its ancestors: this WEBAPP's clone
-// of CONFGIT is behind another's, which read a newer commit. It is an
-// ErrConflict too.
-var ErrOlderConfig = fmt.Errorf("a newer configuration is applied: %w", statedb.ErrConflict)
-
-// notOlder fails with ErrOlderConfig when commit is older than the
-// commit whose configuration is applied. It answers the commit it
-// compared with, nil if it compared none (CONFGIT read without its
-// history, or nothing applied yet), for the transaction that begins the
-// apply to check that it is still the one applied. A commit applied that
-// this clone does not hold, or one on another history (the branch
-// forced), is not newer: the apply goes on.
-func (a *configApply) notOlder(commit string) (*string, error) {
-	anc, ok := a.app.Config.(ConfigAncestry)
-	if !ok || commit == "" {
-		return nil, nil
-	}
-	var applied string
-	err := a.app.DB.View(a.ctx, func(tx *statedb.Tx) error {
-		st, err := tx.ConfigState(a.ctx)
-		applied = st.Commit
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if applied == "" || applied == commit {
-		return &applied, nil
-	}
-	older, err := anc.Older(commit, applied)
-	if err != nil {
-		return nil, err
-	}
-	if older {
-		return nil, fmt.Errorf("commit %s is older than %s: %w", commit, applied, ErrOlderConfig)
-	}
-	return &applied, nil
 }
 
 // lorries applies one batch of the configuration's lorries.

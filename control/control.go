@@ -58,13 +58,6 @@ type ConfigHistory interface {
 	RuntimeArchive(id string) (*confgit.Archive, error)
 }
 
-// ConfigAncestry tells whether a commit of CONFGIT is older than another,
-// one of its ancestors, as *confgit.Source does: a configuration older
-// than the one applied is not applied over it (configApply.sections).
-type ConfigAncestry interface {
-	Older(commit, newer string) (bool, error)
-}
-
 // App holds what the operations need. Build it in main; its zero locks
 // are ready.
 type App struct {

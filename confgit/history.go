@@ -103,48 +103,6 @@ func (s *Source) RuntimeArchive(id string) (*Archive, error) {
 	return a, err
 }
 
-// Older says whether commit is older than newer: one of newer's
-// ancestors, not newer itself. It reads the clone as the last fetch left
-// it, fetching nothing, so that it may be asked while a configuration is
-// read (the fetch of that read brought what the remote has). A commit the
-// clone does not hold, or two on histories that parted (CONFGIT's branch
-// forced to another history), is not older: nothing says that it is.
-func (s *Source) Older(commit, newer string) (bool, error) {
-	if commit == newer || !plumbing.IsHash(commit) || !plumbing.IsHash(newer) {
-		return false, nil
-	}
-	s.packs.RLock()
-	defer s.packs.RUnlock()
-	repo, err := s.open()
-	if err != nil {
-		return false, err
-	}
-	c, err := repo.CommitObject(plumbing.NewHash(commit))
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read commit %s: %w", commit, err)
-	}
-	n, err := repo.CommitObject(plumbing.NewHash(newer))
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read commit %s: %w", newer, err)
-	}
-	// The usual answer first, and the quicker one: commit descends from
-	// newer, a walk from commit back to it.
-	if descends, err := n.IsAncestor(c); err != nil || descends {
-		return false, err
-	}
-	older, err := c.IsAncestor(n)
-	if err != nil {
-		return false, fmt.Errorf("is %s older than %s: %w", commit, newer, err)
-	}
-	return older, nil
-}
-
 // missingFetchTimeout bounds a fetch for a runtime another WEBAPP read.
 const missingFetchTimeout = 2 * time.Minute
 

@@ -414,6 +414,14 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 	for {
 		select {
 		case <-p.Done():
+			if end := j.leaseEnd(); !killed && !end.IsZero() && !time.Now().Before(end) {
+				// Its watchdog ended it at the lease's end, a moment
+				// before the minion's own timer would have: the minion's
+				// kill all the same, not a fault of the job.
+				out.add(p.NewOutput())
+				out.add(nil, fmt.Appendf(nil, "lorry-controller-minion: lease of %ds expired without reaching the WEBAPP: job killed by its watchdog\n", j.Lease))
+				j.stopping = true
+			}
 			return true
 		case <-ctx.Done():
 			killJob("stopping")

@@ -59,6 +59,7 @@ func TestFaultChecker(t *testing.T) {
 		faults []fault
 		// drained is when the queue stopped, in seconds; 0 means 30.
 		drained float64
+		webapps int
 		want    map[string]int
 	}{
 		{name: "clean", hist: run(1, "wide/0", "m1", 0, 2, 3, "ok") + run(2, "wide/0", "m2", 2.5, 4, 2, "ok"),
@@ -95,6 +96,15 @@ func TestFaultChecker(t *testing.T) {
 			jobs:   []storedJob{{ID: 1, Path: "wide/r0", Status: "lost", Output: lines(1, 1)}},
 			faults: []fault{{kind: faultMinionStop, target: "m2", from: sec(0.5), to: sec(20)}},
 			want:   map[string]int{anomalyWrongStatus: 1}},
+		{name: "orphaned, done, every WEBAPP stopped at once", hist: run(1, "wide/0", "m1", 0, 1, 2, "ok"),
+			jobs: []storedJob{{ID: 1, Path: "wide/r0", Status: "orphaned", Output: lines(1, 1)}},
+			faults: []fault{{kind: faultWebappStop, target: "w1", from: sec(0.5), to: sec(9)},
+				{kind: faultWebappKill, target: "w2", from: sec(2), to: sec(3)}}, webapps: 2},
+		{name: "orphaned, done, one WEBAPP stopped", hist: run(1, "wide/0", "m1", 0, 1, 2, "ok"),
+			jobs: []storedJob{{ID: 1, Path: "wide/r0", Status: "orphaned", Output: lines(1, 1)}},
+			faults: []fault{{kind: faultWebappStop, target: "w1", from: sec(0.5), to: sec(9)},
+				{kind: faultWebappKill, target: "w2", from: sec(10), to: sec(11)}}, webapps: 2,
+			want: map[string]int{anomalyWrongStatus: 1}},
 		{name: "killed, failed", hist: run(1, "wide/0", "m1", 0, 1, 1, "term"),
 			jobs: []storedJob{ended(1, "wide/r0", "failed", 143, 1)}, want: map[string]int{anomalyWrongStatus: 1}},
 		{name: "killed, killed", hist: run(1, "wide/0", "m1", 0, 1, 1, "term"),
@@ -145,7 +155,7 @@ func TestFaultChecker(t *testing.T) {
 			if tc.drained == 0 {
 				tc.drained = 30
 			}
-			r := check(checkInput{hist: h, jobs: tc.jobs, ends: tc.ends, faults: tc.faults, drained: sec(tc.drained),
+			r := check(checkInput{hist: h, jobs: tc.jobs, ends: tc.ends, faults: tc.faults, webapps: tc.webapps, drained: sec(tc.drained),
 				resumeBound: time.Minute, excuse: 5 * time.Second})
 			for _, k := range anomalyKinds {
 				if got, want := len(r.anomalies[k]), tc.want[k]; got != want {

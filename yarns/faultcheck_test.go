@@ -239,6 +239,8 @@ type checkInput struct {
 	// an exit, and the sweeps' ghosts and orphans.
 	ends   map[int64]int
 	faults []fault
+	// webapps is how many WEBAPPs the minions could reach.
+	webapps int
 	// drained is when the queue was stopped for the end (Unix ns): no
 	// hand-out is expected after it.
 	drained int64
@@ -369,7 +371,8 @@ func check(in checkInput) *checkReport {
 		}
 		p := ps[0]
 		r.lines += len(p.lines)
-		faulted := minionFaulted(in.faults, p, in.excuse, in.drained)
+		faulted := minionFaulted(in.faults, p, in.excuse, in.drained) ||
+			webappsAllDown(in.faults, p, in.excuse, in.drained, in.webapps)
 		during := faultsDuring(in.faults, p, in.excuse, in.drained)
 		exit := "none"
 		if j.Exit != nil {
@@ -424,6 +427,40 @@ func minionFaulted(faults []fault, p *jobProc, excuse time.Duration, drained int
 	for _, f := range faults {
 		if (f.kind == faultMinionStop || f.kind == faultMinionKill) && f.target == p.minion &&
 			f.from <= end+int64(excuse) && f.to >= p.start {
+			return true
+		}
+	}
+	return false
+}
+
+// webappsAllDown says whether every one of the webapps WEBAPPs was
+// stopped or killed at one moment while p lived (or within excuse after
+// it ended): its minion could then reach none, to confirm or report it,
+// which cuts it off as a fault of its own minion would.
+func webappsAllDown(faults []fault, p *jobProc, excuse time.Duration, drained int64, webapps int) bool {
+	if webapps == 0 {
+		return false
+	}
+	end := p.end
+	if end == 0 {
+		end = drained
+	}
+	var down []fault
+	for _, f := range faults {
+		if (f.kind == faultWebappStop || f.kind == faultWebappStopTx || f.kind == faultWebappKill) &&
+			f.from <= end+int64(excuse) && f.to >= p.start {
+			down = append(down, f)
+		}
+	}
+	// The moments when the most are down start with one of the faults.
+	for _, at := range down {
+		targets := map[string]bool{}
+		for _, f := range down {
+			if f.from <= at.from && f.to >= at.from {
+				targets[f.target] = true
+			}
+		}
+		if len(targets) >= webapps {
 			return true
 		}
 	}

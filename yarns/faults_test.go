@@ -645,7 +645,7 @@ func (c *campaign) finish() {
 	c.mu.Lock()
 	faults := c.faults
 	c.mu.Unlock()
-	r := check(checkInput{hist: hist, jobs: jobs, ends: c.ends(), faults: faults, drained: c.drained.UnixNano(),
+	r := check(checkInput{hist: hist, jobs: jobs, ends: c.ends(), faults: faults, webapps: len(c.webapps), drained: c.drained.UnixNano(),
 		resumeBound: faultsResumeBound, excuse: faultsLease + faultsKillGrace + 2*time.Second})
 	var out bytes.Buffer
 	r.write(&out, faults, map[string]int64{"answers dropped": c.dropped.Load(), "requests delayed": c.delayed.Load()}, 20)

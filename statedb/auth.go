@@ -91,7 +91,7 @@ func (tx *Tx) CreateToken(ctx context.Context, name, role string, hash []byte) e
 	if role == RoleMinion {
 		var other string
 		err := tx.queryRow(ctx, `SELECT name FROM tokens WHERE role = 'minion'
-			AND (substr(?1, 1, length(name) + 1) = name || '-' OR substr(name, 1, length(?1) + 1) = ?1 || '-')
+			AND (substr($1, 1, length(name) + 1) = name || '-' OR substr(name, 1, length($1) + 1) = $1 || '-')
 			LIMIT 1`, name).Scan(&other)
 		if err == nil {
 			return fmt.Errorf("minion token %s would share minion names with minion token %s: %w", name, other, ErrConflict)
@@ -100,7 +100,7 @@ func (tx *Tx) CreateToken(ctx context.Context, name, role string, hash []byte) e
 			return fmt.Errorf("create token %s: %w", name, err)
 		}
 	}
-	res, err := tx.exec(ctx, `INSERT INTO tokens (name, role, hash, created) VALUES (?, ?, ?, ?)
+	res, err := tx.exec(ctx, `INSERT INTO tokens (name, role, hash, created) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (name) DO NOTHING`, name, role, hash, tx.Now)
 	if err != nil {
 		return fmt.Errorf("create token %s: %w", name, err)
@@ -143,7 +143,7 @@ func (tx *Tx) HasAdminToken(ctx context.Context) (bool, error) {
 // RevokeToken forgets the token called name, and ends the browser
 // sessions signed in with it. ErrNotFound if there is none.
 func (tx *Tx) RevokeToken(ctx context.Context, name string) error {
-	res, err := tx.exec(ctx, `DELETE FROM tokens WHERE name = ?`, name)
+	res, err := tx.exec(ctx, `DELETE FROM tokens WHERE name = $1`, name)
 	if err != nil {
 		return fmt.Errorf("revoke token %s: %w", name, err)
 	}
@@ -157,7 +157,7 @@ func (tx *Tx) RevokeToken(ctx context.Context, name string) error {
 func (tx *Tx) TokenByHash(ctx context.Context, hash []byte) (Token, error) {
 	var t Token
 	var used sql.NullInt64
-	err := tx.queryRow(ctx, `SELECT name, role, created, last_used FROM tokens WHERE hash = ?`, hash).
+	err := tx.queryRow(ctx, `SELECT name, role, created, last_used FROM tokens WHERE hash = $1`, hash).
 		Scan(&t.Name, &t.Role, &t.Created, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("no such token: %w", ErrNotFound)
@@ -171,7 +171,7 @@ func (tx *Tx) TokenByHash(ctx context.Context, hash []byte) (Token, error) {
 
 // TokenUsed records that the token called name was used now.
 func (tx *Tx) TokenUsed(ctx context.Context, name string) error {
-	if _, err := tx.exec(ctx, `UPDATE tokens SET last_used = ? WHERE name = ?`, tx.Now, name); err != nil {
+	if _, err := tx.exec(ctx, `UPDATE tokens SET last_used = $1 WHERE name = $2`, tx.Now, name); err != nil {
 		return fmt.Errorf("record use of token %s: %w", name, err)
 	}
 	return nil
@@ -188,10 +188,10 @@ type Session struct {
 // hash of its cookie until it expires at expires. Expired sessions are
 // dropped on the way.
 func (tx *Tx) CreateSession(ctx context.Context, hash []byte, name, csrf string, expires int64) error {
-	if _, err := tx.exec(ctx, `DELETE FROM web_sessions WHERE expires <= ?`, tx.Now); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM web_sessions WHERE expires <= $1`, tx.Now); err != nil {
 		return fmt.Errorf("drop expired sessions: %w", err)
 	}
-	_, err := tx.exec(ctx, `INSERT INTO web_sessions (hash, token, csrf, created, expires) VALUES (?, ?, ?, ?, ?)`,
+	_, err := tx.exec(ctx, `INSERT INTO web_sessions (hash, token, csrf, created, expires) VALUES ($1, $2, $3, $4, $5)`,
 		hash, name, csrf, tx.Now, expires)
 	if err != nil {
 		return fmt.Errorf("create session of %s: %w", name, err)
@@ -205,7 +205,7 @@ func (tx *Tx) SessionByHash(ctx context.Context, hash []byte) (Session, error) {
 	var s Session
 	var used sql.NullInt64
 	err := tx.queryRow(ctx, `SELECT t.name, t.role, t.created, t.last_used, s.csrf, s.expires
-		FROM web_sessions s JOIN tokens t ON t.name = s.token WHERE s.hash = ? AND s.expires > ?`, hash, tx.Now).
+		FROM web_sessions s JOIN tokens t ON t.name = s.token WHERE s.hash = $1 AND s.expires > $2`, hash, tx.Now).
 		Scan(&s.Token.Name, &s.Token.Role, &s.Token.Created, &used, &s.CSRF, &s.Expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, fmt.Errorf("no such session: %w", ErrNotFound)
@@ -219,7 +219,7 @@ func (tx *Tx) SessionByHash(ctx context.Context, hash []byte) (Session, error) {
 
 // EndSession forgets the session whose cookie hashes to hash, if any.
 func (tx *Tx) EndSession(ctx context.Context, hash []byte) error {
-	if _, err := tx.exec(ctx, `DELETE FROM web_sessions WHERE hash = ?`, hash); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM web_sessions WHERE hash = $1`, hash); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil

@@ -153,7 +153,7 @@ func (tx *Tx) planRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr str
 	base := l.Interval
 	var cronNext int64
 	if l.Schedule != "" {
-		if err := tx.queryRow(ctx, `SELECT cron_next FROM lorries WHERE path = ?`, l.Path).Scan(&cronNext); err != nil {
+		if err := tx.queryRow(ctx, `SELECT cron_next FROM lorries WHERE path = $1`, l.Path).Scan(&cronNext); err != nil {
 			return lorryRun{}, fmt.Errorf("read schedule of lorry %q: %w", l.Path, err)
 		}
 		if cronNext > j.Started {
@@ -176,11 +176,11 @@ func (tx *Tx) planRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr str
 // recordRunQuery writes a lorryRun (its args) on the lorry, if it still
 // runs the job and its streak is as read, and answers whether a run was
 // asked for meanwhile. A successful end's upstream HEAD is kept.
-const recordRunQuery = `UPDATE lorries SET running_job = NULL, last_run = ?1, next_due = ?2,
-		last_run_exit = ?3, last_run_error = ?4, disk_usage = COALESCE(?5, disk_usage),
-		consecutive_failures = ?6, state = ?7, backoff_until = ?8, last_success = ?9, last_error_class = ?10,
-		upstream_head = CASE WHEN ?11 != '' THEN ?11 ELSE upstream_head END
-	WHERE path = ?12 AND running_job = ?13 AND consecutive_failures = ?14 AND state = ?15 RETURNING run_again`
+const recordRunQuery = `UPDATE lorries SET running_job = NULL, last_run = $1, next_due = $2,
+		last_run_exit = $3, last_run_error = $4, disk_usage = COALESCE($5, disk_usage),
+		consecutive_failures = $6, state = $7, backoff_until = $8, last_success = $9, last_error_class = $10,
+		upstream_head = CASE WHEN $11 != '' THEN $11 ELSE upstream_head END
+	WHERE path = $12 AND running_job = $13 AND consecutive_failures = $14 AND state = $15 RETURNING run_again`
 
 func (r lorryRun) args() []any {
 	head := ""
@@ -250,8 +250,8 @@ func (tx *Tx) notifyRun(ctx context.Context, r lorryRun) error {
 // lorry.
 func (tx *Tx) RetryLorry(ctx context.Context, path string) error {
 	res, err := tx.exec(ctx, `UPDATE lorries SET `+resetStreak+`,
-			next_due = CASE WHEN running_job IS NULL THEN ? ELSE next_due END
-		WHERE path = ?`, tx.Now, path)
+			next_due = CASE WHEN running_job IS NULL THEN $1 ELSE next_due END
+		WHERE path = $2`, tx.Now, path)
 	if err != nil {
 		return fmt.Errorf("retry lorry %q: %w", path, err)
 	}

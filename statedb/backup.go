@@ -162,7 +162,7 @@ func withConn(ctx context.Context, path, params string, fn func(*sql.Conn) error
 // waits for a writer's lock as the WEBAPP's sessions do.
 func vacuumInto(ctx context.Context, src, dst string) error {
 	return withConn(ctx, src, "mode=rw&_pragma=busy_timeout(10000)", func(c *sql.Conn) error {
-		if _, err := c.ExecContext(ctx, `VACUUM INTO ?`, dst); err != nil {
+		if _, err := c.ExecContext(ctx, `VACUUM INTO $1`, dst); err != nil {
 			return fmt.Errorf("copy: %w", err)
 		}
 		return nil
@@ -177,10 +177,10 @@ func markBackup(ctx context.Context, path string, now int64) error {
 		if err := c.QueryRowContext(ctx, `PRAGMA journal_mode = DELETE`).Scan(&mode); err != nil {
 			return fmt.Errorf("journal mode of the copy: %w", err)
 		}
-		_, err := c.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
+		_, err := c.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, settingRestored, strconv.FormatInt(now, 10))
 		if err != nil {
-			return fmt.Errorf("mark the copy as a backup (is the source a state database?): %w", err)
+			return fmt.Errorf("mark the copy as a backup (is the source a state database$1): %w", err)
 		}
 		return nil
 	})

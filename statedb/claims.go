@@ -8,7 +8,7 @@ import (
 // confirmJob makes the claimed job j running: its minion said that the
 // process started.
 func (tx *Tx) confirmJob(ctx context.Context, j *Job) error {
-	res, err := tx.exec(ctx, `UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'claimed'`, j.ID)
+	res, err := tx.exec(ctx, `UPDATE jobs SET status = 'running' WHERE id = $1 AND status = 'claimed'`, j.ID)
 	if err != nil {
 		return fmt.Errorf("confirm job %d: %w", j.ID, err)
 	}
@@ -26,7 +26,7 @@ func (tx *Tx) confirmJob(ctx context.Context, j *Job) error {
 // call it every time and no timer is needed for it to happen.
 func (tx *Tx) OrphanClaimedJobs(ctx context.Context, timeout int64) ([]int64, error) {
 	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_claimed
-		WHERE status = 'claimed' AND started < ? ORDER BY id`, tx.Now-timeout)
+		WHERE status = 'claimed' AND started < $1 ORDER BY id`, tx.Now-timeout)
 	if err != nil {
 		return nil, fmt.Errorf("find orphaned jobs: %w", err)
 	}

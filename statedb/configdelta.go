@@ -17,7 +17,7 @@ func (tx *Tx) LorryFiles(ctx context.Context, paths []string) (map[string]string
 	out := map[string]string{}
 	for _, p := range paths {
 		var from string
-		err := tx.queryRow(ctx, `SELECT from_path FROM lorries WHERE path = ? AND generated = 0`, p).Scan(&from)
+		err := tx.queryRow(ctx, `SELECT from_path FROM lorries WHERE path = $1 AND generated = 0`, p).Scan(&from)
 		if err == nil {
 			out[p] = from
 		} else if !errors.Is(err, sql.ErrNoRows) {
@@ -37,7 +37,7 @@ func (tx *Tx) RemoveUnseenPaths(ctx context.Context, paths []string) (int, error
 	}
 	n := 0
 	for _, p := range paths {
-		res, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ? AND generated = 0
+		res, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = $1 AND generated = 0
 			AND NOT EXISTS (SELECT 1 FROM config_seen AS s WHERE s.path = lorries.path)`, p)
 		if err != nil {
 			return n, fmt.Errorf("remove lorry %q: %w", p, err)

@@ -72,7 +72,7 @@ func (tx *Tx) stageConfigLorries(ctx context.Context, want []NewLorry) (LorryCha
 		(path, text, kind, from_path, interval, lorry_timeout, added, commit_id,
 		 runtime_name, runtime_version, runtime_id, runtime_python,
 		 upstream_url, max_backoff, hard_fail_after, queue, schedule, first_due)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`)
 	if err != nil {
 		return LorryChanges{}, err
 	}
@@ -153,7 +153,7 @@ func (tx *Tx) applyStagedTaken(ctx context.Context) error {
 	if _, err := tx.applyConfigLorries(ctx, taken, existing); err != nil {
 		return err
 	}
-	if _, err := tx.exec(ctx, `DELETE FROM config_staged WHERE path IN (SELECT value FROM json_each(?))`, string(list)); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM config_staged WHERE path IN (SELECT value FROM json_each($1))`, string(list)); err != nil {
 		return fmt.Errorf("unstage lorries: %w", err)
 	}
 	return nil
@@ -184,21 +184,21 @@ func (tx *Tx) insertStaged(ctx context.Context) error {
 		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python,
 		 upstream_url, max_backoff, hard_fail_after, queue,
 		 schedule, cron_wall, cron_handled, cron_next)
-		SELECT s.path, s.text, s.kind, 0, '', s.from_path, s.interval, s.lorry_timeout, ? + s.seq,
+		SELECT s.path, s.text, s.kind, 0, '', s.from_path, s.interval, s.lorry_timeout, $1 + s.seq,
 		 (SELECT id FROM jobs WHERE jobs.path = s.path AND status IN ('claimed', 'running')),
 		 CASE WHEN s.schedule = '' THEN s.added ELSE s.first_due END,
 		 s.commit_id, s.runtime_name, s.runtime_version, s.runtime_id, s.runtime_python,
-		 s.upstream_url, s.max_backoff, s.hard_fail_after, CASE WHEN s.queue = '' THEN ? ELSE s.queue END,
+		 s.upstream_url, s.max_backoff, s.hard_fail_after, CASE WHEN s.queue = '' THEN $2 ELSE s.queue END,
 		 s.schedule, CASE WHEN s.schedule = '' THEN 0 ELSE s.added END,
 		 CASE WHEN s.schedule = '' THEN 0 ELSE s.added - 1 END,
 		 CASE WHEN s.schedule = '' THEN 0 ELSE s.first_due END
-		FROM config_staged AS s WHERE s.seq > ? AND s.seq <= ? ORDER BY s.seq`,
+		FROM config_staged AS s WHERE s.seq > $3 AND s.seq <= $4 ORDER BY s.seq`,
 			bottom, DefaultQueue, from, from+stagedChunk); err != nil {
 			return fmt.Errorf("add the staged lorries: %w", err)
 		}
 		// Their pages are free for the next chunk's, so the file grows
 		// by the lorries, not by the lorries and their staging.
-		if _, err := tx.exec(ctx, `DELETE FROM config_staged WHERE seq > ? AND seq <= ?`, from, from+stagedChunk); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM config_staged WHERE seq > $1 AND seq <= $2`, from, from+stagedChunk); err != nil {
 			return fmt.Errorf("clear staged lorries: %w", err)
 		}
 	}

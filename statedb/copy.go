@@ -187,7 +187,7 @@ func (c *copier) sequences(ctx context.Context, tb copyTable) error {
 	// The tables with ids (jobs, outbox) are AUTOINCREMENT in SQLite, so
 	// sqlite_sequence is there.
 	var handed int64
-	err := c.src.conn.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0)`,
+	err := c.src.conn.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = $1), 0)`,
 		tb.name).Scan(&handed)
 	if err != nil {
 		return err

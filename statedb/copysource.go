@@ -110,12 +110,12 @@ func (s *sqliteSource) tables(ctx context.Context) ([]copyTable, error) {
 		if slices.Contains(kept, name) {
 			continue
 		}
-		cols, err := queryStrings(ctx, s.conn, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, name)
+		cols, err := queryStrings(ctx, s.conn, `SELECT name FROM pragma_table_info($1) ORDER BY cid`, name)
 		if err != nil {
 			return nil, err
 		}
 		byName[name] = copyTable{name: name, columns: cols}
-		if refs[name], err = queryStrings(ctx, s.conn, `SELECT DISTINCT "table" FROM pragma_foreign_key_list(?)`, name); err != nil {
+		if refs[name], err = queryStrings(ctx, s.conn, `SELECT DISTINCT "table" FROM pragma_foreign_key_list($1)`, name); err != nil {
 			return nil, err
 		}
 	}

@@ -147,6 +147,8 @@ type DB struct {
 	clock  clock.Clock
 	path   string
 	pg     bool
+	// drv is the backend (driver.go).
+	drv driver
 	// pgAddr and pgPassword are how a PostgreSQL database is reached,
 	// path being its address without the password; pgBackupAddr is
 	// Options.BackupAddress.
@@ -247,7 +249,7 @@ func newDB(pool *sql.DB, path string, opts Options) *DB {
 	if opts.ServerClock {
 		clk = &serverClock{local: clk}
 	}
-	return &DB{pool: pool, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
+	return &DB{pool: pool, drv: sqliteDriver{}, clock: clk, path: path, outputLimit: limit, notify: opts.Notify,
 		reads: make(chan *session, readSessions), health: make(chan *session, 1)}
 }
 
@@ -509,7 +511,10 @@ type Tx struct {
 	shared bool
 	// pg says the transaction is on PostgreSQL, for the statements
 	// written for each backend.
-	pg          bool
+	pg bool
+	// drv is the DB's driver, and q its own statements.
+	drv         driver
+	q           *dialectSQL
 	Now         int64
 	outputLimit int64
 	notify      map[string]bool
@@ -577,7 +582,7 @@ func (db *DB) runTxOnce(ctx context.Context, s *session, fn func(*Tx) error) err
 }
 
 func (db *DB) newTx(s *session) *Tx {
-	return &Tx{s: s, pg: s.pg, Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
+	return &Tx{s: s, pg: s.pg, drv: db.drv, q: db.drv.sql(), Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
 }
 
 // The helpers below run constant query strings through the session's

@@ -188,7 +188,7 @@ func (tx *Tx) handOutTo(ctx context.Context, m MinionID, st handOutState) (a Ass
 // work: the job it asks for again (returned, with ok), and those of an earlier
 // process of m, which are lost (ended says that there were some).
 func (tx *Tx) endOwnedJobs(ctx context.Context, m MinionID) (again Assignment, ok, ended bool, err error) {
-	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = ? AND `+liveStatus, m.Name)
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE minion = $1 AND `+liveStatus, m.Name)
 	if err != nil {
 		return Assignment{}, false, false, fmt.Errorf("find jobs of minion %s: %w", m.Name, err)
 	}
@@ -274,7 +274,7 @@ func jobText(l Lorry) string {
 // minion, host, pid, start, timeout, spec, commit, runtime and queue.
 const insertClaimedJob = `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
 		text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
-	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'claimed', ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 'claimed', $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`
 
 // markRunning gives the lorry at path the live job id, if it has none:
 // a lorry has one live job at most, whatever else writes. ErrTaken if it
@@ -283,9 +283,9 @@ const insertClaimedJob = `INSERT INTO jobs (path, kind, minion, host, pid, start
 // is worked out in the statement that takes it, and the unique index on
 // queue_pos keeps two entries from ever sharing one.
 func (tx *Tx) markRunning(ctx context.Context, path string, id int64) error {
-	res, err := tx.exec(ctx, `UPDATE lorries SET running_job = ?,
+	res, err := tx.exec(ctx, `UPDATE lorries SET running_job = $1,
 			queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
-		WHERE path = ? AND running_job IS NULL`, id, path)
+		WHERE path = $2 AND running_job IS NULL`, id, path)
 	if err != nil {
 		return fmt.Errorf("mark %q running: %w", path, err)
 	}

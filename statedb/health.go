@@ -3,7 +3,7 @@ package statedb
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -60,7 +60,7 @@ func (db *DB) CheckWrites(ctx context.Context) error {
 	err := db.runTx(ctx, db.write, func(tx *Tx) error {
 		// A row larger than a page needs new pages, as appending output
 		// does; the probe leaves nothing behind.
-		if _, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES ('write_probe', ?)
+		if _, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES ('write_probe', $1)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, writeProbe); err != nil {
 			return fmt.Errorf("write probe: %w", err)
 		}
@@ -100,7 +100,7 @@ func (db *DB) Ping(ctx context.Context) error {
 	start := time.Now()
 	err := db.runRead(ctx, s, func(tx *Tx) error {
 		var n int
-		return tx.queryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = ?`, settingConfigPart).Scan(&n)
+		return tx.queryRow(ctx, `SELECT COUNT(*) FROM settings WHERE key = $1`, settingConfigPart).Scan(&n)
 	})
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func connLost(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) ||
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sqldriver.ErrBadConn) ||
 		errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}

@@ -20,12 +20,12 @@ const HookDeliveryTTL = 24 * 60 * 60
 // they interleave and whichever routes they take, one inserts and the
 // other finds it there.
 func (tx *Tx) RememberHookDelivery(ctx context.Context, forge string, keys []string) (bool, error) {
-	if _, err := tx.exec(ctx, `DELETE FROM hook_deliveries WHERE expires <= ?`, tx.Now); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM hook_deliveries WHERE expires <= $1`, tx.Now); err != nil {
 		return false, fmt.Errorf("forget old hook deliveries: %w", err)
 	}
 	fresh := true
 	for _, k := range keys {
-		res, err := tx.exec(ctx, `INSERT INTO hook_deliveries (forge, delivery, expires) VALUES (?, ?, ?)
+		res, err := tx.exec(ctx, `INSERT INTO hook_deliveries (forge, delivery, expires) VALUES ($1, $2, $3)
 			ON CONFLICT DO NOTHING`, forge, k, tx.Now+HookDeliveryTTL)
 		if err != nil {
 			return false, fmt.Errorf("remember hook delivery: %w", err)

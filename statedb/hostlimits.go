@@ -11,7 +11,7 @@ import (
 // named; nil is no cap.
 func (tx *Tx) HostMaxJobs(ctx context.Context, host string) (*int64, error) {
 	var n int64
-	err := tx.queryRow(ctx, `SELECT max_jobs FROM host_limits WHERE host = ?`, host).Scan(&n)
+	err := tx.queryRow(ctx, `SELECT max_jobs FROM host_limits WHERE host = $1`, host).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -28,7 +28,7 @@ func (tx *Tx) SetHostMaxJobs(ctx context.Context, host string, n *int64) error {
 		return fmt.Errorf("no host named: %w", ErrInvalid)
 	}
 	if n == nil {
-		if _, err := tx.exec(ctx, `DELETE FROM host_limits WHERE host = ?`, host); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM host_limits WHERE host = $1`, host); err != nil {
 			return fmt.Errorf("remove max_jobs of host %s: %w", host, err)
 		}
 		return nil
@@ -36,7 +36,7 @@ func (tx *Tx) SetHostMaxJobs(ctx context.Context, host string, n *int64) error {
 	if *n < 0 {
 		return fmt.Errorf("max_jobs %d is negative: %w", *n, ErrInvalid)
 	}
-	_, err := tx.exec(ctx, `INSERT INTO host_limits (host, max_jobs) VALUES (?, ?)
+	_, err := tx.exec(ctx, `INSERT INTO host_limits (host, max_jobs) VALUES ($1, $2)
 		ON CONFLICT (host) DO UPDATE SET max_jobs = excluded.max_jobs`, host, *n)
 	if err != nil {
 		return fmt.Errorf("write max_jobs of host %s: %w", host, err)

@@ -64,7 +64,7 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 		}
 		keep[h.Name] = true
 		_, err := tx.exec(ctx, `INSERT INTO hosts (name, type, protocol, ls_interval, interval, lorry_timeout, section)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (name) DO UPDATE SET type = excluded.type, protocol = excluded.protocol,
 				ls_interval = excluded.ls_interval, interval = excluded.interval,
 				lorry_timeout = excluded.lorry_timeout, section = excluded.section,
@@ -73,9 +73,9 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 		if err != nil {
 			return 0, fmt.Errorf("store host %q: %w", h.Name, err)
 		}
-		_, err = tx.exec(ctx, `UPDATE lorries SET interval = ?, lorry_timeout = ?,
-				next_due = CASE WHEN last_run IS NULL THEN next_due ELSE last_run + ? END, `+resetStreak+`
-			WHERE generated = 1 AND from_host = ? AND (interval != ? OR lorry_timeout != ?)`,
+		_, err = tx.exec(ctx, `UPDATE lorries SET interval = $1, lorry_timeout = $2,
+				next_due = CASE WHEN last_run IS NULL THEN next_due ELSE last_run + $3 END, `+resetStreak+`
+			WHERE generated = 1 AND from_host = $4 AND (interval != $5 OR lorry_timeout != $6)`,
 			h.Interval, h.Timeout, h.Interval, h.Name, h.Interval, h.Timeout)
 		if err != nil {
 			return 0, fmt.Errorf("update lorries of host %q: %w", h.Name, err)
@@ -89,10 +89,10 @@ func (tx *Tx) SetConfigHosts(ctx context.Context, want []Host) (removed int, err
 		if keep[h.Name] {
 			continue
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE generated = 1 AND from_host = ?`, h.Name); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE generated = 1 AND from_host = $1`, h.Name); err != nil {
 			return 0, fmt.Errorf("remove lorries of host %q: %w", h.Name, err)
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM hosts WHERE name = ?`, h.Name); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM hosts WHERE name = $1`, h.Name); err != nil {
 			return 0, fmt.Errorf("remove host %q: %w", h.Name, err)
 		}
 		removed++
@@ -126,9 +126,9 @@ func (tx *Tx) RecordListing(ctx context.Context, host string, l HostListing) err
 	var res sql.Result
 	var err error
 	if l.Error != "" {
-		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = ?, relist = 0 WHERE name = ?`, tx.Now, l.Error, host)
+		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = $1, last_ls_error = $2, relist = 0 WHERE name = $3`, tx.Now, l.Error, host)
 	} else {
-		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = ?, last_ls_error = '', repos = ?, relist = 0 WHERE name = ?`, tx.Now, l.Repos, host)
+		res, err = tx.exec(ctx, `UPDATE hosts SET last_ls = $1, last_ls_error = '', repos = $2, relist = 0 WHERE name = $3`, tx.Now, l.Repos, host)
 	}
 	if err != nil {
 		return fmt.Errorf("record listing of %q: %w", host, err)
@@ -141,7 +141,7 @@ func (tx *Tx) RecordListing(ctx context.Context, host string, l HostListing) err
 
 // HostLorryPaths returns the paths of the lorries generated from host.
 func (tx *Tx) HostLorryPaths(ctx context.Context, host string) ([]string, error) {
-	rows, err := tx.query(ctx, `SELECT path FROM lorries WHERE generated = 1 AND from_host = ? ORDER BY path`, host)
+	rows, err := tx.query(ctx, `SELECT path FROM lorries WHERE generated = 1 AND from_host = $1 ORDER BY path`, host)
 	if err != nil {
 		return nil, fmt.Errorf("read lorries of host %q: %w", host, err)
 	}
@@ -160,7 +160,7 @@ func (tx *Tx) HostLorryPaths(ctx context.Context, host string) ([]string, error)
 // RecordVanished notes what was done to the downstream repositories of
 // the repositories that vanished from host's last listing.
 func (tx *Tx) RecordVanished(ctx context.Context, host, what string) error {
-	if _, err := tx.exec(ctx, `UPDATE hosts SET vanished = ? WHERE name = ?`, what, host); err != nil {
+	if _, err := tx.exec(ctx, `UPDATE hosts SET vanished = $1 WHERE name = $2`, what, host); err != nil {
 		return fmt.Errorf("record vanished repositories of %q: %w", host, err)
 	}
 	return nil
@@ -199,7 +199,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 			_, err := tx.exec(ctx, `INSERT INTO lorries (path, text, kind, generated, from_host, from_path,
 					interval, lorry_timeout, queue_pos, running_job, next_due, description, default_branch, upstream_url,
 					max_backoff, hard_fail_after)
-				VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), ?, ?, ?, ?, ?, ?)`,
+				VALUES ($1, $2, $3, 1, $4, $5, $6, $7, $8, (SELECT id FROM jobs WHERE path = $9 AND status IN ('claimed', 'running')), $10, $11, $12, $13, $14, $15)`,
 				l.Path, l.Text, l.Kind, host, l.FromPath, l.Interval, l.Timeout, bottom, l.Path, tx.Now, l.Description, l.DefaultBranch,
 				l.UpstreamURL, maxBackoff, hardFail)
 			if err != nil {
@@ -209,11 +209,11 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		case h.text != l.Text || h.fromPath != l.FromPath || h.interval != l.Interval || h.timeout != l.Timeout ||
 			h.description != l.Description || h.defaultBranch != l.DefaultBranch:
 			// A changed spec ends a failure streak.
-			_, err := tx.exec(ctx, `UPDATE lorries SET text = ?, kind = ?, from_path = ?, interval = ?,
-					lorry_timeout = ?, description = ?, default_branch = ?, upstream_url = ?,
-					next_due = CASE WHEN last_run IS NULL THEN next_due ELSE last_run + ? END, `+resetStreak+`,
-					max_backoff = ?, hard_fail_after = ?
-				WHERE path = ?`,
+			_, err := tx.exec(ctx, `UPDATE lorries SET text = $1, kind = $2, from_path = $3, interval = $4,
+					lorry_timeout = $5, description = $6, default_branch = $7, upstream_url = $8,
+					next_due = CASE WHEN last_run IS NULL THEN next_due ELSE last_run + $9 END, `+resetStreak+`,
+					max_backoff = $10, hard_fail_after = $11
+				WHERE path = $12`,
 				l.Text, l.Kind, l.FromPath, l.Interval, l.Timeout, l.Description, l.DefaultBranch, l.UpstreamURL, l.Interval,
 				maxBackoff, hardFail, l.Path)
 			if err != nil {
@@ -223,7 +223,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		case h.upstreamURL != l.UpstreamURL || h.maxBackoff != maxBackoff || h.hardFail != hardFail:
 			// Upstream URLs (of a database made before they were stored)
 			// and the backoff settings alone are no change of spec.
-			_, err := tx.exec(ctx, `UPDATE lorries SET upstream_url = ?, max_backoff = ?, hard_fail_after = ? WHERE path = ?`,
+			_, err := tx.exec(ctx, `UPDATE lorries SET upstream_url = $1, max_backoff = $2, hard_fail_after = $3 WHERE path = $4`,
 				l.UpstreamURL, maxBackoff, hardFail, l.Path)
 			if err != nil {
 				return ch, nil, fmt.Errorf("update lorry %q: %w", l.Path, err)
@@ -237,7 +237,7 @@ func (tx *Tx) SetHostLorries(ctx context.Context, host string, want []NewLorry) 
 		if wanted[p] {
 			continue
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = $1`, p); err != nil {
 			return ch, nil, fmt.Errorf("remove lorry %q: %w", p, err)
 		}
 		ch.Removed++
@@ -264,7 +264,7 @@ func (tx *Tx) hostLorriesHave(ctx context.Context, host string) (map[string]host
 	// write lock held.
 	existing := make(map[string]hostHave)
 	rows, err := tx.query(ctx, `SELECT path, text, from_host, from_path, description, default_branch,
-		interval, lorry_timeout, upstream_url, max_backoff, hard_fail_after FROM lorries WHERE generated = 1 AND from_host = ?`, host)
+		interval, lorry_timeout, upstream_url, max_backoff, hard_fail_after FROM lorries WHERE generated = 1 AND from_host = $1`, host)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read lorries: %w", err)
 	}
@@ -283,7 +283,7 @@ func (tx *Tx) hostLorriesHave(ctx context.Context, host string) (map[string]host
 		return nil, nil, fmt.Errorf("read lorries: %w", err)
 	}
 	others := make(map[string]bool)
-	rows, err = tx.query(ctx, `SELECT path FROM lorries WHERE NOT (generated = 1 AND from_host = ?)`, host)
+	rows, err = tx.query(ctx, `SELECT path FROM lorries WHERE NOT (generated = 1 AND from_host = $1)`, host)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read lorries: %w", err)
 	}

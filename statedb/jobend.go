@@ -15,7 +15,7 @@ import (
 // StopJob asks the minion running job id to kill it. ErrConflict if the job
 // is already over. The job's being live is the write's own guard.
 func (tx *Tx) StopJob(ctx context.Context, id int64) error {
-	res, err := tx.exec(ctx, `UPDATE jobs SET kill = 1, kill_reason = ? WHERE id = ? AND kill = 0 AND `+liveStatus,
+	res, err := tx.exec(ctx, `UPDATE jobs SET kill = 1, kill_reason = $1 WHERE id = $2 AND kill = 0 AND `+liveStatus,
 		StatusKilled, id)
 	if err != nil {
 		return fmt.Errorf("stop job %d: %w", id, err)
@@ -50,7 +50,7 @@ func (tx *Tx) FailJob(ctx context.Context, id int64, why string) error {
 // RemoveJob forgets a finished job and its output. ErrConflict if it still
 // runs. The job's being over is the delete's own guard.
 func (tx *Tx) RemoveJob(ctx context.Context, id int64) error {
-	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE id = ? AND NOT `+liveStatus, id)
+	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE id = $1 AND NOT `+liveStatus, id)
 	if err != nil {
 		return fmt.Errorf("remove job %d: %w", id, err)
 	}
@@ -68,7 +68,7 @@ func (tx *Tx) RemoveJob(ctx context.Context, id int64) error {
 // on for longer than timeout seconds, freeing their lorries. A claimed job
 // gets that long too, however short the claim timeout.
 func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, error) {
-	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+liveStatus+` AND updated < ? ORDER BY id`, tx.Now-timeout)
+	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+liveStatus+` AND updated < $1 ORDER BY id`, tx.Now-timeout)
 	if err != nil {
 		return nil, fmt.Errorf("find ghost jobs: %w", err)
 	}
@@ -99,7 +99,7 @@ func (tx *Tx) RemoveGhostJobs(ctx context.Context, timeout int64) ([]int64, erro
 // RemoveOldJobs forgets finished jobs that ended more than maxAge seconds
 // ago, always keeping the newest job of each lorry.
 func (tx *Tx) RemoveOldJobs(ctx context.Context, maxAge int64) (int64, error) {
-	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE NOT `+liveStatus+` AND ended < ?
+	res, err := tx.exec(ctx, `DELETE FROM jobs WHERE NOT `+liveStatus+` AND ended < $1
 		AND id NOT IN (SELECT MAX(id) FROM jobs GROUP BY path)`, tx.Now-maxAge)
 	if err != nil {
 		return 0, fmt.Errorf("remove old jobs: %w", err)
@@ -137,8 +137,8 @@ type jobEnd struct {
 // writer that read the same row waits here for this one to end, then
 // finds it changed.
 func (tx *Tx) holdJob(ctx context.Context, j *Job) error {
-	res, err := tx.exec(ctx, `UPDATE jobs SET updated = ?
-		WHERE id = ? AND `+liveStatus+` AND updated = ? AND next_chunk = ?`, tx.Now, j.ID, j.Updated, j.nextChunk)
+	res, err := tx.exec(ctx, `UPDATE jobs SET updated = $1
+		WHERE id = $2 AND `+liveStatus+` AND updated = $3 AND next_chunk = $4`, tx.Now, j.ID, j.Updated, j.nextChunk)
 	if err != nil {
 		return fmt.Errorf("hold job %d: %w", j.ID, err)
 	}
@@ -180,8 +180,8 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 		// A scheduled lorry's due time is kept at or before the instant
 		// its schedule was last dealt with, where a tick leaves it due.
 		_, err := tx.exec(ctx, `UPDATE lorries SET running_job = NULL,
-				next_due = CASE WHEN schedule != '' THEN MIN(?1, cron_handled) ELSE ?1 END
-			WHERE path = ?2 AND running_job = ?3`,
+				next_due = CASE WHEN schedule != '' THEN MIN($1, cron_handled) ELSE $1 END
+			WHERE path = $2 AND running_job = $3`,
 			tx.Now, j.Path, j.ID)
 		if err != nil {
 			return fmt.Errorf("free lorry %q of job %d: %w", j.Path, j.ID, err)
@@ -300,16 +300,16 @@ func (tx *Tx) recordEnd(ctx context.Context, j Job, e jobEnd, lorryState string)
 // recordEndQuery ends a job, given its status, exit, the time, its disk
 // usage, output counters, error class, carry, lorry state, id, the
 // updated time it was read with, and its streams' counters.
-const recordEndQuery = `UPDATE jobs SET status = ?1, exit = ?2, ended = ?3, updated = ?3, disk_usage = ?4,
-		output_bytes = ?5, head_bytes = ?6, tail_bytes = ?7, cut_bytes = ?8, next_chunk = ?9, error_class = ?10,
-		output_carry = ?11, lorry_state = ?12, stdout_bytes = ?15, stderr_bytes = ?16
-	WHERE id = ?13 AND ` + liveStatus + ` AND updated = ?14`
+const recordEndQuery = `UPDATE jobs SET status = $1, exit = $2, ended = $3, updated = $3, disk_usage = $4,
+		output_bytes = $5, head_bytes = $6, tail_bytes = $7, cut_bytes = $8, next_chunk = $9, error_class = $10,
+		output_carry = $11, lorry_state = $12, stdout_bytes = $15, stderr_bytes = $16
+	WHERE id = $13 AND ` + liveStatus + ` AND updated = $14`
 
 // freeMinionQuery frees the minion ?1 of job ?2, and freeHeardMinionQuery
 // records it seen at ?3 as well.
 const (
-	freeMinionQuery      = `UPDATE minions SET job_id = NULL WHERE name = ?1 AND job_id = ?2`
-	freeHeardMinionQuery = `UPDATE minions SET job_id = NULL, last_seen = ?3 WHERE name = ?1 AND job_id = ?2`
+	freeMinionQuery      = `UPDATE minions SET job_id = NULL WHERE name = $1 AND job_id = $2`
+	freeHeardMinionQuery = `UPDATE minions SET job_id = NULL, last_seen = $3 WHERE name = $1 AND job_id = $2`
 )
 
 // pgEndQuery and pgEndHeardQuery are recordEndQuery and freeMinionQuery,
@@ -321,7 +321,7 @@ var (
 )
 
 func pgEnd(free string) string {
-	free = strings.NewReplacer("?1", "?17", "?2", "?18", "?3", "?19").Replace(free)
+	free = strings.NewReplacer("$1", "$17", "$2", "$18", "$3", "$19").Replace(free)
 	return `WITH ended AS (` + recordEndQuery + ` RETURNING 1),
 		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
 	SELECT COUNT(*) FROM ended`
@@ -370,7 +370,7 @@ var (
 )
 
 func pgRunEnd(free string, before int) string {
-	free = strings.NewReplacer("?1", "?17", "?2", "?18", "?3", "?19").Replace(free)
+	free = strings.NewReplacer("$1", "$17", "$2", "$18", "$3", "$19").Replace(free)
 	return `WITH run AS (` + shiftArgs(recordRunQuery, before) + `),
 		ended AS (` + recordEndQuery + ` AND EXISTS (SELECT 1 FROM run) RETURNING 1),
 		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
@@ -381,11 +381,11 @@ func pgRunEnd(free string, before int) string {
 func shiftArgs(query string, n int) string {
 	return numberedArg.ReplaceAllStringFunc(query, func(a string) string {
 		i, _ := strconv.Atoi(a[1:])
-		return "?" + strconv.Itoa(i+n)
+		return "$" + strconv.Itoa(i+n)
 	})
 }
 
-var numberedArg = regexp.MustCompile(`\?[0-9]+`)
+var numberedArg = regexp.MustCompile(`\$[0-9]+`)
 
 // freeMinion records that j's minion no longer has it.
 func (tx *Tx) freeMinion(ctx context.Context, j Job, heard bool) error {

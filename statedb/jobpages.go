@@ -18,7 +18,7 @@ type JobFilter struct {
 	Path string
 }
 
-const jobFilterWhere = `(?1 = '' OR status = ?1) AND (?2 = '' OR path LIKE ?3 ESCAPE '\')`
+const jobFilterWhere = `($1 = '' OR status = $1) AND ($2 = '' OR path LIKE $3 ESCAPE '\')`
 
 // JobPage is one page of jobs, newest first.
 type JobPage struct {
@@ -35,7 +35,7 @@ type JobPage struct {
 func (tx *Tx) JobsBefore(ctx context.Context, f JobFilter, before int64, limit int) (JobPage, error) {
 	var p JobPage
 	jobs, err := tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE `+jobFilterWhere+` AND id < ?4 ORDER BY id DESC LIMIT ?5`,
+		WHERE `+jobFilterWhere+` AND id < $4 ORDER BY id DESC LIMIT $5`,
 		f.Status, f.Path, likePattern(f.Path), before, limit+1)
 	if err != nil {
 		return p, err
@@ -55,7 +55,7 @@ func (tx *Tx) JobsBefore(ctx context.Context, f JobFilter, before int64, limit i
 func (tx *Tx) JobsAfter(ctx context.Context, f JobFilter, after int64, limit int) (JobPage, error) {
 	var p JobPage
 	jobs, err := tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE `+jobFilterWhere+` AND id > ?4 ORDER BY id LIMIT ?5`,
+		WHERE `+jobFilterWhere+` AND id > $4 ORDER BY id LIMIT $5`,
 		f.Status, f.Path, likePattern(f.Path), after, limit+1)
 	if err != nil {
 		return p, err
@@ -76,9 +76,9 @@ func (tx *Tx) JobsAfter(ctx context.Context, f JobFilter, after int64, limit int
 // anyJob says whether a job that f selects has an id above id (newer) or
 // below it.
 func (tx *Tx) anyJob(ctx context.Context, f JobFilter, newer bool, id int64) (bool, error) {
-	query := `SELECT 1 FROM jobs WHERE ` + jobFilterWhere + ` AND id < ?4 LIMIT 1`
+	query := `SELECT 1 FROM jobs WHERE ` + jobFilterWhere + ` AND id < $4 LIMIT 1`
 	if newer {
-		query = `SELECT 1 FROM jobs WHERE ` + jobFilterWhere + ` AND id > ?4 LIMIT 1`
+		query = `SELECT 1 FROM jobs WHERE ` + jobFilterWhere + ` AND id > $4 LIMIT 1`
 	}
 	var one int
 	err := tx.queryRow(ctx, query, f.Status, f.Path, likePattern(f.Path), id).Scan(&one)
@@ -94,7 +94,7 @@ func (tx *Tx) anyJob(ctx context.Context, f JobFilter, newer bool, id int64) (bo
 // RecentJobs returns the newest jobs of the lorry at path, at most limit,
 // newest first.
 func (tx *Tx) RecentJobs(ctx context.Context, path string, limit int) ([]Job, error) {
-	return tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE path = ? ORDER BY id DESC LIMIT ?`, path, limit)
+	return tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE path = $1 ORDER BY id DESC LIMIT $2`, path, limit)
 }
 
 // RunningJobs returns the running jobs, oldest first.

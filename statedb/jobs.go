@@ -104,7 +104,7 @@ func scanJob(row scanner) (Job, error) {
 
 // Job returns the job with the given id.
 func (tx *Tx) Job(ctx context.Context, id int64) (Job, error) {
-	j, err := scanJob(tx.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(tx.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, fmt.Errorf("no job %d: %w", id, ErrNotFound)
 	}
@@ -143,7 +143,7 @@ func (tx *Tx) RunningJobIDs(ctx context.Context) ([]int64, error) {
 
 // JobsOfLorry lists the newest jobs of the lorry at path, newest first.
 func (tx *Tx) JobsOfLorry(ctx context.Context, path string, limit int) ([]int64, error) {
-	return tx.jobIDs(ctx, `SELECT id FROM jobs WHERE path = ? ORDER BY id DESC LIMIT ?`, path, limit)
+	return tx.jobIDs(ctx, `SELECT id FROM jobs WHERE path = $1 ORDER BY id DESC LIMIT $2`, path, limit)
 }
 
 // JobCounts counts jobs by status.

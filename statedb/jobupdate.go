@@ -101,8 +101,8 @@ func (tx *Tx) jobAndRetire(ctx context.Context, id int64, minion string) (Job, b
 	return j, retire != retireNo, nil
 }
 
-const jobAndRetireQuery = `SELECT ` + jobColumns + `, COALESCE((SELECT retire FROM minions WHERE name = ?), 0)
-	FROM jobs WHERE id = ?`
+const jobAndRetireQuery = `SELECT ` + jobColumns + `, COALESCE((SELECT retire FROM minions WHERE name = $1), 0)
+	FROM jobs WHERE id = $2`
 
 // jobRetireAndLorry is jobAndRetire with the job's lorry if it runs the
 // job, else nil, in one statement when it does.
@@ -128,8 +128,8 @@ func (tx *Tx) jobRetireAndLorry(ctx context.Context, id int64, minion string) (J
 }
 
 var jobRetireLorryQuery = `SELECT ` + qualified("jobs", jobColumns) + `,
-		COALESCE((SELECT retire FROM minions WHERE name = ?), 0), ` + qualified("lorries", lorryColumns) + `
-	FROM jobs JOIN lorries ON lorries.path = jobs.path AND lorries.running_job = jobs.id WHERE jobs.id = ?`
+		COALESCE((SELECT retire FROM minions WHERE name = $1), 0), ` + qualified("lorries", lorryColumns) + `
+	FROM jobs JOIN lorries ON lorries.path = jobs.path AND lorries.running_job = jobs.id WHERE jobs.id = $2`
 
 // qualified is the list of columns with each named as table's.
 func qualified(table, columns string) string {
@@ -200,8 +200,8 @@ func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job, l *Lorry) (kill
 		j.DiskUsage = u.DiskUsage
 	}
 	if u.RuntimeBuilt != nil || u.RuntimeBuildSeconds != nil {
-		_, err := tx.exec(ctx, `UPDATE jobs SET runtime_built = COALESCE(?, runtime_built),
-			runtime_build_seconds = COALESCE(?, runtime_build_seconds) WHERE id = ?`,
+		_, err := tx.exec(ctx, `UPDATE jobs SET runtime_built = COALESCE($1, runtime_built),
+			runtime_build_seconds = COALESCE($2, runtime_build_seconds) WHERE id = $3`,
 			u.RuntimeBuilt, u.RuntimeBuildSeconds, j.ID)
 		if err != nil {
 			return false, fmt.Errorf("update job %d: %w", j.ID, err)
@@ -311,11 +311,11 @@ func (e *OutputGapError) Error() string {
 }
 
 // minionHeardQuery records that the minion ?2 reported at ?1.
-const minionHeardQuery = `UPDATE minions SET last_seen = ?1, heard = heard + 1 WHERE name = ?2`
+const minionHeardQuery = `UPDATE minions SET last_seen = $1, heard = heard + 1 WHERE name = $2`
 
 // pgProgressQuery is saveProgressQuery with minionHeardQuery before it,
 // the minion's name after saveProgressQuery's arguments.
-var pgProgressQuery = `WITH heard AS (` + strings.NewReplacer("?2", "?15").Replace(minionHeardQuery) + `) ` + saveProgressQuery
+var pgProgressQuery = `WITH heard AS (` + strings.NewReplacer("$2", "$15").Replace(minionHeardQuery) + `) ` + saveProgressQuery
 
 // finishReported ends job j, whose minion reported its end in u: it
 // keeps what a successful end reports (the upstream's HEAD and the refs
@@ -367,10 +367,10 @@ func (tx *Tx) saveProgress(ctx context.Context, j Job) error {
 }
 
 // saveProgressQuery writes the progress of a live job (progressArgs).
-const saveProgressQuery = `UPDATE jobs SET updated = ?1, kill = ?2, kill_reason = ?3, disk_usage = ?4,
-		output_bytes = ?5, head_bytes = ?6, tail_bytes = ?7, cut_bytes = ?8, next_chunk = ?9, output_carry = ?10,
-		stdout_bytes = ?13, stderr_bytes = ?14
-	WHERE id = ?11 AND ` + liveStatus + ` AND updated = ?12`
+const saveProgressQuery = `UPDATE jobs SET updated = $1, kill = $2, kill_reason = $3, disk_usage = $4,
+		output_bytes = $5, head_bytes = $6, tail_bytes = $7, cut_bytes = $8, next_chunk = $9, output_carry = $10,
+		stdout_bytes = $13, stderr_bytes = $14
+	WHERE id = $11 AND ` + liveStatus + ` AND updated = $12`
 
 // progressArgs are saveProgressQuery's arguments for j at now.
 func (j Job) progressArgs(now int64) []any {

@@ -50,11 +50,11 @@ func (tx *Tx) TakeLease(ctx context.Context, kind, owner string, term time.Durat
 	}
 	// The owner's own lease, unexpired, keeps its token and the time it
 	// was taken; any other take is a new holding.
-	err := tx.queryRow(ctx, `INSERT INTO leases (kind, owner, token, taken, expires) VALUES (?1, ?2, 1, ?3, ?4)
+	err := tx.queryRow(ctx, `INSERT INTO leases (kind, owner, token, taken, expires) VALUES ($1, $2, 1, $3, $4)
 		ON CONFLICT (kind) DO UPDATE SET owner = excluded.owner, expires = excluded.expires,
-			token = CASE WHEN leases.owner = excluded.owner AND leases.expires > ?3 THEN leases.token ELSE leases.token + 1 END,
-			taken = CASE WHEN leases.owner = excluded.owner AND leases.expires > ?3 THEN leases.taken ELSE excluded.taken END
-		WHERE leases.owner = excluded.owner OR leases.expires <= ?3
+			token = CASE WHEN leases.owner = excluded.owner AND leases.expires > $3 THEN leases.token ELSE leases.token + 1 END,
+			taken = CASE WHEN leases.owner = excluded.owner AND leases.expires > $3 THEN leases.taken ELSE excluded.taken END
+		WHERE leases.owner = excluded.owner OR leases.expires <= $3
 		RETURNING token, taken, expires`,
 		kind, owner, tx.Now, tx.Now+secs).Scan(&l.Token, &l.Taken, &l.Expires)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -77,7 +77,7 @@ func (tx *Tx) TakeLease(ctx context.Context, kind, owner string, term time.Durat
 // the write lock that tx holds keeps every take out until it commits.
 func (tx *Tx) CheckLease(ctx context.Context, l Lease) error {
 	var n int
-	err := tx.queryRow(ctx, `SELECT COUNT(*) FROM leases WHERE kind = ? AND owner = ? AND token = ?`,
+	err := tx.queryRow(ctx, `SELECT COUNT(*) FROM leases WHERE kind = $1 AND owner = $2 AND token = $3`,
 		l.Kind, l.Owner, l.Token).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("check lease %q of %q: %w", l.Kind, l.Owner, err)
@@ -95,7 +95,7 @@ func (tx *Tx) renewLease(ctx context.Context, l Lease, term time.Duration) error
 	if secs <= 0 {
 		return fmt.Errorf("renew lease %q: term %s: %w", l.Kind, term, ErrInvalid)
 	}
-	res, err := tx.exec(ctx, `UPDATE leases SET expires = ? WHERE kind = ? AND owner = ? AND token = ?`,
+	res, err := tx.exec(ctx, `UPDATE leases SET expires = $1 WHERE kind = $2 AND owner = $3 AND token = $4`,
 		tx.Now+secs, l.Kind, l.Owner, l.Token)
 	if err != nil {
 		return fmt.Errorf("renew lease %q of %q: %w", l.Kind, l.Owner, err)
@@ -108,7 +108,7 @@ func (tx *Tx) renewLease(ctx context.Context, l Lease, term time.Duration) error
 // that the next take counts its token on. Releasing a lease no one holds
 // does nothing; releasing one that another took since is ErrTaken.
 func (tx *Tx) ReleaseLease(ctx context.Context, l Lease) error {
-	res, err := tx.exec(ctx, `UPDATE leases SET owner = '', expires = 0 WHERE kind = ? AND owner = ? AND token = ?`,
+	res, err := tx.exec(ctx, `UPDATE leases SET owner = '', expires = 0 WHERE kind = $1 AND owner = $2 AND token = $3`,
 		l.Kind, l.Owner, l.Token)
 	if err != nil {
 		return fmt.Errorf("release lease %q of %q: %w", l.Kind, l.Owner, err)
@@ -130,7 +130,7 @@ func (tx *Tx) ReleaseLease(ctx context.Context, l Lease) error {
 // has taken it or it was released.
 func (tx *Tx) Lease(ctx context.Context, kind string) (Lease, error) {
 	l := Lease{Kind: kind}
-	err := tx.queryRow(ctx, `SELECT owner, token, taken, expires FROM leases WHERE kind = ? AND owner != ''`,
+	err := tx.queryRow(ctx, `SELECT owner, token, taken, expires FROM leases WHERE kind = $1 AND owner != ''`,
 		kind).Scan(&l.Owner, &l.Token, &l.Taken, &l.Expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("no lease %q: %w", kind, ErrNotFound)

@@ -91,7 +91,7 @@ func scanLorry(row scanner) (Lorry, error) {
 
 // Lorry returns the run-queue entry at path.
 func (tx *Tx) Lorry(ctx context.Context, path string) (Lorry, error) {
-	l, err := scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE path = ?`, path))
+	l, err := scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE path = $1`, path))
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("no lorry %q: %w", path, ErrNotFound)
 	}
@@ -175,7 +175,7 @@ func (tx *Tx) CountLorries(ctx context.Context) (LorryCounts, error) {
 		n    *int64
 	}{
 		{total, nil, &c.Total},
-		{`SELECT COUNT(*) FROM lorries WHERE running_job IS NULL AND next_due <= ?`, []any{tx.Now}, &c.Due},
+		{`SELECT COUNT(*) FROM lorries WHERE running_job IS NULL AND next_due <= $1`, []any{tx.Now}, &c.Due},
 		{`SELECT COUNT(*) FROM lorries WHERE last_run_exit != 0 OR last_run_error != ''`, nil, &c.Failing},
 		// The lorries running are found from their jobs, which are few.
 		{`SELECT COUNT(*) FROM jobs AS j WHERE j.` + liveStatus + `
@@ -190,12 +190,12 @@ func (tx *Tx) CountLorries(ctx context.Context) (LorryCounts, error) {
 
 // MoveToTop puts the lorry at path first in the queue.
 func (tx *Tx) MoveToTop(ctx context.Context, path string) error {
-	return tx.moveLorry(ctx, path, `UPDATE lorries SET queue_pos = (SELECT MIN(queue_pos) - 1 FROM lorries) WHERE path = ?`)
+	return tx.moveLorry(ctx, path, `UPDATE lorries SET queue_pos = (SELECT MIN(queue_pos) - 1 FROM lorries) WHERE path = $1`)
 }
 
 // MoveToBottom puts the lorry at path last in the queue.
 func (tx *Tx) MoveToBottom(ctx context.Context, path string) error {
-	return tx.moveLorry(ctx, path, `UPDATE lorries SET queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries) WHERE path = ?`)
+	return tx.moveLorry(ctx, path, `UPDATE lorries SET queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries) WHERE path = $1`)
 }
 
 // moveLorry runs move, which gives the lorry at path a new place: the

@@ -316,7 +316,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 	// One statement each for the whole batch: a statement for each lorry
 	// cost more than the rest of the apply.
 	var twice string
-	err = tx.queryRow(ctx, `SELECT value FROM json_each(?) WHERE value IN (SELECT path FROM config_seen) LIMIT 1`,
+	err = tx.queryRow(ctx, `SELECT value FROM json_each($1) WHERE value IN (SELECT path FROM config_seen) LIMIT 1`,
 		string(list)).Scan(&twice)
 	if err == nil {
 		return "", fmt.Errorf("lorry %q given twice: %w", twice, ErrInvalid)
@@ -324,7 +324,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 	if !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("read lorries: %w", err)
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO config_seen (path) SELECT value FROM json_each(?)`, string(list)); err != nil {
+	if _, err := tx.exec(ctx, `INSERT INTO config_seen (path) SELECT value FROM json_each($1)`, string(list)); err != nil {
 		return "", fmt.Errorf("read lorries: %w", err)
 	}
 	return string(list), nil
@@ -335,7 +335,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 func (tx *Tx) storedConfigLorries(ctx context.Context, list string) (map[string]configHave, error) {
 	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, commit_id,
 		runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url,
-		max_backoff, hard_fail_after, queue FROM lorries WHERE path IN (SELECT value FROM json_each(?))`, list)
+		max_backoff, hard_fail_after, queue FROM lorries WHERE path IN (SELECT value FROM json_each($1))`, list)
 	if err != nil {
 		return nil, fmt.Errorf("read lorries: %w", err)
 	}
@@ -365,13 +365,13 @@ func (tx *Tx) KeepConfigLorries(ctx context.Context, kept Kept) error {
 		return err
 	}
 	for _, p := range kept.Paths {
-		if _, err := tx.exec(ctx, `INSERT INTO config_seen (path) VALUES (?) ON CONFLICT DO NOTHING`, p); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO config_seen (path) VALUES ($1) ON CONFLICT DO NOTHING`, p); err != nil {
 			return fmt.Errorf("keep lorry %q: %w", p, err)
 		}
 	}
 	for _, f := range kept.FromPaths {
 		if _, err := tx.exec(ctx, `INSERT INTO config_seen (path)
-			SELECT path FROM lorries WHERE from_path = ? AND generated = 0 ON CONFLICT DO NOTHING`, f); err != nil {
+			SELECT path FROM lorries WHERE from_path = $1 AND generated = 0 ON CONFLICT DO NOTHING`, f); err != nil {
 			return fmt.Errorf("keep the lorries of %q: %w", f, err)
 		}
 	}
@@ -412,7 +412,7 @@ func (tx *Tx) RemoveUnseenLorries(ctx context.Context, after string, limit int) 
 		return 0, "", fmt.Errorf("find removed lorries: %w", err)
 	}
 	for _, p := range paths {
-		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = ?`, p); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM lorries WHERE path = $1`, p); err != nil {
 			return 0, "", fmt.Errorf("remove lorry %q: %w", p, err)
 		}
 	}
@@ -425,9 +425,9 @@ func (tx *Tx) RemoveUnseenLorries(ctx context.Context, after string, limit int) 
 // removedLorriesQuery finds the configuration lorries after ?1 that the
 // configuration applied does not define, ?2 at most, in path order.
 const removedLorriesQuery = `SELECT path FROM lorries
-	WHERE path > ?1 AND generated = 0
+	WHERE path > $1 AND generated = 0
 		AND NOT EXISTS (SELECT 1 FROM config_seen AS s WHERE s.path = lorries.path)
-	ORDER BY path LIMIT ?2`
+	ORDER BY path LIMIT $2`
 
 // configStmts are the statements AddConfigLorries runs for each lorry.
 type configStmts struct {
@@ -441,46 +441,46 @@ func (tx *Tx) configStmts(ctx context.Context) (configStmts, error) {
 		(path, text, kind, generated, from_host, from_path, interval, lorry_timeout, queue_pos, running_job, next_due,
 		 commit_id, runtime_name, runtime_version, runtime_id, runtime_python,
 		 upstream_url, max_backoff, hard_fail_after, queue)
-		VALUES (?, ?, ?, 0, '', ?, ?, ?, ?, (SELECT id FROM jobs WHERE path = ? AND status IN ('claimed', 'running')), ?,
-		 ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		VALUES ($1, $2, $3, 0, '', $4, $5, $6, $7, (SELECT id FROM jobs WHERE path = $8 AND status IN ('claimed', 'running')), $9,
+		 $10, $11, $12, $13, $14, $15, $16, $17, $18)`); err != nil {
 		return st, err
 	}
 	// A schedule, new or changed, starts its stateful cron now: its
 	// events up to now are dealt with (none fires), and the first due is
 	// its first event at or after now.
 	if st.setSchedule, err = tx.s.stmt(ctx, `UPDATE lorries SET
-		next_due = CASE WHEN ?1 = '' THEN (CASE WHEN last_run IS NULL THEN MIN(next_due, ?3) ELSE last_run + interval END)
-			WHEN schedule = ?1 THEN next_due ELSE ?2 END,
-		cron_wall = CASE WHEN ?1 = '' THEN 0 WHEN schedule = ?1 THEN cron_wall ELSE ?3 END,
-		cron_mono = CASE WHEN ?1 != '' AND schedule = ?1 THEN cron_mono ELSE 0 END,
-		cron_boot = CASE WHEN ?1 != '' AND schedule = ?1 THEN cron_boot ELSE '' END,
-		cron_handled = CASE WHEN ?1 = '' THEN 0 WHEN schedule = ?1 THEN cron_handled ELSE ?3 - 1 END,
-		cron_next = CASE WHEN ?1 = '' THEN 0 WHEN schedule = ?1 THEN cron_next ELSE ?2 END,
-		schedule = ?1
-		WHERE path = ?4`); err != nil {
+		next_due = CASE WHEN $1 = '' THEN (CASE WHEN last_run IS NULL THEN MIN(next_due, $3) ELSE last_run + interval END)
+			WHEN schedule = $1 THEN next_due ELSE $2 END,
+		cron_wall = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_wall ELSE $3 END,
+		cron_mono = CASE WHEN $1 != '' AND schedule = $1 THEN cron_mono ELSE 0 END,
+		cron_boot = CASE WHEN $1 != '' AND schedule = $1 THEN cron_boot ELSE '' END,
+		cron_handled = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_handled ELSE $3 - 1 END,
+		cron_next = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_next ELSE $2 END,
+		schedule = $1
+		WHERE path = $4`); err != nil {
 		return st, err
 	}
 	// A changed spec ends a failure streak: whatever failed may be
 	// fixed, so the lorry runs at its interval again (see resetStreak).
-	if st.update, err = tx.s.stmt(ctx, `UPDATE lorries SET text = ?, kind = ?, generated = 0,
-		from_host = '', from_path = ?, interval = ?, lorry_timeout = ?, description = '', default_branch = '',
+	if st.update, err = tx.s.stmt(ctx, `UPDATE lorries SET text = $1, kind = $2, generated = 0,
+		from_host = '', from_path = $3, interval = $4, lorry_timeout = $5, description = '', default_branch = '',
 		upstream_head = '',
-		next_due = CASE WHEN schedule != '' THEN MIN(next_due, cron_next) WHEN last_run IS NULL THEN next_due ELSE last_run + ? END,
+		next_due = CASE WHEN schedule != '' THEN MIN(next_due, cron_next) WHEN last_run IS NULL THEN next_due ELSE last_run + $6 END,
 		`+resetStreak+`,
-		commit_id = ?, runtime_name = ?, runtime_version = ?, runtime_id = ?, runtime_python = ?
-		WHERE path = ?`); err != nil {
+		commit_id = $7, runtime_name = $8, runtime_version = $9, runtime_id = $10, runtime_python = $11
+		WHERE path = $12`); err != nil {
 		return st, err
 	}
-	if st.recommit, err = tx.s.stmt(ctx, `UPDATE lorries SET commit_id = ? WHERE path = ?`); err != nil {
+	if st.recommit, err = tx.s.stmt(ctx, `UPDATE lorries SET commit_id = $1 WHERE path = $2`); err != nil {
 		return st, err
 	}
-	if st.setUpstream, err = tx.s.stmt(ctx, `UPDATE lorries SET upstream_url = ? WHERE path = ?`); err != nil {
+	if st.setUpstream, err = tx.s.stmt(ctx, `UPDATE lorries SET upstream_url = $1 WHERE path = $2`); err != nil {
 		return st, err
 	}
-	if st.setBackoff, err = tx.s.stmt(ctx, `UPDATE lorries SET max_backoff = ?, hard_fail_after = ? WHERE path = ?`); err != nil {
+	if st.setBackoff, err = tx.s.stmt(ctx, `UPDATE lorries SET max_backoff = $1, hard_fail_after = $2 WHERE path = $3`); err != nil {
 		return st, err
 	}
-	if st.setQueue, err = tx.s.stmt(ctx, `UPDATE lorries SET queue = ? WHERE path = ?`); err != nil {
+	if st.setQueue, err = tx.s.stmt(ctx, `UPDATE lorries SET queue = $1 WHERE path = $2`); err != nil {
 		return st, err
 	}
 	return st, nil

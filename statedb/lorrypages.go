@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -59,22 +60,30 @@ func listLorriesQuery(q LorryListing) (string, []any) {
 	// would search from one of them and test the other on every row, and
 	// a walk from a prefix's start to its end would read its first pages
 	// again for every page.
-	where, args := []string{`path > ?`}, []any{q.After}
+	var where []string
+	var args []any
+	cond := func(c string, v any) {
+		args = append(args, v)
+		where = append(where, c+` $`+strconv.Itoa(len(args)))
+	}
 	if q.Prefix != "" && q.Prefix > q.After {
-		where, args = []string{`path >= ?`}, []any{q.Prefix}
+		cond(`path >=`, q.Prefix)
+	} else {
+		cond(`path >`, q.After)
 	}
 	if end, ok := prefixEnd(q.Prefix); ok {
-		where, args = append(where, `path < ?`), append(args, end)
+		cond(`path <`, end)
 	}
 	if q.State != "" {
-		where, args = append(where, `state = ?`), append(args, q.State)
+		cond(`state =`, q.State)
 	}
 	if q.Queue != "" {
-		where, args = append(where, `queue = ?`), append(args, q.Queue)
+		cond(`queue =`, q.Queue)
 	}
 	// One more than the page, to tell whether another follows.
+	args = append(args, q.Limit+1)
 	return `SELECT ` + lorryColumns + ` FROM lorries
-		WHERE ` + strings.Join(where, ` AND `) + ` ORDER BY path LIMIT ?`, append(args, q.Limit+1)
+		WHERE ` + strings.Join(where, ` AND `) + ` ORDER BY path LIMIT $` + strconv.Itoa(len(args)), args
 }
 
 // prefixEnd is the least string greater than every string that begins
@@ -129,13 +138,13 @@ func (f LorryFilter) Valid() error {
 // lorryFilterWhere is one constant condition for every filter, so that
 // prepared statements serve them all, whatever is asked. Failing is CountLorries'
 // definition: a non-zero exit, or an error without one (a lost job).
-const lorryFilterWhere = `(?1 = '' OR path LIKE ?2 ESCAPE '\')
-	AND (?3 = ''
-		OR (?3 = 'due' AND running_job IS NULL AND next_due <= ?4)
-		OR (?3 = 'failing' AND (last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != ''))
-		OR (?3 = 'running' AND running_job IS NOT NULL)
-		OR (?3 = 'never' AND last_run IS NULL))
-	AND (?5 = '' OR kind = ?5)`
+const lorryFilterWhere = `($1 = '' OR path LIKE $2 ESCAPE '\')
+	AND ($3 = ''
+		OR ($3 = 'due' AND running_job IS NULL AND next_due <= $4)
+		OR ($3 = 'failing' AND (last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != ''))
+		OR ($3 = 'running' AND running_job IS NOT NULL)
+		OR ($3 = 'never' AND last_run IS NULL))
+	AND ($5 = '' OR kind = $5)`
 
 func (f LorryFilter) args(now int64) []any {
 	return []any{f.Path, likePattern(f.Path), f.State, now, f.Kind}
@@ -160,10 +169,10 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 	// the page. A filtered one is read whole and its matches sorted: the
 	// index would fetch each of 100,000 rows in turn to test it.
 	query := `SELECT ` + lorryColumns + ` FROM lorries INDEXED BY lorries_queue
-		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT ?6 OFFSET ?7`
+		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT $6 OFFSET $7`
 	if f != (LorryFilter{}) {
 		query = `SELECT ` + lorryColumns + ` FROM lorries NOT INDEXED
-		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT ?6 OFFSET ?7`
+		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT $6 OFFSET $7`
 	}
 	return tx.queryLorries(ctx, "list lorries", query, append(f.args(tx.Now), limit, offset)...)
 }
@@ -174,7 +183,7 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 // time, with the last position of each page, never reads it twice.
 func (tx *Tx) LorriesAfter(ctx context.Context, pos int64, limit int) ([]Lorry, error) {
 	return tx.queryLorries(ctx, "list lorries", `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_queue
-		WHERE queue_pos > ? ORDER BY queue_pos LIMIT ?`, pos, limit)
+		WHERE queue_pos > $1 ORDER BY queue_pos LIMIT $2`, pos, limit)
 }
 
 // failingOnly is the filter that the lorries_failing index answers.
@@ -187,7 +196,7 @@ var failingOnly = LorryFilter{State: LorryFailing}
 // queue they are.
 func (tx *Tx) FailingLorries(ctx context.Context, offset, limit int) ([]Lorry, error) {
 	return tx.queryLorries(ctx, "list failing lorries", `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_failing
-		WHERE last_run_exit != 0 OR last_run_error != '' ORDER BY queue_pos LIMIT ? OFFSET ?`, limit, offset)
+		WHERE last_run_exit != 0 OR last_run_error != '' ORDER BY queue_pos LIMIT $1 OFFSET $2`, limit, offset)
 }
 
 // CountLorriesMatching counts the lorries that f selects.
@@ -219,7 +228,7 @@ func (tx *Tx) QueuePosition(ctx context.Context, path string) (int64, error) {
 	query := `SELECT (SELECT COALESCE(SUM(n), 0) FROM lorry_buckets WHERE bucket < l.queue_pos >> 14)
 			+ (SELECT COUNT(*) FROM lorries INDEXED BY lorries_queue
 				WHERE queue_pos BETWEEN (l.queue_pos >> 14) << 14 AND l.queue_pos)
-		FROM lorries AS l WHERE l.path = ?`
+		FROM lorries AS l WHERE l.path = $1`
 	err := tx.queryRow(ctx, query, path).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		n, err = 0, nil

@@ -19,7 +19,7 @@ type JobTiming struct {
 // only grow, so a caller that remembers where it stopped reads each job
 // once, and the running jobs again until they end.
 func (tx *Tx) JobTimings(ctx context.Context, fromID int64) ([]JobTiming, error) {
-	rows, err := tx.query(ctx, `SELECT id, kind, status, started, ended FROM jobs WHERE id >= ? ORDER BY id`, fromID)
+	rows, err := tx.query(ctx, `SELECT id, kind, status, started, ended FROM jobs WHERE id >= $1 ORDER BY id`, fromID)
 	if err != nil {
 		return nil, fmt.Errorf("list job timings: %w", err)
 	}

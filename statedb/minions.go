@@ -24,7 +24,7 @@ type Minion struct {
 // touchMinion records that minion m was heard from now, and which job it
 // has (nil: none).
 func (tx *Tx) touchMinion(ctx context.Context, m MinionID, job *int64) error {
-	_, err := tx.exec(ctx, `INSERT INTO minions (name, host, pid, last_seen, job_id) VALUES (?, ?, ?, ?, ?)`+minionSeen,
+	_, err := tx.exec(ctx, `INSERT INTO minions (name, host, pid, last_seen, job_id) VALUES ($1, $2, $3, $4, $5)`+minionSeen,
 		m.Name, m.Host, m.PID, tx.Now, job)
 	if err != nil {
 		return fmt.Errorf("record minion %s: %w", m.Name, err)
@@ -86,7 +86,7 @@ func (tx *Tx) RetireMinion(ctx context.Context, name string, retire, kill bool) 
 	case retire:
 		v = retireFinish
 	}
-	_, err := tx.exec(ctx, `INSERT INTO minions (name, host, pid, last_seen, heard, retire) VALUES (?, '', 0, 0, 0, ?)
+	_, err := tx.exec(ctx, `INSERT INTO minions (name, host, pid, last_seen, heard, retire) VALUES ($1, '', 0, 0, 0, $2)
 		ON CONFLICT (name) DO UPDATE SET retire = excluded.retire`, name, v)
 	if err != nil {
 		return fmt.Errorf("retire minion %s: %w", name, err)
@@ -94,7 +94,7 @@ func (tx *Tx) RetireMinion(ctx context.Context, name string, retire, kill bool) 
 	if v != retireKill {
 		return nil
 	}
-	_, err = tx.exec(ctx, `UPDATE jobs SET kill = 1, kill_reason = ? WHERE minion = ? AND `+liveStatus+` AND kill = 0`,
+	_, err = tx.exec(ctx, `UPDATE jobs SET kill = 1, kill_reason = $1 WHERE minion = $2 AND `+liveStatus+` AND kill = 0`,
 		StatusKilled, name)
 	if err != nil {
 		return fmt.Errorf("kill the job of minion %s: %w", name, err)
@@ -106,7 +106,7 @@ func (tx *Tx) RetireMinion(ctx context.Context, name string, retire, kill bool) 
 // whether its job is to be killed. A name never heard from is not.
 func (tx *Tx) MinionRetired(ctx context.Context, name string) (retire, kill bool, err error) {
 	var v int
-	err = tx.queryRow(ctx, `SELECT retire FROM minions WHERE name = ?`, name).Scan(&v)
+	err = tx.queryRow(ctx, `SELECT retire FROM minions WHERE name = $1`, name).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, false, nil
 	}
@@ -121,7 +121,7 @@ func (tx *Tx) MinionRetired(ctx context.Context, name string) (retire, kill bool
 func (tx *Tx) TouchRetiredMinion(ctx context.Context, m MinionID) error {
 	var job *int64
 	var id sql.NullInt64
-	err := tx.queryRow(ctx, `SELECT job_id FROM minions WHERE name = ?`, m.Name).Scan(&id)
+	err := tx.queryRow(ctx, `SELECT job_id FROM minions WHERE name = $1`, m.Name).Scan(&id)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read minion %s: %w", m.Name, err)
 	}

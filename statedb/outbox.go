@@ -96,7 +96,7 @@ func (tx *Tx) Notify(ctx context.Context, event string, payload any) error {
 	if len(body) < 2 || body[0] != '{' {
 		return fmt.Errorf("notify %s: the payload is not a JSON object: %w", event, ErrInvalid)
 	}
-	_, err = tx.exec(ctx, `INSERT INTO outbox (event, payload, created, next_try) VALUES (?, ?, ?, ?)`,
+	_, err = tx.exec(ctx, `INSERT INTO outbox (event, payload, created, next_try) VALUES ($1, $2, $3, $4)`,
 		event, string(body), tx.Now, tx.Now)
 	if err != nil {
 		return fmt.Errorf("notify %s: %w", event, err)
@@ -158,7 +158,7 @@ func scanDeliveries(rows *sql.Rows, err error) ([]Delivery, error) {
 // oldest first, claimed or not.
 func (tx *Tx) DueDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
 	return scanDeliveries(tx.query(ctx, `SELECT `+deliveryColumns+` FROM outbox INDEXED BY outbox_due
-		WHERE status = 'pending' AND next_try <= ? ORDER BY next_try, id LIMIT ?`, tx.Now, limit))
+		WHERE status = 'pending' AND next_try <= $1 ORDER BY next_try, id LIMIT $2`, tx.Now, limit))
 }
 
 // ClaimDeliveries claims for owner, until term from now, up to limit
@@ -174,10 +174,10 @@ func (tx *Tx) ClaimDeliveries(ctx context.Context, owner string, term time.Durat
 	if owner == "" || secs <= 0 {
 		return nil, fmt.Errorf("claim deliveries for %q for %s: %w", owner, term, ErrInvalid)
 	}
-	ds, err := scanDeliveries(tx.query(ctx, `UPDATE outbox SET claimed_by = ?1, claimed_until = ?2
+	ds, err := scanDeliveries(tx.query(ctx, `UPDATE outbox SET claimed_by = $1, claimed_until = $2
 		WHERE id IN (SELECT id FROM outbox INDEXED BY outbox_due
-			WHERE status = 'pending' AND next_try <= ?3 AND (claimed_until <= ?3 OR claimed_by = ?1)
-			ORDER BY next_try, id LIMIT ?4)
+			WHERE status = 'pending' AND next_try <= $3 AND (claimed_until <= $3 OR claimed_by = $1)
+			ORDER BY next_try, id LIMIT $4)
 		RETURNING `+deliveryColumns, owner, tx.Now+secs, tx.Now, limit))
 	slices.SortFunc(ds, func(a, b Delivery) int {
 		return cmp.Or(cmp.Compare(a.NextTry, b.NextTry), cmp.Compare(a.ID, b.ID))
@@ -187,7 +187,7 @@ func (tx *Tx) ClaimDeliveries(ctx context.Context, owner string, term time.Durat
 
 // Deliveries lists the newest limit deliveries, newest first.
 func (tx *Tx) Deliveries(ctx context.Context, limit int) ([]Delivery, error) {
-	return scanDeliveries(tx.query(ctx, `SELECT `+deliveryColumns+` FROM outbox ORDER BY id DESC LIMIT ?`, limit))
+	return scanDeliveries(tx.query(ctx, `SELECT `+deliveryColumns+` FROM outbox ORDER BY id DESC LIMIT $1`, limit))
 }
 
 // DeliveryCounts counts the deliveries by status.
@@ -220,9 +220,9 @@ func (tx *Tx) RecordDelivery(ctx context.Context, id int64, a DeliveryAttempt) e
 	if a.Code != 0 {
 		code = &a.Code
 	}
-	res, err := tx.exec(ctx, `UPDATE outbox SET status = ?1, attempts = attempts + 1, next_try = ?2,
-			last_try = ?3, last_code = ?4, last_error = ?5, claimed_by = '', claimed_until = 0
-		WHERE id = ?6 AND status = 'pending' AND (claimed_by = ?7 OR claimed_until <= ?3)`,
+	res, err := tx.exec(ctx, `UPDATE outbox SET status = $1, attempts = attempts + 1, next_try = $2,
+			last_try = $3, last_code = $4, last_error = $5, claimed_by = '', claimed_until = 0
+		WHERE id = $6 AND status = 'pending' AND (claimed_by = $7 OR claimed_until <= $3)`,
 		a.Status, a.NextTry, tx.Now, code, a.Error, id, a.Owner)
 	if err != nil {
 		return fmt.Errorf("record delivery %d: %w", id, err)
@@ -231,7 +231,7 @@ func (tx *Tx) RecordDelivery(ctx context.Context, id int64, a DeliveryAttempt) e
 		return nil
 	}
 	var by string
-	err = tx.queryRow(ctx, `SELECT claimed_by FROM outbox WHERE id = ? AND status = 'pending'`, id).Scan(&by)
+	err = tx.queryRow(ctx, `SELECT claimed_by FROM outbox WHERE id = $1 AND status = 'pending'`, id).Scan(&by)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("no pending delivery %d: %w", id, ErrNotFound)
 	}
@@ -244,7 +244,7 @@ func (tx *Tx) RecordDelivery(ctx context.Context, id int64, a DeliveryAttempt) e
 // RemoveOldDeliveries forgets the deliveries that were delivered or given
 // up more than maxAge seconds ago, so that the outbox stays small.
 func (tx *Tx) RemoveOldDeliveries(ctx context.Context, maxAge int64) (int64, error) {
-	res, err := tx.exec(ctx, `DELETE FROM outbox WHERE status != 'pending' AND last_try < ?`, tx.Now-maxAge)
+	res, err := tx.exec(ctx, `DELETE FROM outbox WHERE status != 'pending' AND last_try < $1`, tx.Now-maxAge)
 	if err != nil {
 		return 0, fmt.Errorf("remove old deliveries: %w", err)
 	}

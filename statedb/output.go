@@ -140,7 +140,7 @@ func (tx *Tx) appendFrom(ctx context.Context, j *Job, src OutputSource) error {
 	if n-off >= tailCap {
 		j.CutBytes += j.tailBytes + n - off - tailCap
 		off = n - tailCap
-		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = ? AND tail = 1`, j.ID); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = $1 AND tail = 1`, j.ID); err != nil {
 			return fmt.Errorf("trim output of job %d: %w", j.ID, err)
 		}
 		j.tailBytes = 0
@@ -152,11 +152,11 @@ func (tx *Tx) appendFrom(ctx context.Context, j *Job, src OutputSource) error {
 	for j.tailBytes > tailCap {
 		var seq, n int64
 		err := tx.queryRow(ctx, `SELECT seq, length(data) FROM job_output
-			WHERE job_id = ? AND tail = 1 ORDER BY seq LIMIT 1`, j.ID).Scan(&seq, &n)
+			WHERE job_id = $1 AND tail = 1 ORDER BY seq LIMIT 1`, j.ID).Scan(&seq, &n)
 		if err != nil {
 			return fmt.Errorf("trim output of job %d: %w", j.ID, err)
 		}
-		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = ? AND seq = ?`, j.ID, seq); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = $1 AND seq = $2`, j.ID, seq); err != nil {
 			return fmt.Errorf("trim output of job %d: %w", j.ID, err)
 		}
 		j.tailBytes -= n
@@ -181,7 +181,7 @@ func (tx *Tx) skipOutput(ctx context.Context, j *Job, n int64) error {
 	j.OutputBytes += n
 	j.CutBytes += j.tailBytes + n
 	if j.tailBytes > 0 {
-		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = ? AND tail = 1`, j.ID); err != nil {
+		if _, err := tx.exec(ctx, `DELETE FROM job_output WHERE job_id = $1 AND tail = 1`, j.ID); err != nil {
 			return fmt.Errorf("trim output of job %d: %w", j.ID, err)
 		}
 		j.tailBytes = 0
@@ -216,7 +216,7 @@ func (tx *Tx) insertChunks(ctx context.Context, j *Job, tail bool, src OutputSou
 }
 
 func (tx *Tx) insertChunk(ctx context.Context, j *Job, tail bool, data []byte) error {
-	_, err := tx.exec(ctx, `INSERT INTO job_output (job_id, seq, tail, data) VALUES (?, ?, ?, ?)`,
+	_, err := tx.exec(ctx, `INSERT INTO job_output (job_id, seq, tail, data) VALUES ($1, $2, $3, $4)`,
 		j.ID, j.nextChunk, tail, data)
 	if constraintFailed(err) {
 		// The chunk's place is counted from the job as read: it is
@@ -238,7 +238,7 @@ func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rows, err := tx.query(ctx, `SELECT tail, data FROM job_output WHERE job_id = ? ORDER BY seq`, id)
+	rows, err := tx.query(ctx, `SELECT tail, data FROM job_output WHERE job_id = $1 ORDER BY seq`, id)
 	if err != nil {
 		return "", fmt.Errorf("read output of job %d: %w", id, err)
 	}
@@ -273,7 +273,7 @@ func (tx *Tx) Output(ctx context.Context, id int64) (string, error) {
 // return may still rewrite it, as it stands.
 func (tx *Tx) outputCarry(ctx context.Context, id int64) ([]byte, error) {
 	var carry []byte
-	if err := tx.queryRow(ctx, `SELECT output_carry FROM jobs WHERE id = ?`, id).Scan(&carry); err != nil {
+	if err := tx.queryRow(ctx, `SELECT output_carry FROM jobs WHERE id = $1`, id).Scan(&carry); err != nil {
 		return nil, fmt.Errorf("read output of job %d: %w", id, err)
 	}
 	return finishCR(carry), nil
@@ -281,7 +281,7 @@ func (tx *Tx) outputCarry(ctx context.Context, id int64) ([]byte, error) {
 
 // outputTail returns about the last n bytes of job id's output.
 func (tx *Tx) outputTail(ctx context.Context, id int64, n int) ([]byte, error) {
-	rows, err := tx.query(ctx, `SELECT data FROM job_output WHERE job_id = ? ORDER BY seq DESC`, id)
+	rows, err := tx.query(ctx, `SELECT data FROM job_output WHERE job_id = $1 ORDER BY seq DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("read output of job %d: %w", id, err)
 	}
@@ -374,7 +374,7 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 	// Head chunks cover the output from 0 to headBytes; the tail resumes
 	// after the cut bytes and runs to OutputBytes. Lengths alone find the
 	// first chunk that holds the offset.
-	rows, err := tx.query(ctx, `SELECT seq, tail, length(data) FROM job_output WHERE job_id = ? ORDER BY seq`, id)
+	rows, err := tx.query(ctx, `SELECT seq, tail, length(data) FROM job_output WHERE job_id = $1 ORDER BY seq`, id)
 	if err != nil {
 		return part, fmt.Errorf("read output of job %d: %w", id, err)
 	}
@@ -404,7 +404,7 @@ func (tx *Tx) OutputFrom(ctx context.Context, id, offset int64) (OutputPart, err
 	if from < 0 {
 		return part, nil
 	}
-	rows, err = tx.query(ctx, `SELECT tail, data FROM job_output WHERE job_id = ? AND seq >= ? ORDER BY seq`, id, from)
+	rows, err = tx.query(ctx, `SELECT tail, data FROM job_output WHERE job_id = $1 AND seq >= $2 ORDER BY seq`, id, from)
 	if err != nil {
 		return part, fmt.Errorf("read output of job %d: %w", id, err)
 	}

@@ -44,9 +44,9 @@ type pgHandOut struct {
 const pgAnyDue = `(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= `
 
 // pgHandOutQuery reads pgHandOut.
-const pgHandOutQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
+const pgHandOutQuery = `SELECT (SELECT value FROM settings WHERE key = $1), (SELECT value FROM settings WHERE key = $2),
 		(SELECT json_object_agg(host, max_jobs) FROM host_limits),
-		` + pgAnyDue + `?3,
+		` + pgAnyDue + `$3,
 		(SELECT n FROM queues_version),
 		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_counts WHERE n > 0)`
 
@@ -114,8 +114,8 @@ func (tx *Tx) readHandOut(ctx context.Context) (*pgHandOut, error) {
 
 // minionStateQuery reads whether the minion ?1 is retired and whether
 // it has a live job.
-const minionStateQuery = `SELECT COALESCE((SELECT retire FROM minions WHERE name = ?1), 0),
-	EXISTS (SELECT 1 FROM jobs WHERE minion = ?1 AND ` + liveStatus + `)`
+const minionStateQuery = `SELECT COALESCE((SELECT retire FROM minions WHERE name = $1), 0),
+	EXISTS (SELECT 1 FROM jobs WHERE minion = $1 AND ` + liveStatus + `)`
 
 // minionState reads whether minion m is retired and whether it has a
 // live job.
@@ -243,7 +243,7 @@ func (tx *Tx) dueAfterAll(ctx context.Context, idle string) (string, error) {
 		return idle, nil
 	}
 	var due sql.NullBool
-	if err := tx.queryRow(ctx, `SELECT `+pgAnyDue+`?1`, tx.Now).Scan(&due); err != nil {
+	if err := tx.queryRow(ctx, `SELECT `+pgAnyDue+`$1`, tx.Now).Scan(&due); err != nil {
 		return "", fmt.Errorf("find whether anything is due: %w", err)
 	}
 	b.anyDue, b.claimed = due.Valid && due.Bool, false
@@ -289,8 +289,8 @@ func readHeads(text string, heads map[string]sql.NullInt64) error {
 // if the entry was marked running, whether the minion was free, and the
 // choices found, as [queue, position]; no row if nothing is due.
 var (
-	pgClaimFirstQuery       = pgClaimFirst(headsQuery, "?3", 3)
-	pgClaimFirstOfKindQuery = pgClaimFirst(headsOfKindQuery, "?4", 4)
+	pgClaimFirstQuery       = pgClaimFirst(headsQuery, "$3", 3)
+	pgClaimFirstOfKindQuery = pgClaimFirst(headsOfKindQuery, "$4", 4)
 )
 
 func pgClaimFirst(heads, known string, before int) string {
@@ -298,20 +298,20 @@ func pgClaimFirst(heads, known string, before int) string {
 		head AS (SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(pos) FROM
 			(SELECT found.pos FROM found UNION ALL SELECT CAST(k.value AS BIGINT) FROM json_each(` + known + `) AS k) AS h (pos))),` +
 		shiftArgs(`
-		free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = ?1), 0) = 0
-			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = ?1 AND `+liveStatus+`)),
+		free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = $1), 0) = 0
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = $1 AND `+liveStatus+`)),
 		job AS (INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
 				text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
-			SELECT path, kind, ?1, ?2, ?3, ?4, ?4, 'claimed', lorry_timeout,
+			SELECT path, kind, $1, $2, $3, $4, $4, 'claimed', lorry_timeout,
 				CASE WHEN commit_id != '' THEN text ELSE '' END, commit_id,
 				runtime_name, runtime_version, runtime_id, runtime_python, queue
-			FROM head, free WHERE running_job IS NULL AND next_due <= ?4 RETURNING id),
+			FROM head, free WHERE running_job IS NULL AND next_due <= $4 RETURNING id),
 		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
 				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
 			WHERE path = (SELECT path FROM head) AND running_job IS NULL AND EXISTS (SELECT 1 FROM job)
 			RETURNING 1),
 		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
-			SELECT ?1, ?2, ?3, ?4, id FROM job`+minionSeen+`)
+			SELECT $1, $2, $3, $4, id FROM job`+minionSeen+`)
 	SELECT head.*, (SELECT id FROM job), (SELECT COUNT(*) FROM marked), EXISTS (SELECT 1 FROM free),
 		(SELECT json_agg(json_build_array(found.key, found.pos)) FROM found)
 	FROM head`, before)

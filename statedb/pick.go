@@ -100,7 +100,7 @@ func (tx *Tx) pickLorry(ctx context.Context, q openSet) (l Lorry, idle string, e
 		if !pos.Valid {
 			return Lorry{}, q.noneDue(), nil
 		}
-		l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = ?`, pos.Int64))
+		l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = $1`, pos.Int64))
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
 		}
@@ -181,7 +181,7 @@ func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string
 
 // headsOfKindQuery is headsQuery with each queue's entries narrowed to the
 // kind ?3.
-var headsOfKindQuery = strings.ReplaceAll(headsQuery, "WHERE queue = j.key AND", "WHERE queue = j.key AND kind = ?3 AND")
+var headsOfKindQuery = strings.ReplaceAll(headsQuery, "WHERE queue = j.key AND", "WHERE queue = j.key AND kind = $3 AND")
 
 // askJSON is the JSON object of the queues of open, names to sorts, as
 // headsQuery takes it.
@@ -233,16 +233,16 @@ func appendJSONString(b []byte, s string) []byte {
 // table when it guesses that many are due.
 const headsQuery = `SELECT j.key, CASE
 		WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
+			WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
 			ORDER BY next_due, queue_pos LIMIT 1)
 		WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= ?1
+			WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
 			ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
 		WHEN (SELECT MIN(next_due) FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL) <= ?1
+			WHERE queue = j.key AND running_job IS NULL) <= $1
 		THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
 			WHERE queue = j.key AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
-				AND next_due <= ?1
+				AND next_due <= $1
 			ORDER BY queue_pos LIMIT 1)
 		END
-	FROM json_each(?2) AS j`
+	FROM json_each($2) AS j`

@@ -59,7 +59,7 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	sqlDB.SetMaxOpenConns(pgConns)
 	sqlDB.SetMaxIdleConns(pgConns)
 	db := newDB(sqlDB, shown, opts)
-	db.pg = true
+	db.pg, db.drv = true, pgDriver{}
 	db.pgAddr, db.pgPassword, db.pgBackupAddr = addr, opts.Password, opts.BackupAddress
 	db.unprepared = unprepared(cfg.ConnConfig)
 	db.stuck = opts.StuckTransaction

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -28,7 +29,7 @@ type RunNow struct {
 // it is asked while a job runs, one run follows, never a pile.
 func (tx *Tx) RunLorryNow(ctx context.Context, path string) (RunNow, error) {
 	var running, hardFailed bool
-	err := tx.queryRow(ctx, `SELECT running_job IS NOT NULL, state = ? FROM lorries WHERE path = ?`,
+	err := tx.queryRow(ctx, `SELECT running_job IS NOT NULL, state = $1 FROM lorries WHERE path = $2`,
 		StateHardFailed, path).Scan(&running, &hardFailed)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -54,7 +55,7 @@ func (tx *Tx) RunLorryNow(ctx context.Context, path string) (RunNow, error) {
 // runAgain asks for one more run of the running lorry at path once its
 // job ends; ErrTaken if it is not running.
 func (tx *Tx) runAgain(ctx context.Context, path string) error {
-	res, err := tx.exec(ctx, `UPDATE lorries SET run_again = 1 WHERE path = ? AND running_job IS NOT NULL`, path)
+	res, err := tx.exec(ctx, `UPDATE lorries SET run_again = 1 WHERE path = $1 AND running_job IS NOT NULL`, path)
 	if err != nil {
 		return fmt.Errorf("queue a run of lorry %q: %w", path, err)
 	}
@@ -70,10 +71,10 @@ func (tx *Tx) makeDueNow(ctx context.Context, path string) error {
 	// A lorry that its last run left hard-failed stays so: a run asked
 	// for while that run went on is dropped.
 	res, err := tx.exec(ctx, `UPDATE lorries SET run_again = 0,
-			next_due = CASE WHEN state = ?3 THEN next_due
-				WHEN schedule != '' THEN MIN(next_due, ?1, cron_handled) ELSE MIN(next_due, ?1) END,
-			queue_pos = CASE WHEN state = ?3 THEN queue_pos ELSE (SELECT MIN(queue_pos) - 1 FROM lorries) END
-		WHERE path = ?2 AND running_job IS NULL`, tx.Now, path, StateHardFailed)
+			next_due = CASE WHEN state = $3 THEN next_due
+				WHEN schedule != '' THEN MIN(next_due, $1, cron_handled) ELSE MIN(next_due, $1) END,
+			queue_pos = CASE WHEN state = $3 THEN queue_pos ELSE (SELECT MIN(queue_pos) - 1 FROM lorries) END
+		WHERE path = $2 AND running_job IS NULL`, tx.Now, path, StateHardFailed)
 	if err != nil {
 		return fmt.Errorf("make lorry %q due: %w", path, err)
 	}
@@ -84,7 +85,7 @@ func (tx *Tx) makeDueNow(ctx context.Context, path string) error {
 // while its job ran; endJob calls it once the job's end is recorded.
 func (tx *Tx) runAgainAfter(ctx context.Context, path string) error {
 	var again bool
-	err := tx.queryRow(ctx, `SELECT run_again FROM lorries WHERE path = ? AND running_job IS NULL`, path).Scan(&again)
+	err := tx.queryRow(ctx, `SELECT run_again FROM lorries WHERE path = $1 AND running_job IS NULL`, path).Scan(&again)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !again) {
 		return nil
 	}
@@ -106,7 +107,7 @@ func (tx *Tx) LorriesByUpstream(ctx context.Context, urls []string) ([]string, e
 		args[i] = u
 	}
 	rows, err := tx.query(ctx, `SELECT path FROM lorries INDEXED BY lorries_upstream_url
-		WHERE upstream_url != '' AND upstream_url IN (?`+strings.Repeat(", ?", len(urls)-1)+`)
+		WHERE upstream_url != '' AND upstream_url IN (`+argList(1, len(urls))+`)
 		ORDER BY queue_pos`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("find lorries by upstream: %w", err)
@@ -120,4 +121,16 @@ func (tx *Tx) LorriesByUpstream(ctx context.Context, urls []string) ([]string, e
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// argList is the placeholders $from to $from+n-1, with commas between.
+func argList(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(from+i))
+	}
+	return b.String()
 }

@@ -42,7 +42,7 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 		if q.Sort == "" {
 			q.Sort = SortQueueOrder
 		}
-		if _, err := tx.exec(ctx, `INSERT INTO queues (name, threads, sort, schedule) VALUES (?, ?, ?, ?)`,
+		if _, err := tx.exec(ctx, `INSERT INTO queues (name, threads, sort, schedule) VALUES ($1, $2, $3, $4)`,
 			q.Name, q.Threads, q.Sort, q.Schedule); err != nil {
 			return fmt.Errorf("store queue %q: %w", q.Name, err)
 		}
@@ -51,12 +51,12 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ?
-		WHERE queue NOT IN (SELECT value FROM json_each(?))`, DefaultQueue, string(known)); err != nil {
+	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = $1
+		WHERE queue NOT IN (SELECT value FROM json_each($2))`, DefaultQueue, string(known)); err != nil {
 		return fmt.Errorf("move lorries of removed queues: %w", err)
 	}
-	if _, err := tx.exec(ctx, `UPDATE hosts SET queue = ?
-		WHERE queue NOT IN (SELECT value FROM json_each(?))`, DefaultQueue, string(known)); err != nil {
+	if _, err := tx.exec(ctx, `UPDATE hosts SET queue = $1
+		WHERE queue NOT IN (SELECT value FROM json_each($2))`, DefaultQueue, string(known)); err != nil {
 		return fmt.Errorf("move hosts of removed queues: %w", err)
 	}
 	if !c.LorriesPlaced {
@@ -68,7 +68,7 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 		if q == "" {
 			q = DefaultQueue
 		}
-		if _, err := tx.exec(ctx, `UPDATE hosts SET queue = ? WHERE name = ?`, q, h); err != nil {
+		if _, err := tx.exec(ctx, `UPDATE hosts SET queue = $1 WHERE name = $2`, q, h); err != nil {
 			return fmt.Errorf("put host %q in queue %q: %w", h, q, err)
 		}
 		if err := tx.syncHostQueue(ctx, h); err != nil {
@@ -85,7 +85,7 @@ func notIn(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return ` AND path NOT IN (SELECT value FROM json_each(?))`
+	return ` AND path NOT IN (SELECT value FROM json_each($3))`
 }
 
 func queuedPaths(m map[string]string) []any {
@@ -102,8 +102,8 @@ func queuedPaths(m map[string]string) []any {
 
 // syncHostQueue puts the generated lorries of host in the host's queue.
 func (tx *Tx) syncHostQueue(ctx context.Context, host string) error {
-	_, err := tx.exec(ctx, `UPDATE lorries SET queue = COALESCE((SELECT queue FROM hosts WHERE name = ?), ?)
-		WHERE generated = 1 AND from_host = ? AND queue != COALESCE((SELECT queue FROM hosts WHERE name = ?), ?)`,
+	_, err := tx.exec(ctx, `UPDATE lorries SET queue = COALESCE((SELECT queue FROM hosts WHERE name = $1), $2)
+		WHERE generated = 1 AND from_host = $3 AND queue != COALESCE((SELECT queue FROM hosts WHERE name = $4), $5)`,
 		host, DefaultQueue, host, host, DefaultQueue)
 	if err != nil {
 		return fmt.Errorf("put lorries of host %q in its queue: %w", host, err)
@@ -119,14 +119,14 @@ func (tx *Tx) placeConfigLorries(ctx context.Context, lorries map[string]string)
 		if q == "" {
 			q = DefaultQueue
 		}
-		if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ? WHERE path = ? AND generated = 0 AND queue != ?`,
+		if _, err := tx.exec(ctx, `UPDATE lorries SET queue = $1 WHERE path = $2 AND generated = 0 AND queue != $3`,
 			q, p, q); err != nil {
 			return fmt.Errorf("put lorry %q in queue %q: %w", p, q, err)
 		}
 	}
 	// A lorry the configuration defines without a queue is in the default
 	// one, even if it was in another before.
-	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = ? WHERE generated = 0 AND queue != ?`+
+	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = $1 WHERE generated = 0 AND queue != $2`+
 		notIn(len(lorries)), append([]any{DefaultQueue, DefaultQueue}, queuedPaths(lorries)...)...); err != nil {
 		return fmt.Errorf("put lorries in the default queue: %w", err)
 	}

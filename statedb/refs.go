@@ -15,7 +15,7 @@ import (
 // not report them.
 func (tx *Tx) JobRefs(ctx context.Context, id int64) (*wire.RefChanges, error) {
 	var data string
-	err := tx.queryRow(ctx, `SELECT refs FROM job_refs WHERE job_id = ?`, id).Scan(&data)
+	err := tx.queryRow(ctx, `SELECT refs FROM job_refs WHERE job_id = $1`, id).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("no ref changes of job %d: %w", id, ErrNotFound)
 	}
@@ -34,7 +34,7 @@ func (tx *Tx) setJobRefs(ctx context.Context, id int64, c *wire.RefChanges) erro
 	if err != nil {
 		return fmt.Errorf("record ref changes of job %d: %w", id, err)
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO job_refs (job_id, refs) VALUES (?, ?)
+	if _, err := tx.exec(ctx, `INSERT INTO job_refs (job_id, refs) VALUES ($1, $2)
 		ON CONFLICT (job_id) DO UPDATE SET refs = excluded.refs`, id, string(data)); err != nil {
 		return fmt.Errorf("record ref changes of job %d: %w", id, err)
 	}

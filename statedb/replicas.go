@@ -19,7 +19,7 @@ type Replica struct {
 // SeeReplica records that replica r is alive now. A replica that starts
 // again under its name takes its row over.
 func (tx *Tx) SeeReplica(ctx context.Context, r Replica) error {
-	_, err := tx.exec(ctx, `INSERT INTO replicas (name, url, owner, started, last_seen) VALUES (?1, ?2, ?3, ?4, ?5)
+	_, err := tx.exec(ctx, `INSERT INTO replicas (name, url, owner, started, last_seen) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (name) DO UPDATE SET url = excluded.url, last_seen = excluded.last_seen,
 			started = CASE WHEN replicas.owner = excluded.owner THEN replicas.started ELSE excluded.started END,
 			owner = excluded.owner`, r.Name, r.URL, r.Owner, r.Started, tx.Now)
@@ -31,7 +31,7 @@ func (tx *Tx) SeeReplica(ctx context.Context, r Replica) error {
 
 // ForgetReplicas forgets the replicas not seen since before.
 func (tx *Tx) ForgetReplicas(ctx context.Context, before int64) error {
-	if _, err := tx.exec(ctx, `DELETE FROM replicas WHERE last_seen < ?`, before); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM replicas WHERE last_seen < $1`, before); err != nil {
 		return fmt.Errorf("forget replicas: %w", err)
 	}
 	return nil

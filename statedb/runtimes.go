@@ -22,8 +22,8 @@ func (tx *Tx) RuntimeIs(ctx context.Context, name, id string) (bool, error) {
 	// Runtime archives are fetched once per build, so a scan of the
 	// lorries and jobs costs little beside the archive itself.
 	var known bool
-	err = tx.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM lorries WHERE runtime_id = ? AND runtime_name = ?)
-		OR EXISTS (SELECT 1 FROM jobs WHERE runtime_id = ? AND runtime_name = ?)`,
+	err = tx.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM lorries WHERE runtime_id = $1 AND runtime_name = $2)
+		OR EXISTS (SELECT 1 FROM jobs WHERE runtime_id = $3 AND runtime_name = $4)`,
 		id, name, id, name).Scan(&known)
 	if err != nil {
 		return false, fmt.Errorf("look up runtime %s %s: %w", name, id, err)

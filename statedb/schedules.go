@@ -74,14 +74,14 @@ func (tx *Tx) DueSchedules(ctx context.Context, limit int) ([]Scheduled, error) 
 
 const dueSchedulesQuery = `SELECT ` + scheduledColumns + `
 	FROM lorries INDEXED BY lorries_cron_next
-	WHERE schedule != '' AND cron_next <= ? ORDER BY cron_next LIMIT ?`
+	WHERE schedule != '' AND cron_next <= $1 ORDER BY cron_next LIMIT $2`
 
 // DueSchedule is the scheduled entry at path if its next event has come,
 // as DueSchedules would list it; false if it has no schedule or its next
 // event is still to come.
 func (tx *Tx) DueSchedule(ctx context.Context, path string) (Scheduled, bool, error) {
 	list, err := tx.listScheduled(ctx, "due schedule", `SELECT `+scheduledColumns+`
-		FROM lorries WHERE path = ? AND schedule != '' AND cron_next <= ?`, path, tx.Now)
+		FROM lorries WHERE path = $1 AND schedule != '' AND cron_next <= $2`, path, tx.Now)
 	if err != nil || len(list) == 0 {
 		return Scheduled{}, false, err
 	}
@@ -95,7 +95,7 @@ func (tx *Tx) DueSchedule(ctx context.Context, path string) (Scheduled, bool, er
 func (tx *Tx) AheadSchedules(ctx context.Context, after string, limit int) ([]Scheduled, error) {
 	return tx.listScheduled(ctx, "schedules ahead of the clock", `SELECT `+scheduledColumns+`
 		FROM lorries INDEXED BY lorries_scheduled
-		WHERE schedule != '' AND path > ? AND cron_handled > ? ORDER BY path LIMIT ?`, after, tx.Now, limit)
+		WHERE schedule != '' AND path > $1 AND cron_handled > $2 ORDER BY path LIMIT $3`, after, tx.Now, limit)
 }
 
 // TickSchedule records a tick of the scheduled entry at path: its new
@@ -116,11 +116,11 @@ func (tx *Tx) TickSchedule(ctx context.Context, path, schedule string, st CronSt
 	_, err := tx.exec(ctx, `UPDATE lorries SET
 			next_due = CASE
 				WHEN running_job IS NOT NULL OR state = 'hard-failed' THEN next_due
-				WHEN ?1 != 0 THEN MAX(MIN(next_due, ?2), backoff_until)
-				WHEN next_due > cron_handled THEN MAX(?3, backoff_until)
+				WHEN $1 != 0 THEN MAX(MIN(next_due, $2), backoff_until)
+				WHEN next_due > cron_handled THEN MAX($3, backoff_until)
 				ELSE next_due END,
-			cron_wall = ?4, cron_mono = ?5, cron_boot = ?6, cron_handled = ?7, cron_next = ?3
-		WHERE path = ?8 AND schedule = ?9`,
+			cron_wall = $4, cron_mono = $5, cron_boot = $6, cron_handled = $7, cron_next = $3
+		WHERE path = $8 AND schedule = $9`,
 		fire, tx.Now, next, st.Wall, st.Mono, st.Boot, st.Handled, path, schedule)
 	if err != nil {
 		return fmt.Errorf("record schedule of lorry %q: %w", path, err)

@@ -20,7 +20,7 @@ const (
 
 func (tx *Tx) setting(ctx context.Context, key string) (string, bool, error) {
 	var v string
-	err := tx.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	err := tx.queryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -31,7 +31,7 @@ func (tx *Tx) setting(ctx context.Context, key string) (string, bool, error) {
 }
 
 func (tx *Tx) setSetting(ctx context.Context, key, value string) error {
-	_, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
+	_, err := tx.exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("write setting %s: %w", key, err)
@@ -40,7 +40,7 @@ func (tx *Tx) setSetting(ctx context.Context, key, value string) error {
 }
 
 func (tx *Tx) deleteSetting(ctx context.Context, key string) error {
-	_, err := tx.exec(ctx, `DELETE FROM settings WHERE key = ?`, key)
+	_, err := tx.exec(ctx, `DELETE FROM settings WHERE key = $1`, key)
 	return err
 }
 
@@ -137,11 +137,11 @@ func maxJobsValue(limit sql.NullString) (*int64, error) {
 }
 
 // handOutStateQuery reads handOutState.
-const handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = ?1), (SELECT value FROM settings WHERE key = ?2),
-		(SELECT max_jobs FROM host_limits WHERE host = ?3),
-		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= ?4,
-		COALESCE((SELECT retire FROM minions WHERE name = ?5), 0),
-		EXISTS (SELECT 1 FROM jobs WHERE minion = ?5 AND ` + liveStatus + `)`
+const handOutStateQuery = `SELECT (SELECT value FROM settings WHERE key = $1), (SELECT value FROM settings WHERE key = $2),
+		(SELECT max_jobs FROM host_limits WHERE host = $3),
+		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= $4,
+		COALESCE((SELECT retire FROM minions WHERE name = $5), 0),
+		EXISTS (SELECT 1 FROM jobs WHERE minion = $5 AND ` + liveStatus + `)`
 
 // SetMaxJobs sets the limit on running jobs; nil removes it.
 func (tx *Tx) SetMaxJobs(ctx context.Context, n *int64) error {

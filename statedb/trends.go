@@ -24,7 +24,7 @@ type Run struct {
 // oldest first.
 func (tx *Tx) RecentRuns(ctx context.Context, path string, limit int) ([]Run, error) {
 	rows, err := tx.query(ctx, `SELECT id, started, ended, status, exit FROM jobs
-		WHERE path = ? ORDER BY id DESC LIMIT ?`, path, limit)
+		WHERE path = $1 ORDER BY id DESC LIMIT $2`, path, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list runs of %s: %w", path, err)
 	}
@@ -61,8 +61,8 @@ func (tx *Tx) JobsPerHour(ctx context.Context, hours int) ([]HourCount, error) {
 	for i := range out {
 		out[i] = HourCount{Start: start + int64(i)*3600, Counts: map[string]int64{}}
 	}
-	rows, err := tx.query(ctx, `SELECT (ended - ?1) / 3600, status, COUNT(*) FROM jobs INDEXED BY jobs_ended
-		WHERE ended >= ?1 AND ended < ?2 GROUP BY 1, 2`, start, end)
+	rows, err := tx.query(ctx, `SELECT (ended - $1) / 3600, status, COUNT(*) FROM jobs INDEXED BY jobs_ended
+		WHERE ended >= $1 AND ended < $2 GROUP BY 1, 2`, start, end)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs per hour: %w", err)
 	}
@@ -112,13 +112,13 @@ func (tx *Tx) SampleQueues(ctx context.Context) (bool, error) {
 			w := max(tx.Now-*q.OldestDue, 0)
 			wait = &w
 		}
-		if _, err := tx.exec(ctx, `INSERT INTO queue_samples (at, queue, due, oldest_wait) VALUES (?, ?, ?, ?)
+		if _, err := tx.exec(ctx, `INSERT INTO queue_samples (at, queue, due, oldest_wait) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (at, queue) DO UPDATE SET due = excluded.due, oldest_wait = excluded.oldest_wait`,
 			tx.Now, q.Name, q.Due, wait); err != nil {
 			return false, fmt.Errorf("sample queue %q: %w", q.Name, err)
 		}
 	}
-	if _, err := tx.exec(ctx, `DELETE FROM queue_samples WHERE at < ?`, tx.Now-QueueSampleKeep); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM queue_samples WHERE at < $1`, tx.Now-QueueSampleKeep); err != nil {
 		return false, fmt.Errorf("forget old queue samples: %w", err)
 	}
 	return true, nil
@@ -135,8 +135,8 @@ type WaitPoint struct {
 // slot seconds, by queue. A slot with no sample (the WEBAPP was down) is
 // absent.
 func (tx *Tx) QueueWaits(ctx context.Context, since, slot int64) (map[string][]WaitPoint, error) {
-	rows, err := tx.query(ctx, `SELECT queue, at - at % ?1, MAX(COALESCE(oldest_wait, 0)) FROM queue_samples
-		WHERE at >= ?2 GROUP BY 1, 2 ORDER BY 1, 2`, slot, tx.Now-since)
+	rows, err := tx.query(ctx, `SELECT queue, at - at % $1, MAX(COALESCE(oldest_wait, 0)) FROM queue_samples
+		WHERE at >= $2 GROUP BY 1, 2 ORDER BY 1, 2`, slot, tx.Now-since)
 	if err != nil {
 		return nil, fmt.Errorf("read queue samples: %w", err)
 	}

@@ -82,3 +82,32 @@ func TestPooled(t *testing.T) {
 		}
 	}
 }
+
+// TestPgBouncerPortTaken starts a pgbouncer on a port that another
+// pgbouncer listens on already, as when two test binaries found the same
+// port free at once: it must fail to start, though the other answers on
+// the port, so that it is tried on another port.
+func TestPgBouncerPortTaken(t *testing.T) {
+	srv, err := server()
+	if err != nil {
+		t.Fatalf("PostgreSQL for the tests: %v", err)
+	}
+	first, err := srv.pooler()
+	if err != nil {
+		t.Fatalf("pgbouncer for the tests: %v", err)
+	}
+	bin, host, port, err := pgBouncerTarget(srv.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cred, err := runAs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &pgbouncer{dir: dir, user: first.user, port: first.port}
+	if err := second.start(bin, host, port, cred); err == nil {
+		second.stop()
+		t.Fatalf("a second pgbouncer on port %d started; want it to fail, the port being the first's", first.port)
+	}
+}

@@ -43,24 +43,11 @@ const pgbouncerBin = "/usr/sbin/pgbouncer"
 // startPgBouncer starts a pgbouncer in front of the server at base,
 // which must let its user in without a password.
 func startPgBouncer(base *url.URL) (*pgbouncer, error) {
-	bin, err := exec.LookPath("pgbouncer")
+	bin, host, port, err := pgBouncerTarget(base)
 	if err != nil {
-		if _, serr := os.Stat(pgbouncerBin); serr != nil {
-			return nil, errors.New("pgbouncer not found: install the pgbouncer package (make deps)")
-		}
-		bin = pgbouncerBin
-	}
-	host, port := base.Query().Get("host"), base.Port()
-	if host == "" {
-		host = base.Hostname()
-	}
-	if port == "" {
-		port = "5432"
+		return nil, err
 	}
 	user := base.User.Username()
-	if user == "" {
-		return nil, fmt.Errorf("%s: pgbouncer needs the address's user", base.Redacted())
-	}
 	dir, err := os.MkdirTemp("", "lcpgb")
 	if err != nil {
 		return nil, err
@@ -83,6 +70,28 @@ func startPgBouncer(base *url.URL) (*pgbouncer, error) {
 	}
 	b.stop()
 	return nil, fmt.Errorf("pgbouncer: %w", err)
+}
+
+// pgBouncerTarget is the pgbouncer program and the host and port of the
+// server at base that it is to stand in front of.
+func pgBouncerTarget(base *url.URL) (bin, host, port string, err error) {
+	if bin, err = exec.LookPath("pgbouncer"); err != nil {
+		if _, serr := os.Stat(pgbouncerBin); serr != nil {
+			return "", "", "", errors.New("pgbouncer not found: install the pgbouncer package (make deps)")
+		}
+		bin = pgbouncerBin
+	}
+	host, port = base.Query().Get("host"), base.Port()
+	if host == "" {
+		host = base.Hostname()
+	}
+	if port == "" {
+		port = "5432"
+	}
+	if base.User.Username() == "" {
+		return "", "", "", fmt.Errorf("%s: pgbouncer needs the address's user", base.Redacted())
+	}
+	return bin, host, port, nil
 }
 
 // ini is the configuration of a pgbouncer on port in front of host and
@@ -128,8 +137,24 @@ func (b *pgbouncer) start(bin, host, port string, cred *syscall.Credential) erro
 	}
 	b.proc, b.done = cmd, make(chan struct{})
 	go func() { cmd.Wait(); close(b.done) }()
-	// Ready when it answers a query through to the server.
+	// Ready when it listens on its port, and then answers a query through
+	// to the server. Until its log says it listens, the port may be
+	// another's, such as another test binary's pgbouncer that took it
+	// first, which would answer the query too, for another server.
 	deadline := time.Now().Add(30 * time.Second)
+	for !b.listening() {
+		select {
+		case <-b.done:
+			b.proc = nil
+			log, _ := os.ReadFile(filepath.Join(b.dir, "pgbouncer.log"))
+			return fmt.Errorf("pgbouncer exited: %s", strings.TrimSpace(string(log)))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b.stop()
+			return errors.New("pgbouncer does not listen")
+		}
+	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		conn, err := pgx.Connect(ctx, b.url("postgres"))
@@ -154,6 +179,13 @@ func (b *pgbouncer) start(bin, host, port string, cred *syscall.Credential) erro
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// listening says whether the running pgbouncer's log says that it
+// listens on its port.
+func (b *pgbouncer) listening() bool {
+	log, _ := os.ReadFile(filepath.Join(b.dir, "pgbouncer.log"))
+	return strings.Contains(string(log), fmt.Sprintf("[%d] LOG listening on 127.0.0.1:%d\n", b.proc.Process.Pid, b.port))
 }
 
 // url is the address of database name through the pgbouncer.

@@ -60,9 +60,11 @@ deps:
 
 # Every test, with the race detector; the scenario tests in yarns/ start
 # the real binaries. Then the tests of the STATEDB's users again, on
-# PostgreSQL, directly and through pgbouncer, the fault campaign's short
-# form (unless FAULTS_SHORT is 0), and the installed units under systemd
-# (test-install).
+# PostgreSQL, directly and through pgbouncer; and last, side by side, the
+# installed units under systemd (test-install, in a machine of its own)
+# and the fault campaign's short form (unless FAULTS_SHORT is 0), which
+# mostly waits out its faults, without the race detector (the scenarios
+# above run the same binaries under it).
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m $(PGPKGS)
@@ -70,11 +72,13 @@ test: deps check
 	$(PGB) $(GO) test -race -count=1 -timeout 20m $(PGBPKGS)
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^(TestScenarios|TestReplicaSessions)$$' ./yarns/
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^TestReplicas$$/^postgres$$' ./yarns/
-	@if [ "$(FAULTS_SHORT)" = 1 ]; then \
-		echo "$(FAULTS_ENV)=short $(GO) test -race -count=1 -timeout 20m -v -run '^TestFaults\$$' ./yarns/"; \
-		$(FAULTS_ENV)=short $(GO) test -race -count=1 -timeout 20m -v -run '^TestFaults$$' ./yarns/; \
-	fi
-	./scripts/test-install
+	@log=$$(mktemp); echo "./scripts/test-install > $$log (beside the fault campaign)"; \
+	./scripts/test-install > $$log 2>&1 & inst=$$!; status=0; \
+	if [ "$(FAULTS_SHORT)" = 1 ]; then \
+		echo "$(FAULTS_ENV)=short $(GO) test -count=1 -timeout 20m -v -run '^TestFaults\$$' ./yarns/"; \
+		$(FAULTS_ENV)=short $(GO) test -count=1 -timeout 20m -v -run '^TestFaults$$' ./yarns/ || status=$$?; \
+	fi; \
+	wait $$inst || status=$$?; cat $$log; rm -f $$log; exit $$status
 
 # What make install ships, under a real systemd: a Debian root with the
 # project installed, booted with systemd-nspawn, configured and checked

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,39 @@ func TestHeartbeatForgetsReplicas(t *testing.T) {
 				t.Errorf("%v after r2 was seen: replicas %+v; want r1 alone", tc.want+time.Second, got)
 			}
 		})
+	}
+}
+
+// TestReplicaOf names a replica by the host and port it listens on unless
+// told otherwise.
+func TestReplicaOf(t *testing.T) {
+	r := ReplicaOf("", "", "127.0.0.1:4567")
+	if !strings.HasSuffix(r.Name, ":4567") || r.URL != "http://127.0.0.1:4567" {
+		t.Errorf("default replica = %+v", r)
+	}
+	r = ReplicaOf("r1", "https://r1.example.org", "127.0.0.1:4567")
+	if r.Name != "r1" || r.URL != "https://r1.example.org" {
+		t.Errorf("named replica = %+v", r)
+	}
+}
+
+// TestHeartbeaterRunOnce: a beat of the Heartbeater lists the replica
+// with the time it started.
+func TestHeartbeaterRunOnce(t *testing.T) {
+	ctx := context.Background()
+	a, _, _ := newApp(t)
+	a.Replica = Replica{Name: "r1", URL: "http://r1"}
+	(&Heartbeater{App: a, Every: time.Hour}).runOnce(ctx, time.Unix(500, 0))
+	var got []statedb.Replica
+	err := a.DB.View(ctx, func(tx *statedb.Tx) error {
+		var err error
+		got, err = tx.Replicas(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "r1" || got[0].URL != "http://r1" || got[0].Started != 500 {
+		t.Errorf("replicas after a beat: %+v; want r1 at http://r1, started at 500", got)
 	}
 }

@@ -193,6 +193,22 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
+// Max is the cap of connections: configured, or when it is 0 what the limit of
+// open files leaves for them (DefaultMax), which it logs.
+func Max(configured int, log *slog.Logger) int {
+	if configured > 0 {
+		return configured
+	}
+	limit, err := DescriptorLimit()
+	if err != nil {
+		log.Warn("read the limit of open files; connections capped at 1024", "err", err)
+		return 1024
+	}
+	n := DefaultMax(limit)
+	log.Info("connections capped", "max_connections", n, "open_files_limit", limit)
+	return n
+}
+
 // DefaultMax is the cap of connections for a process whose descriptors
 // are limited to limit: a quarter of them, and at least 64, are kept for
 // the rest of its work (its database, spooled bodies, child processes).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/webappconf"
 )
 
 // backupMain is "lorry-controller-webapp backup": a copy of the state
@@ -95,7 +96,7 @@ Flags:
 // makeBackupDir makes --backup-directory at start, the service user's
 // alone as the backups are, so that a backup never fails for want of it
 // and a directory that cannot be made stops the start.
-func makeBackupDir(cfg Config) error {
+func makeBackupDir(cfg webappconf.Config) error {
 	if cfg.BackupDirectory == "" {
 		return nil
 	}

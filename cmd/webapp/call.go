@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"lorrycontroller.dev/lc/secretfile"
+	"lorrycontroller.dev/lc/webappconf"
 )
 
 // callMain is "lorry-controller-webapp call": one request to a running
@@ -118,7 +119,7 @@ func callForm(args []string) (url.Values, error) {
 // permissions goes to stderr.
 func callToken(configFile, tokenFile string, stderr io.Writer) (string, error) {
 	if configFile != "" && tokenFile == "" {
-		cfg, err := parseFlags([]string{"--config", configFile}, io.Discard)
+		cfg, err := webappconf.Parse([]string{"--config", configFile}, io.Discard)
 		if err != nil {
 			return "", err
 		}
@@ -142,13 +143,13 @@ func callToken(configFile, tokenFile string, stderr io.Writer) (string, error) {
 func callBase(configFile string, stderr io.Writer) (string, error) {
 	listen := ""
 	if configFile != "" {
-		cfg, err := parseFlags([]string{"--config", configFile}, stderr)
+		cfg, err := webappconf.Parse([]string{"--config", configFile}, stderr)
 		if err != nil {
 			return "", err
 		}
 		listen = cfg.Listen
 	} else {
-		cfg, _ := parseFlags(nil, io.Discard)
+		cfg, _ := webappconf.Parse(nil, io.Discard)
 		listen = cfg.Listen
 	}
 	return urlOf(listen)

@@ -2,19 +2,12 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
 )
-
-// registerDebugFlags adds the flags for looking inside the WEBAPP.
-func registerDebugFlags(fs *flag.FlagSet, c *Config) {
-	fs.StringVar(&c.DebugPprofListen, "debug-pprof-listen", "",
-		"serve Go's profiles (/debug/pprof/) on this loopback `address`, apart from the API and without auth; empty: none")
-}
 
 // startPprof serves the Go runtime's profiles on addr, which must be a
 // loopback address: they need no token. It answers the function that

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,215 +23,18 @@ import (
 	"lorrycontroller.dev/lc/clock"
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/control"
-	"lorrycontroller.dev/lc/flagconf"
 	"lorrycontroller.dev/lc/flock"
 	"lorrycontroller.dev/lc/hosts/downstream"
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/journallog"
 	"lorrycontroller.dev/lc/netlimit"
+	"lorrycontroller.dev/lc/periodic"
 	"lorrycontroller.dev/lc/routes"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/systemd"
+	"lorrycontroller.dev/lc/webappconf"
 	"lorrycontroller.dev/lc/webhook"
 )
-
-// Config is everything the WEBAPP is told on its command line or in its
-// configuration file.
-type Config struct {
-	StateDB       string
-	ConfigDir     string
-	ConfgitURL    string
-	ConfgitBranch string
-	Listen        string
-	AddrFile      string
-	StatusHTML    string
-	GhostTimeout  time.Duration
-	Lease         time.Duration
-	KillGrace     time.Duration
-	ClaimTimeout  time.Duration
-	JobMaxAge     time.Duration
-	OutputLimit   int64
-	DebugFakeTime bool
-	// DebugPprofListen is where Go's profiles are served, "" for nowhere.
-	DebugPprofListen string
-	LogLevel         string
-	Downstream       downstream.Config
-	ShutdownGrace    time.Duration
-	PeriodicWork     bool
-	// ConfigFile is the --config file, "" for none.
-	ConfigFile string
-	// InsecureNoAuth, ReadAccess and MetricsAccess say who must show a
-	// token; see routes.Server.
-	InsecureNoAuth bool
-	ReadAccess     string
-	MetricsAccess  string
-	// AdminTokenFile is for the call subcommand, which reads this
-	// configuration too; the WEBAPP only checks who may read it.
-	AdminTokenFile string
-	// AllowLocalSources lets specs mirror files of the minions' machines.
-	AllowLocalSources bool
-	// NotifyURL is where notifications are posted, "" for nowhere;
-	// NotifySecretFile holds the secret they are signed with, and
-	// NotifyEvents the events to notify of (NotifyEventList parsed).
-	NotifyURL        string
-	NotifySecretFile string
-	NotifyEventList  string
-	NotifyEvents     map[string]bool
-	// HookSecretFile holds the secret of the forges' push hooks; "" for
-	// no push hooks.
-	HookSecretFile string
-	// PublicURL is where browsers and notification receivers reach the
-	// WEBAPP, "" when not said; see checkPublicURL.
-	PublicURL string
-	// BackupDirectory is where POST /1.0/backup writes, "" for nowhere.
-	BackupDirectory string
-
-	// IdleTimeout, BodyReadTimeout, BodyMinRate and MaxConnections bound
-	// what clients hold of the WEBAPP; see docs/operations.md.
-	IdleTimeout     time.Duration
-	BodyReadTimeout time.Duration
-	BodyMinRate     int64
-	MaxConnections  int
-	// StateDBPasswordFile holds the password of a PostgreSQL STATEDB.
-	StateDBPasswordFile string
-	// BackupStateDB is the address at which pg_dump reaches a
-	// PostgreSQL STATEDB on its server itself, when StateDB goes
-	// through a pooler; "" for StateDB (statedb's DumpAddress).
-	BackupStateDB string
-	// ReplicaName, ReplicaURL and ReplicaLease say how this WEBAPP is
-	// known to the others sharing its STATEDB, and the term of the
-	// leases of the work one of them at a time does; ReplicaForget how
-	// long one not heard from stays listed.
-	ReplicaName   string
-	ReplicaURL    string
-	ReplicaLease  time.Duration
-	ReplicaForget time.Duration
-	// Warnings are about the configuration file, for the log.
-	Warnings []string
-}
-
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
-	var c Config
-	fs := flag.NewFlagSet("lorry-controller-webapp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: lorry-controller-webapp [flags]\n"+
-			"       lorry-controller-webapp call [flags] METHOD PATH [key=value...]\n"+
-			"       lorry-controller-webapp token create|list|revoke [flags]\n"+
-			"       lorry-controller-webapp check-config [flags] [DIR | --git-dir DIR --rev REV]\n"+
-			"       lorry-controller-webapp backup [flags] FILE\n"+
-			"       lorry-controller-webapp migrate-statedb --from PATH --to postgres://... [flags]\n\n"+
-			"Serve the Lorry Controller /1.0 API and status page.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&c.StateDB, "statedb", "lorry-controller.db", "`path` of the state database (SQLite), or the postgres:// URL of a PostgreSQL database, without its password")
-	fs.StringVar(&c.StateDBPasswordFile, "statedb-password-file", "", "`file` of the PostgreSQL STATEDB's password (else libpq's PGPASSFILE or ~/.pgpass)")
-	fs.StringVar(&c.BackupStateDB, "backup-statedb", "", "postgres:// `url` of the PostgreSQL STATEDB on its server itself, without its password, for pg_dump when --statedb goes through a pooler such as pgbouncer; empty: --statedb")
-	fs.StringVar(&c.ReplicaName, "replica-name", "", "`name` of this WEBAPP among those sharing the STATEDB, on the status page; empty: the host's name and the listening port")
-	fs.StringVar(&c.ReplicaURL, "replica-url", "", "`url` at which the other WEBAPPs and browsers reach this one; empty: http:// and the listening address")
-	fs.DurationVar(&c.ReplicaLease, "replica-lease", control.DefaultLeaseTerm, "term of the leases of the work one WEBAPP at a time does (listings, ticks, reading CONFGIT), renewed every third of it")
-	fs.DurationVar(&c.ReplicaForget, "replica-forget", control.DefaultReplicaForget, "forget a WEBAPP sharing the STATEDB not seen for this `duration`; one not seen for two --replica-lease is listed as down until then")
-	fs.StringVar(&c.ConfigDir, "configuration-directory", "confgit", "`dir`ectory of the local CONFGIT clone")
-	fs.StringVar(&c.ConfgitURL, "confgit-url", "", "`url` of CONFGIT to clone and fetch; empty: use the repository already in --configuration-directory")
-	fs.StringVar(&c.ConfgitBranch, "confgit-branch", "master", "CONFGIT `branch` to read (falls back to the remote's HEAD if it does not exist)")
-	fs.StringVar(&c.Listen, "listen", "127.0.0.1:12765", "`address` to listen on (\":0\" picks a free port)")
-	fs.StringVar(&c.AddrFile, "addr-file", "", "write the bound address to this `file` once listening")
-	fs.StringVar(&c.StatusHTML, "status-html", "", "`path` of the on-disk status page that status-html rewrites")
-	fs.DurationVar(&c.GhostTimeout, "ghost-timeout", 15*time.Minute, "end running jobs with no update for this `duration` (remove-ghost-jobs)")
-	fs.DurationVar(&c.Lease, "lease", 0, "a minion kills its job after this `duration` without delivering an update; 0: half of --ghost-timeout")
-	fs.DurationVar(&c.KillGrace, "kill-grace", control.DefaultKillGrace, "longest `duration` a minion waits between SIGTERM and SIGKILL when killing a job")
-	fs.DurationVar(&c.ClaimTimeout, "claim-timeout", control.DefaultClaimTimeout, "end as orphaned a job handed out whose minion has not confirmed starting it within this `duration`")
-	fs.DurationVar(&c.JobMaxAge, "job-max-age", 30*24*time.Hour, "default age beyond which remove-old-jobs forgets finished jobs")
-	fs.Int64Var(&c.OutputLimit, "job-output-limit", statedb.DefaultOutputLimit, "`bytes` of output kept per job (head and tail)")
-	fs.BoolVar(&c.DebugFakeTime, "debug-fake-time", false, "use a fake clock that starts at 0 and moves only by POST /1.0/pretend-time")
-	registerDebugFlags(fs, &c)
-	c.Downstream.RegisterFlags(fs)
-	fs.StringVar(&c.LogLevel, "log-level", "info", "log `level`: "+journallog.LevelNames)
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "how long to let requests finish on shutdown")
-	fs.BoolVar(&c.AllowLocalSources, "allow-local-sources", false, "let specs mirror paths and file: URLs of the minions' machines (lorry refuses them otherwise)")
-	fs.BoolVar(&c.PeriodicWork, "periodic-work", false, "do the periodic work of the timer units in-process, for machines without systemd")
-	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "ask no one for a token: whoever reaches the WEBAPP may do everything, minions' work included (tests and demos only)")
-	fs.StringVar(&c.ReadAccess, "read-access", accessAnonymous, "who may read the pages and the read-only routes: anonymous, or token (any token, or a signed-in browser)")
-	fs.StringVar(&c.MetricsAccess, "metrics-access", accessAnonymous, "who may read /metrics: anonymous or token")
-	fs.StringVar(&c.AdminTokenFile, "admin-token-file", "", "`file` of the admin token that \"lorry-controller-webapp call\" sends; the WEBAPP itself needs none")
-	fs.StringVar(&c.NotifyURL, "notify-url", "", "`url` to POST notifications of events to (docs/operations.md); empty: none")
-	fs.StringVar(&c.NotifySecretFile, "notify-secret-file", "", "`file` of the secret that signs each notification (HMAC-SHA256); needed with --notify-url")
-	fs.StringVar(&c.NotifyEventList, "notify-events", "", "comma-separated `events` to notify of, of "+strings.Join(statedb.Events, ", ")+"; empty: all")
-	fs.StringVar(&c.HookSecretFile, "hook-secret-file", "", "`file` of the secret of the forges' push hooks (/1.0/hooks/gitlab, gitea, github); empty: the hooks are off")
-	fs.StringVar(&c.PublicURL, "public-url", "", "`url` that browsers reach the WEBAPP at, such as https://lorry.example.org behind a TLS proxy: with https the session cookie is Secure; notifications link to its pages")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "close a keep-alive connection idle for this `duration` between requests")
-	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", 30*time.Second, "answer 408 and close the connection when a request body sends nothing for this `duration`")
-	fs.Int64Var(&c.BodyMinRate, "body-min-rate", 1024, "a request body may take --body-read-timeout plus one second for every this many `bytes` that came; 0: no such bound")
-	fs.IntVar(&c.MaxConnections, "max-connections", 0, "most connections open at once; at the cap a new one takes the place of the one idle longest; 0: three quarters of the open files allowed")
-	fs.StringVar(&c.BackupDirectory, "backup-directory", "", "`dir`ectory that POST /1.0/backup writes backups of the state database into; empty: none")
-	fs.StringVar(&c.ConfigFile, "config", "", "read flags from this `file` of key = value lines (the command line wins)")
-	warnings, err := flagconf.ParseOriginal(fs, args, "config", flagconf.OriginalWebapp)
-	c.Warnings = warnings
-	if err != nil {
-		return c, err
-	}
-	if err := checkStateDBOnCommandLine(args); err != nil {
-		return c, err
-	}
-	if c.BackupStateDB != "" && !statedb.IsPostgres(c.BackupStateDB) {
-		return c, fmt.Errorf("--backup-statedb %s: want the postgres:// URL of the PostgreSQL STATEDB on its server itself", c.BackupStateDB)
-	}
-	if c.ReplicaLease < 3*time.Second {
-		return c, fmt.Errorf("--replica-lease %v: want at least 3s", c.ReplicaLease)
-	}
-	if c.ReplicaForget <= 2*c.ReplicaLease {
-		return c, fmt.Errorf("--replica-forget %v: want more than twice --replica-lease %v, after which a WEBAPP not seen is down",
-			c.ReplicaForget, c.ReplicaLease)
-	}
-	if err := c.Downstream.Validate(); err != nil {
-		return c, err
-	}
-	for _, a := range []struct{ flag, value string }{{"read-access", c.ReadAccess}, {"metrics-access", c.MetricsAccess}} {
-		if a.value != accessAnonymous && a.value != accessToken {
-			return c, fmt.Errorf("--%s %q: want %s or %s", a.flag, a.value, accessAnonymous, accessToken)
-		}
-	}
-	if c.GhostTimeout <= 0 {
-		return c, errors.New("--ghost-timeout must be positive")
-	}
-	if c.ClaimTimeout <= 0 {
-		return c, errors.New("--claim-timeout must be positive")
-	}
-	if c.IdleTimeout <= 0 || c.BodyReadTimeout <= 0 {
-		return c, errors.New("--idle-timeout and --body-read-timeout must be positive")
-	}
-	if c.BodyMinRate < 0 || c.MaxConnections < 0 {
-		return c, errors.New("--body-min-rate and --max-connections must not be negative")
-	}
-	if err := c.checkNotify(); err != nil {
-		return c, err
-	}
-	if err := c.checkPublicURL(); err != nil {
-		return c, err
-	}
-	if err := c.checkReplicaURL(); err != nil {
-		return c, err
-	}
-	return c, checkLease(c)
-}
-
-// checkLease makes sure that a minion cut off from the WEBAPP has killed
-// its job, grace included, before the job counts as a ghost and its lorry
-// is handed out again: otherwise two runs of the lorry could push at once.
-func checkLease(c Config) error {
-	if c.Lease < 0 || c.KillGrace < 0 {
-		return errors.New("--lease and --kill-grace must not be negative")
-	}
-	lease := control.EffectiveLease(c.Lease, c.GhostTimeout)
-	if lease < time.Second {
-		return fmt.Errorf("--lease %v: want at least 1s (it is counted in whole seconds)", lease)
-	}
-	if c.GhostTimeout <= lease+c.KillGrace {
-		return fmt.Errorf("--ghost-timeout %v must be longer than --lease %v plus --kill-grace %v, so that a minion cut off from the WEBAPP kills its job before the job is ended as a ghost",
-			c.GhostTimeout, lease, c.KillGrace)
-	}
-	return nil
-}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "call" {
@@ -249,7 +52,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "migrate-statedb" {
 		os.Exit(migrateStatedbMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	cfg, err := webappconf.Parse(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
@@ -274,7 +77,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, cfg Config, log *slog.Logger) error {
+// run is the WEBAPP until ctx ends: it opens the store, builds the
+// application on it, serves it and stops.
+func run(ctx context.Context, cfg webappconf.Config, log *slog.Logger) error {
 	clk, fake := newClock(cfg)
 	if err := makeStatusHTMLDir(cfg); err != nil {
 		return err
@@ -287,7 +92,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer unlockConfigDir()
-	secret, hookSecret, err := readSecrets(cfg, log)
+	secret, hookSecret, err := cfg.ReadSecrets(log)
 	if err != nil {
 		return err
 	}
@@ -301,10 +106,41 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
-
-	down, err := downstream.New(cfg.Downstream, downstream.WithLogger(log))
+	app, err := newApp(ctx, cfg, db, clk, fake, log)
 	if err != nil {
 		return err
+	}
+	srv := &routes.Server{
+		App:        app,
+		StatusHTML: cfg.StatusHTML,
+
+		InsecureNoAuth:   cfg.InsecureNoAuth,
+		ReadNeedsToken:   cfg.ReadAccess == webappconf.AccessToken,
+		MetricsNeedToken: cfg.MetricsAccess == webappconf.AccessToken,
+		HookSecret:       []byte(hookSecret),
+		PublicURL:        cfg.PublicURL,
+	}
+	var deliver func(context.Context)
+	if cfg.NotifyURL != "" {
+		app.Notifications = control.Notifications{URL: cfg.NotifyURL, Events: cfg.NotifyEventNames()}
+		d := &webhook.Deliverer{DB: db, URL: cfg.NotifyURL, Secret: []byte(secret), Log: log, PublicURL: cfg.PublicURL}
+		deliver = d.Run
+	}
+	// The schedules tick once before the first request: an event missed
+	// while the WEBAPP was stopped fires before a minion can ask, not
+	// whenever the scheduler's first tick comes round.
+	if _, err := app.Tick(ctx); err != nil {
+		log.Warn("first tick", "err", err)
+	}
+	return serve(ctx, cfg, srv, deliver, log)
+}
+
+// newApp is the application on db, with the jobs that a restore left
+// running ended.
+func newApp(ctx context.Context, cfg webappconf.Config, db *statedb.DB, clk clock.Clock, fake *clock.Fake, log *slog.Logger) (*control.App, error) {
+	down, err := downstream.New(cfg.Downstream, downstream.WithLogger(log))
+	if err != nil {
+		return nil, err
 	}
 	app := &control.App{
 		DB:                db,
@@ -326,66 +162,37 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ReplicaForget:     cfg.ReplicaForget,
 		Background:        ctx,
 	}
-	if err := app.EndRestoredJobs(ctx); err != nil {
-		return err
-	}
-	srv := &routes.Server{
-		App:        app,
-		StatusHTML: cfg.StatusHTML,
+	return app, app.EndRestoredJobs(ctx)
+}
 
-		InsecureNoAuth:   cfg.InsecureNoAuth,
-		ReadNeedsToken:   cfg.ReadAccess == accessToken,
-		MetricsNeedToken: cfg.MetricsAccess == accessToken,
-		HookSecret:       []byte(hookSecret),
-		PublicURL:        cfg.PublicURL,
-	}
-	var deliver func(context.Context)
-	if cfg.NotifyURL != "" {
-		app.Notifications = control.Notifications{URL: cfg.NotifyURL, Events: eventNames(cfg.NotifyEvents)}
-		d := &webhook.Deliverer{DB: db, URL: cfg.NotifyURL, Secret: []byte(secret), Log: log, PublicURL: cfg.PublicURL}
-		deliver = d.Run
-	}
-
-	// The schedules tick once before the first request: an event missed
-	// while the WEBAPP was stopped fires before a minion can ask, not
-	// whenever the scheduler's first tick comes round.
-	if _, err := app.Tick(ctx); err != nil {
-		log.Warn("first tick", "err", err)
-	}
+// serve answers requests to srv, and does the background work, until
+// ctx ends or the server fails; then it lets the requests finish.
+func serve(ctx context.Context, cfg webappconf.Config, srv *routes.Server, deliver func(context.Context), log *slog.Logger) error {
 	lns, addr, err := listen(cfg, log)
 	if err != nil {
 		return err
 	}
-
-	app.Replica = replicaOf(cfg, addr)
+	app := srv.App
+	app.Replica = control.ReplicaOf(cfg.ReplicaName, cfg.ReplicaURL, addr)
 	handler := srv.Handler()
 	hs := newHTTPServer(ctx, cfg, handler, lns, log)
 	errc := systemd.Serve(hs, lns)
 	// The database is migrated and the listeners are bound: requests are
 	// answered from now on.
 	systemd.Notify(log, "READY=1\nSTATUS=serving on "+addr)
-	bg := startBackground(ctx, cfg, handler, srv, deliver, log)
-	defer bg.stop()
-	stopBeat := heartbeat(ctx, app, cfg.ReplicaLease/3, log)
-	defer stopBeat()
-	// The schedules tick, and unconfirmed claims end, whether or not the
-	// timers' work is done in-process.
-	schedCtx, stopSched := context.WithCancel(ctx)
-	schedDone := make(chan struct{})
-	go func() {
-		defer close(schedDone)
-		(&control.Scheduler{App: app}).Run(schedCtx)
-	}()
-	defer func() {
-		stopSched()
-		<-schedDone
-	}()
+	stopBackground := goAll(ctx, background(cfg, handler, srv, deliver, log)...)
+	defer stopBackground()
+	// The WEBAPP beats, the schedules tick and unconfirmed claims end,
+	// whether or not the timers' work is done in-process, until the
+	// requests have finished.
+	defer goAll(ctx, (&control.Heartbeater{App: app, Every: cfg.ReplicaLease / 3}).Run,
+		(&control.Scheduler{App: app}).Run)()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	bg.stop()
+	stopBackground()
 	systemd.Notify(log, "STOPPING=1")
 	log.Info("shutting down", "why", context.Cause(ctx))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
@@ -395,7 +202,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // newClock is the WEBAPP's clock: the system's, or with --debug-fake-time
 // a fake one, which it also returns.
-func newClock(cfg Config) (clock.Clock, *clock.Fake) {
+func newClock(cfg webappconf.Config) (clock.Clock, *clock.Fake) {
 	if cfg.DebugFakeTime {
 		fake := &clock.Fake{}
 		return fake, fake
@@ -412,7 +219,7 @@ func newClock(cfg Config) (clock.Clock, *clock.Fake) {
 // makeStatusHTMLDir makes the directory of --status-html at start, so
 // that a status-html request never fails for want of it, and a directory
 // that cannot be made stops the start.
-func makeStatusHTMLDir(cfg Config) error {
+func makeStatusHTMLDir(cfg webappconf.Config) error {
 	if cfg.StatusHTML == "" {
 		return nil
 	}
@@ -428,7 +235,7 @@ func makeStatusHTMLDir(cfg Config) error {
 // function is called: two fetching and repacking one clone at once would
 // break it. A repository read without --confgit-url is the operator's,
 // which the WEBAPP only reads, and is not locked.
-func lockConfigDir(cfg Config) (unlock func(), err error) {
+func lockConfigDir(cfg webappconf.Config) (unlock func(), err error) {
 	if cfg.ConfgitURL == "" {
 		return func() {}, nil
 	}
@@ -447,7 +254,7 @@ func lockConfigDir(cfg Config) (unlock func(), err error) {
 
 // listen binds the listeners, or takes those systemd passed, and writes
 // the address of the first to --addr-file.
-func listen(cfg Config, log *slog.Logger) ([]net.Listener, string, error) {
+func listen(cfg webappconf.Config, log *slog.Logger) ([]net.Listener, string, error) {
 	lns, activated, err := systemd.Listen(cfg.Listen)
 	if err != nil {
 		return nil, "", err
@@ -469,8 +276,8 @@ func listen(cfg Config, log *slog.Logger) ([]net.Listener, string, error) {
 // counts and limits in place, and whose bodies it keeps from stalling.
 // Requests' contexts are not cancelled with ctx: shutting down lets them
 // finish.
-func newHTTPServer(ctx context.Context, cfg Config, handler http.Handler, lns []net.Listener, log *slog.Logger) *http.Server {
-	conns := netlimit.NewConns(maxConnections(cfg, log), log)
+func newHTTPServer(ctx context.Context, cfg webappconf.Config, handler http.Handler, lns []net.Listener, log *slog.Logger) *http.Server {
+	conns := netlimit.NewConns(netlimit.Max(cfg.MaxConnections, log), log)
 	for i, ln := range lns {
 		lns[i] = conns.Listener(ln)
 	}
@@ -483,26 +290,46 @@ func newHTTPServer(ctx context.Context, cfg Config, handler http.Handler, lns []
 	}
 }
 
-// maxConnections is --max-connections, or what the limit of open files
-// leaves for connections.
-func maxConnections(cfg Config, log *slog.Logger) int {
-	if cfg.MaxConnections > 0 {
-		return cfg.MaxConnections
-	}
-	limit, err := netlimit.DescriptorLimit()
-	if err != nil {
-		log.Warn("read the limit of open files; connections capped at 1024", "err", err)
-		return 1024
-	}
-	n := netlimit.DefaultMax(limit)
-	log.Info("connections capped", "max_connections", n, "open_files_limit", limit)
-	return n
-}
-
 // writeAddrFile writes addr so that a reader never sees a partial address.
 func writeAddrFile(path, addr string) error {
 	if err := atomicfile.WriteFile(path, []byte(addr+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write address file: %w", err)
 	}
 	return nil
+}
+
+// background is the work the WEBAPP does besides serving requests: the
+// watchdog if systemd asks for one (WatchdogSec=), which checks the
+// WEBAPP through h, its own routes; with --periodic-work the timers'
+// work, which calls work, its operations; and deliver, if not nil, which
+// delivers notifications.
+func background(cfg webappconf.Config, h http.Handler, work periodic.Work, deliver func(context.Context), log *slog.Logger) []func(context.Context) {
+	var runs []func(context.Context)
+	if wd := systemd.NewWatchdog(h, log); wd != nil {
+		log.Info("watchdog on", "ping_every", wd.Every.String())
+		runs = append(runs, wd.Run)
+	}
+	if cfg.PeriodicWork {
+		p := &periodic.Runner{Work: work, Tasks: periodic.Tasks, Log: log}
+		log.Info("doing the periodic work in-process")
+		runs = append(runs, p.Run)
+	}
+	if deliver != nil {
+		log.Info("delivering notifications", "events", strings.Join(cfg.NotifyEventNames(), ","))
+		runs = append(runs, deliver)
+	}
+	return runs
+}
+
+// goAll runs each of runs in a goroutine of its own until the function
+// it returns is called, which ends them and waits for them, so that
+// nothing uses the database after it is closed. That function may be
+// called more than once.
+func goAll(ctx context.Context, runs ...func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() { run(ctx) })
+	}
+	return sync.OnceFunc(func() { cancel(); wg.Wait() })
 }

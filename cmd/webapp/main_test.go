@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"lorrycontroller.dev/lc/statedb/dbtest"
+	"lorrycontroller.dev/lc/webappconf"
 )
 
 // waitLimit bounds every wait of these tests.
@@ -221,7 +222,7 @@ func heldListener(t *testing.T) net.Listener {
 // /etc: it is read without a warning, and it shows every flag.
 func TestInstalledConfigFile(t *testing.T) {
 	path := filepath.Join("..", "..", "etc", "webapp.conf")
-	cfg, err := parseFlags([]string{"--config", path}, io.Discard)
+	cfg, err := webappconf.Parse([]string{"--config", path}, io.Discard)
 	if err != nil || len(cfg.Warnings) > 0 {
 		t.Fatalf("parse %s: %v %q", path, err, cfg.Warnings)
 	}
@@ -241,11 +242,11 @@ func TestInstalledConfigFile(t *testing.T) {
 			mentioned[m[1]] = true
 		}
 	}
-	// The usage output lists every flag; parseFlags keeps its flag set to
+	// The usage output lists every flag; webappconf.Parse keeps its flag set to
 	// itself.
 	var all []string
 	var usage strings.Builder
-	parseFlags([]string{"--help"}, &usage)
+	webappconf.Parse([]string{"--help"}, &usage)
 	for _, line := range strings.Split(usage.String(), "\n") {
 		if strings.HasPrefix(line, "  -") {
 			name := strings.Fields(strings.TrimPrefix(line, "  -"))[0]

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"lorrycontroller.dev/lc/statedb/dbtest"
+	"lorrycontroller.dev/lc/webappconf"
 )
 
 // pgConfig writes a WEBAPP configuration file in dir, as an operator
@@ -32,7 +33,7 @@ func pgConfig(t *testing.T, dir, extra string) string {
 // configuredStateDB is the statedb of the configuration file conf.
 func configuredStateDB(t *testing.T, conf string) string {
 	t.Helper()
-	cfg, err := parseFlags([]string{"--config", conf}, io.Discard)
+	cfg, err := webappconf.Parse([]string{"--config", conf}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

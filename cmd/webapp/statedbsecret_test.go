@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"lorrycontroller.dev/lc/webappconf"
 )
 
 // statedbSecretForms are PostgreSQL addresses holding the password
@@ -45,7 +47,7 @@ func TestStateDBSecretsNotOnCommandLine(t *testing.T) {
 		user, pass := "us"+string(c)+"er", "SEK"+string(c)+"RIT"
 		for _, addr := range statedbSecretForms(user, pass) {
 			for _, args := range [][]string{{"--statedb", addr}, {"--statedb=" + addr}} {
-				_, err := parseFlags(args, io.Discard)
+				_, err := webappconf.Parse(args, io.Discard)
 				if err == nil || !strings.Contains(err.Error(), "--statedb-password-file") {
 					t.Errorf("%q: err = %v; want a refusal naming --statedb-password-file", args, err)
 				} else if strings.Contains(err.Error(), "SEK") || strings.Contains(err.Error(), "RIT") {
@@ -64,7 +66,7 @@ func TestStateDBSecretsNotOnCommandLine(t *testing.T) {
 		}
 	}
 	for _, addr := range []string{"postgres://lc@db/lorry", "POSTGRES://lc@db/lorry?sslmode=require", "host=db dbname=lorry user=lc"} {
-		if c, err := parseFlags([]string{"--statedb", addr}, io.Discard); err != nil || c.StateDB != addr {
+		if c, err := webappconf.Parse([]string{"--statedb", addr}, io.Discard); err != nil || c.StateDB != addr {
 			t.Errorf("--statedb %q without a password: %q, %v; want it taken", addr, c.StateDB, err)
 		}
 	}

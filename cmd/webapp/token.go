@@ -15,12 +15,7 @@ import (
 	"lorrycontroller.dev/lc/minionname"
 	"lorrycontroller.dev/lc/secretfile"
 	"lorrycontroller.dev/lc/statedb"
-)
-
-// Values of --read-access and --metrics-access.
-const (
-	accessAnonymous = "anonymous"
-	accessToken     = "token"
+	"lorrycontroller.dev/lc/webappconf"
 )
 
 // tokenMain is "lorry-controller-webapp token": it makes, lists and
@@ -131,7 +126,7 @@ Flags:
 // it is "", and libpq's PGPASSFILE may hold it. A warning about the file
 // goes to stderr. extra are more of the WEBAPP's flags, given on the
 // subcommand's command line.
-func stateDBOf(stateDB, passwordFile, configFile string, stderr io.Writer, extra ...string) (cfg Config, password string, err error) {
+func stateDBOf(stateDB, passwordFile, configFile string, stderr io.Writer, extra ...string) (cfg webappconf.Config, password string, err error) {
 	var args []string
 	if configFile != "" {
 		args = append(args, "--config", configFile)
@@ -142,7 +137,7 @@ func stateDBOf(stateDB, passwordFile, configFile string, stderr io.Writer, extra
 	if passwordFile != "" {
 		args = append(args, "--statedb-password-file", passwordFile)
 	}
-	cfg, err = parseFlags(append(args, extra...), stderr)
+	cfg, err = webappconf.Parse(append(args, extra...), stderr)
 	if err != nil {
 		return cfg, "", err
 	}
@@ -212,7 +207,7 @@ func unixTime(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02 
 // checkAuth says at start what the operator should know about tokens:
 // that nobody asks for them, or that there is no admin token yet and how
 // to make one, and which secret files others can read.
-func checkAuth(ctx context.Context, cfg Config, db *statedb.DB, log *slog.Logger) error {
+func checkAuth(ctx context.Context, cfg webappconf.Config, db *statedb.DB, log *slog.Logger) error {
 	for _, f := range []string{cfg.AdminTokenFile, cfg.Downstream.TokenFile} {
 		if f == "" {
 			continue

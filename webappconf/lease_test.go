@@ -1,4 +1,4 @@
-package main
+package webappconf
 
 import (
 	"io"
@@ -25,12 +25,12 @@ func TestLeaseCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseFlags(tt.args, io.Discard)
+			_, err := Parse(tt.args, io.Discard)
 			switch {
 			case tt.wantErr == "" && err != nil:
-				t.Fatalf("parseFlags(%q): %v", tt.args, err)
+				t.Fatalf("Parse(%q): %v", tt.args, err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("parseFlags(%q): got %v, want an error with %q", tt.args, err, tt.wantErr)
+				t.Fatalf("Parse(%q): got %v, want an error with %q", tt.args, err, tt.wantErr)
 			}
 		})
 	}

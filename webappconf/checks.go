@@ -1,15 +1,59 @@
-package main
+package webappconf
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
+	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/webhook"
 )
+
+// checkLease makes sure that a minion cut off from the WEBAPP has killed
+// its job, grace included, before the job counts as a ghost and its lorry
+// is handed out again: otherwise two runs of the lorry could push at once.
+func (c *Config) checkLease() error {
+	if c.Lease < 0 || c.KillGrace < 0 {
+		return errors.New("--lease and --kill-grace must not be negative")
+	}
+	lease := control.EffectiveLease(c.Lease, c.GhostTimeout)
+	if lease < time.Second {
+		return fmt.Errorf("--lease %v: want at least 1s (it is counted in whole seconds)", lease)
+	}
+	if c.GhostTimeout <= lease+c.KillGrace {
+		return fmt.Errorf("--ghost-timeout %v must be longer than --lease %v plus --kill-grace %v, so that a minion cut off from the WEBAPP kills its job before the job is ended as a ghost",
+			c.GhostTimeout, lease, c.KillGrace)
+	}
+	return nil
+}
+
+// checkStateDBOnCommandLine refuses a --statedb or --backup-statedb with
+// a password or another secret given on the command line
+// (statedb.HoldsSecret), which any user of the machine can read: it
+// belongs in --statedb-password-file, the --config file, or PGPASSFILE.
+func checkStateDBOnCommandLine(args []string) error {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "statedb" && name != "backup-statedb" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		if statedb.HoldsSecret(value) {
+			return fmt.Errorf("--%s %s: a password on the command line is readable by every user of the machine; put it in --statedb-password-file, the --config file or PGPASSFILE (a literal @ in a parameter is written %%40)",
+				name, statedb.Redact(value))
+		}
+	}
+	return nil
+}
 
 // checkNotify checks the notification settings and parses the events.
 // They are the WEBAPP's own, not CONFGIT's, as they carry a secret.
@@ -83,11 +127,12 @@ func (c *Config) checkReplicaURL() error {
 	return nil
 }
 
-// eventNames lists the events of set in the order of statedb.Events.
-func eventNames(set map[string]bool) []string {
+// NotifyEventNames lists the events to notify of, in the order of
+// statedb.Events.
+func (c *Config) NotifyEventNames() []string {
 	var out []string
 	for _, e := range statedb.Events {
-		if set[e] {
+		if c.NotifyEvents[e] {
 			out = append(out, e)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package webappconf
 
 import (
 	"io"
@@ -47,10 +47,10 @@ func TestNotifySettings(t *testing.T) {
 				}
 				args = append(args, "--config", conf)
 			}
-			cfg, err := parseFlags(args, io.Discard)
+			cfg, err := Parse(args, io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseFlags(%q) = %v; want an error with %q", args, err, tc.wantErr)
+					t.Fatalf("Parse(%q) = %v; want an error with %q", args, err, tc.wantErr)
 				}
 				if strings.Contains(err.Error(), "SEKRIT") {
 					t.Errorf("error %q shows the URL's password", err)
@@ -58,9 +58,9 @@ func TestNotifySettings(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("parseFlags(%q) = %v", args, err)
+				t.Fatalf("Parse(%q) = %v", args, err)
 			}
-			if got := strings.Join(eventNames(cfg.NotifyEvents), ","); got != strings.Join(tc.wantEvents, ",") {
+			if got := strings.Join(cfg.NotifyEventNames(), ","); got != strings.Join(tc.wantEvents, ",") {
 				t.Errorf("events %q; want %q", got, tc.wantEvents)
 			}
 			if warns := strings.Join(cfg.Warnings, "\n"); !strings.Contains(warns, tc.wantWarn) || tc.wantWarn == "" && warns != "" {

@@ -1,4 +1,4 @@
-package main
+package webappconf
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func TestPublicURLFlag(t *testing.T) {
 			if tc.value != "" {
 				args = []string{"--public-url", tc.value}
 			}
-			cfg, err := parseFlags(args, io.Discard)
+			cfg, err := Parse(args, io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "SEK") || strings.Contains(err.Error(), "RIT") {
 					t.Fatalf("--public-url %q: got %v; want an error with %q, without the password", tc.value, err, tc.wantErr)
@@ -81,7 +81,7 @@ func TestReplicaURLFlag(t *testing.T) {
 			if tc.value != "" {
 				args = []string{"--replica-url", tc.value}
 			}
-			cfg, err := parseFlags(args, io.Discard)
+			cfg, err := Parse(args, io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "SEK") {
 					t.Fatalf("--replica-url %q: got %v; want an error with %q, without the password", tc.value, err, tc.wantErr)

@@ -25,8 +25,7 @@ func (tx *Tx) confirmJob(ctx context.Context, j *Job) error {
 // again at once. It is cheap when there are none, so that give-me-job can
 // call it every time and no timer is needed for it to happen.
 func (tx *Tx) OrphanClaimedJobs(ctx context.Context, timeout int64) ([]int64, error) {
-	rows, err := tx.query(ctx, `SELECT `+jobColumns+` FROM jobs INDEXED BY jobs_claimed
-		WHERE status = 'claimed' AND started < $1 ORDER BY id`, tx.Now-timeout)
+	rows, err := tx.query(ctx, tx.q.orphanedJobs, tx.Now-timeout)
 	if err != nil {
 		return nil, fmt.Errorf("find orphaned jobs: %w", err)
 	}

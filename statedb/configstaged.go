@@ -153,7 +153,7 @@ func (tx *Tx) applyStagedTaken(ctx context.Context) error {
 	if _, err := tx.applyConfigLorries(ctx, taken, existing); err != nil {
 		return err
 	}
-	if _, err := tx.exec(ctx, `DELETE FROM config_staged WHERE path IN (SELECT value FROM json_each($1))`, string(list)); err != nil {
+	if _, err := tx.exec(ctx, tx.q.unstageLorries, string(list)); err != nil {
 		return fmt.Errorf("unstage lorries: %w", err)
 	}
 	return nil

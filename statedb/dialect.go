@@ -6,13 +6,14 @@ import (
 	"strings"
 )
 
-// The SQL of this package is written once, in the SQL that SQLite and
-// PostgreSQL share, with SQLite's spelling where theirs differ in form
-// only. pgSQL turns a statement into PostgreSQL's spelling when it is
-// prepared; where the two differ in more than spelling, the statement is
-// written for each (Tx.pg says which backend a transaction is on), and
-// the migrations are written for each (migrations/sqlite and
-// migrations/postgres).
+// Only handout.go, pghandout.go, jobupdate.go and jobend.go still rely on
+// this; it goes once they are written in each dialect. Every other
+// statement is written in the SQL that both backends read alike, or in
+// each driver's own (dialectSQL), and pgSQL leaves it as it is
+// (TestEveryStatementPrepares checks both).
+//
+// pgSQL turns a statement of those files into PostgreSQL's spelling when
+// it is prepared.
 //
 // What pgSQL changes:
 //
@@ -20,7 +21,6 @@ import (
 //     the largest so far, as SQLite numbers them;
 //   - MIN and MAX of two or more values become LEAST and GREATEST (MIN
 //     and MAX of one are the aggregates in both);
-//   - LIKE becomes ILIKE: SQLite's LIKE ignores the case of ASCII letters;
 //   - json_each(x) becomes lc_json_each(x), a function of the PostgreSQL
 //     schema with SQLite's columns key and value, over an array or an
 //     object given as text;
@@ -34,7 +34,6 @@ var (
 	withoutRowid = regexp.MustCompile(`\)\s*WITHOUT ROWID`)
 	tempSchema   = regexp.MustCompile(`\btemp\.`)
 	jsonEach     = regexp.MustCompile(`\bjson_each\(`)
-	like         = regexp.MustCompile(`\bLIKE\b`)
 )
 
 // pgSQL is query in PostgreSQL's spelling.
@@ -43,8 +42,7 @@ func pgSQL(query string) string {
 		code = indexedBy.ReplaceAllString(code, "")
 		code = withoutRowid.ReplaceAllString(code, ")")
 		code = tempSchema.ReplaceAllString(code, "pg_temp.")
-		code = jsonEach.ReplaceAllString(code, "lc_json_each(")
-		return like.ReplaceAllString(code, "ILIKE")
+		return jsonEach.ReplaceAllString(code, "lc_json_each(")
 	})
 	return placeholders(leastGreatest(q))
 }

@@ -13,12 +13,23 @@ func TestPgSQL(t *testing.T) {
 		{`SELECT x FROM lorries INDEXED BY lorries_queue_due WHERE y`, `SELECT x FROM lorries WHERE y`},
 		{`CREATE TEMP TABLE s (p TEXT PRIMARY KEY) WITHOUT ROWID`, `CREATE TEMP TABLE s (p TEXT PRIMARY KEY)`},
 		{`INSERT INTO temp.s SELECT value FROM json_each(?)`, `INSERT INTO pg_temp.s SELECT value FROM lc_json_each($1)`},
-		{`WHERE path LIKE ? ESCAPE '\' AND x = 'LIKE'`, `WHERE path ILIKE $1 ESCAPE '\' AND x = 'LIKE'`},
 		{`SELECT SQLMIN(a, b)`, `SELECT SQLMIN(a, b)`},
 		{"SELECT x FROM lorries NOT INDEXED\n\tWHERE y", "SELECT x FROM lorries\n\tWHERE y"},
 	} {
 		if got := pgSQL(c.in); got != c.want {
 			t.Errorf("pgSQL(%q)\n = %q\nwant %q", c.in, got, c.want)
 		}
+	}
+}
+
+// The hot path's statements are still rewritten when prepared; every
+// other statement must come out of pgSQL as it went in.
+func init() {
+	rewritten = func(file string) (func(string) string, bool) {
+		switch file {
+		case "handout.go", "pghandout.go", "jobupdate.go", "jobend.go":
+			return pgSQL, true
+		}
+		return pgSQL, false
 	}
 }

@@ -16,7 +16,46 @@ type driver interface {
 // dialectSQL holds the statements that each driver writes in its own
 // dialect: one field per statement, the same in both drivers' values
 // (sqliteSQL, postgresSQL).
-type dialectSQL struct{}
+type dialectSQL struct {
+	// The statements whose text differs: SQLite's query-planner hints
+	// (INDEXED BY, NOT INDEXED), its MIN and MAX of several values
+	// (PostgreSQL's LEAST and GREATEST), its LIKE, blind to the case of
+	// ASCII letters only, and its json_each.
+	aheadSchedules             string
+	claimDeliveries            string
+	countFailing               string
+	countMatching              string
+	dueDeliveries              string
+	dueSchedules               string
+	failingLorries             string
+	heads                      string
+	headsOfKind                string
+	jobsAfter                  string
+	jobsBefore                 string
+	jobsNewer                  string
+	jobsOlder                  string
+	jobsPerHour                string
+	lastJobID                  string
+	lorriesAfter               string
+	lorriesByUpstream          string
+	lorryPage                  string
+	lorryPageFiltered          string
+	makeDueNow                 string
+	moveHostsOfRemovedQueues   string
+	moveLorriesOfRemovedQueues string
+	orphanedJobs               string
+	queueDue                   string
+	queuePosition              string
+	seeConfigLorries           string
+	seenTwice                  string
+	serverNow                  string
+	setSchedule                string
+	storedConfigLorries        string
+	tickSchedule               string
+	unqueuedConfigLorries      string
+	unstageLorries             string
+	updateConfigLorry          string
+}
 
 // sqliteDriver is the SQLite backend: one file, one writer at a time.
 type sqliteDriver struct{}
@@ -28,9 +67,3 @@ func (sqliteDriver) sql() *dialectSQL { return &sqliteSQL }
 type pgDriver struct{}
 
 func (pgDriver) sql() *dialectSQL { return &postgresSQL }
-
-// sqliteSQL and postgresSQL are the drivers' own statements.
-var (
-	sqliteSQL   = dialectSQL{}
-	postgresSQL = dialectSQL{}
-)

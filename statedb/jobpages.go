@@ -18,7 +18,9 @@ type JobFilter struct {
 	Path string
 }
 
-const jobFilterWhere = `($1 = '' OR status = $1) AND ($2 = '' OR path LIKE $3 ESCAPE '\')`
+// jobFilterStatus is the condition of a JobFilter's status; each dialect
+// adds its match of the path (dialectSQL's jobsBefore, ...).
+const jobFilterStatus = `($1 = '' OR status = $1)`
 
 // JobPage is one page of jobs, newest first.
 type JobPage struct {
@@ -34,8 +36,7 @@ type JobPage struct {
 // does not shift while new jobs start.
 func (tx *Tx) JobsBefore(ctx context.Context, f JobFilter, before int64, limit int) (JobPage, error) {
 	var p JobPage
-	jobs, err := tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE `+jobFilterWhere+` AND id < $4 ORDER BY id DESC LIMIT $5`,
+	jobs, err := tx.scanJobs(ctx, tx.q.jobsBefore,
 		f.Status, f.Path, likePattern(f.Path), before, limit+1)
 	if err != nil {
 		return p, err
@@ -54,8 +55,7 @@ func (tx *Tx) JobsBefore(ctx context.Context, f JobFilter, before int64, limit i
 // after: the page before a JobsBefore page. They are newest first too.
 func (tx *Tx) JobsAfter(ctx context.Context, f JobFilter, after int64, limit int) (JobPage, error) {
 	var p JobPage
-	jobs, err := tx.scanJobs(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE `+jobFilterWhere+` AND id > $4 ORDER BY id LIMIT $5`,
+	jobs, err := tx.scanJobs(ctx, tx.q.jobsAfter,
 		f.Status, f.Path, likePattern(f.Path), after, limit+1)
 	if err != nil {
 		return p, err
@@ -76,9 +76,9 @@ func (tx *Tx) JobsAfter(ctx context.Context, f JobFilter, after int64, limit int
 // anyJob says whether a job that f selects has an id above id (newer) or
 // below it.
 func (tx *Tx) anyJob(ctx context.Context, f JobFilter, newer bool, id int64) (bool, error) {
-	query := `SELECT 1 FROM jobs WHERE ` + jobFilterWhere + ` AND id < $4 LIMIT 1`
+	query := tx.q.jobsOlder
 	if newer {
-		query = `SELECT 1 FROM jobs WHERE ` + jobFilterWhere + ` AND id > $4 LIMIT 1`
+		query = tx.q.jobsNewer
 	}
 	var one int
 	err := tx.queryRow(ctx, query, f.Status, f.Path, likePattern(f.Path), id).Scan(&one)

@@ -168,22 +168,15 @@ type LorryCounts struct {
 // 10 ms on SQLite, and 160 ms on PostgreSQL.
 func (tx *Tx) CountLorries(ctx context.Context) (LorryCounts, error) {
 	var c LorryCounts
-	total := `SELECT COALESCE(SUM(n), 0) FROM lorry_buckets`
-	for _, q := range []struct {
-		sql  string
-		args []any
-		n    *int64
-	}{
-		{total, nil, &c.Total},
-		{`SELECT COUNT(*) FROM lorries WHERE running_job IS NULL AND next_due <= $1`, []any{tx.Now}, &c.Due},
-		{`SELECT COUNT(*) FROM lorries WHERE last_run_exit != 0 OR last_run_error != ''`, nil, &c.Failing},
+	err := errors.Join(
+		tx.queryRow(ctx, `SELECT COALESCE(SUM(n), 0) FROM lorry_buckets`).Scan(&c.Total),
+		tx.queryRow(ctx, `SELECT COUNT(*) FROM lorries WHERE running_job IS NULL AND next_due <= $1`, tx.Now).Scan(&c.Due),
+		tx.queryRow(ctx, `SELECT COUNT(*) FROM lorries WHERE last_run_exit != 0 OR last_run_error != ''`).Scan(&c.Failing),
 		// The lorries running are found from their jobs, which are few.
-		{`SELECT COUNT(*) FROM jobs AS j WHERE j.` + liveStatus + `
-			AND EXISTS (SELECT 1 FROM lorries AS l WHERE l.path = j.path AND l.running_job = j.id)`, nil, &c.Running},
-	} {
-		if err := tx.queryRow(ctx, q.sql, q.args...).Scan(q.n); err != nil {
-			return c, fmt.Errorf("count lorries: %w", err)
-		}
+		tx.queryRow(ctx, `SELECT COUNT(*) FROM jobs AS j WHERE j.`+liveStatus+`
+			AND EXISTS (SELECT 1 FROM lorries AS l WHERE l.path = j.path AND l.running_job = j.id)`).Scan(&c.Running))
+	if err != nil {
+		return c, fmt.Errorf("count lorries: %w", err)
 	}
 	return c, nil
 }

@@ -316,7 +316,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 	// One statement each for the whole batch: a statement for each lorry
 	// cost more than the rest of the apply.
 	var twice string
-	err = tx.queryRow(ctx, `SELECT value FROM json_each($1) WHERE value IN (SELECT path FROM config_seen) LIMIT 1`,
+	err = tx.queryRow(ctx, tx.q.seenTwice,
 		string(list)).Scan(&twice)
 	if err == nil {
 		return "", fmt.Errorf("lorry %q given twice: %w", twice, ErrInvalid)
@@ -324,7 +324,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 	if !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("read lorries: %w", err)
 	}
-	if _, err := tx.exec(ctx, `INSERT INTO config_seen (path) SELECT value FROM json_each($1)`, string(list)); err != nil {
+	if _, err := tx.exec(ctx, tx.q.seeConfigLorries, string(list)); err != nil {
 		return "", fmt.Errorf("read lorries: %w", err)
 	}
 	return string(list), nil
@@ -333,9 +333,7 @@ func (tx *Tx) seeConfigLorries(ctx context.Context, want []NewLorry) (string, er
 // storedConfigLorries returns the stored lorries at the paths of list, a
 // JSON list.
 func (tx *Tx) storedConfigLorries(ctx context.Context, list string) (map[string]configHave, error) {
-	rows, err := tx.query(ctx, `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, commit_id,
-		runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url,
-		max_backoff, hard_fail_after, queue FROM lorries WHERE path IN (SELECT value FROM json_each($1))`, list)
+	rows, err := tx.query(ctx, tx.q.storedConfigLorries, list)
 	if err != nil {
 		return nil, fmt.Errorf("read lorries: %w", err)
 	}
@@ -448,27 +446,12 @@ func (tx *Tx) configStmts(ctx context.Context) (configStmts, error) {
 	// A schedule, new or changed, starts its stateful cron now: its
 	// events up to now are dealt with (none fires), and the first due is
 	// its first event at or after now.
-	if st.setSchedule, err = tx.s.stmt(ctx, `UPDATE lorries SET
-		next_due = CASE WHEN $1 = '' THEN (CASE WHEN last_run IS NULL THEN MIN(next_due, $3) ELSE last_run + interval END)
-			WHEN schedule = $1 THEN next_due ELSE $2 END,
-		cron_wall = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_wall ELSE $3 END,
-		cron_mono = CASE WHEN $1 != '' AND schedule = $1 THEN cron_mono ELSE 0 END,
-		cron_boot = CASE WHEN $1 != '' AND schedule = $1 THEN cron_boot ELSE '' END,
-		cron_handled = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_handled ELSE $3 - 1 END,
-		cron_next = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_next ELSE $2 END,
-		schedule = $1
-		WHERE path = $4`); err != nil {
+	if st.setSchedule, err = tx.s.stmt(ctx, tx.q.setSchedule); err != nil {
 		return st, err
 	}
 	// A changed spec ends a failure streak: whatever failed may be
 	// fixed, so the lorry runs at its interval again (see resetStreak).
-	if st.update, err = tx.s.stmt(ctx, `UPDATE lorries SET text = $1, kind = $2, generated = 0,
-		from_host = '', from_path = $3, interval = $4, lorry_timeout = $5, description = '', default_branch = '',
-		upstream_head = '',
-		next_due = CASE WHEN schedule != '' THEN MIN(next_due, cron_next) WHEN last_run IS NULL THEN next_due ELSE last_run + $6 END,
-		`+resetStreak+`,
-		commit_id = $7, runtime_name = $8, runtime_version = $9, runtime_id = $10, runtime_python = $11
-		WHERE path = $12`); err != nil {
+	if st.update, err = tx.s.stmt(ctx, tx.q.updateConfigLorry); err != nil {
 		return st, err
 	}
 	if st.recommit, err = tx.s.stmt(ctx, `UPDATE lorries SET commit_id = $1 WHERE path = $2`); err != nil {
@@ -485,3 +468,33 @@ func (tx *Tx) configStmts(ctx context.Context) (configStmts, error) {
 	}
 	return st, nil
 }
+
+// The parts of the statements of a configuration's lorries
+// (dialectSQL's storedConfigLorries, setSchedule and updateConfigLorry)
+// that both dialects share. A schedule, new or changed, starts its
+// stateful cron now: its events up to now are dealt with (none fires),
+// and the first due is its first event at or after now. A changed spec
+// ends a failure streak: whatever failed may be fixed, so the lorry runs
+// at its interval again (see resetStreak).
+const (
+	storedConfigColumns = `SELECT path, text, kind, from_path, interval, lorry_timeout, generated, commit_id,
+		runtime_name, runtime_version, runtime_id, runtime_python, schedule, upstream_url,
+		max_backoff, hard_fail_after, queue`
+	setScheduleRest = `
+			WHEN schedule = $1 THEN next_due ELSE $2 END,
+		cron_wall = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_wall ELSE $3 END,
+		cron_mono = CASE WHEN $1 != '' AND schedule = $1 THEN cron_mono ELSE 0 END,
+		cron_boot = CASE WHEN $1 != '' AND schedule = $1 THEN cron_boot ELSE '' END,
+		cron_handled = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_handled ELSE $3 - 1 END,
+		cron_next = CASE WHEN $1 = '' THEN 0 WHEN schedule = $1 THEN cron_next ELSE $2 END,
+		schedule = $1
+		WHERE path = $4`
+	updateConfigLorryHead = `UPDATE lorries SET text = $1, kind = $2, generated = 0,
+		from_host = '', from_path = $3, interval = $4, lorry_timeout = $5, description = '', default_branch = '',
+		upstream_head = '',
+		`
+	updateConfigLorryRest = `
+		` + resetStreak + `,
+		commit_id = $7, runtime_name = $8, runtime_version = $9, runtime_id = $10, runtime_python = $11
+		WHERE path = $12`
+)

@@ -135,11 +135,12 @@ func (f LorryFilter) Valid() error {
 	return fmt.Errorf("lorry state %q: %w", f.State, ErrInvalid)
 }
 
-// lorryFilterWhere is one constant condition for every filter, so that
-// prepared statements serve them all, whatever is asked. Failing is CountLorries'
+// lorryFilterState is one constant condition for every filter but the
+// path, which each dialect matches in its own way (dialectSQL's
+// lorryPage, ...), so that prepared statements serve them all, whatever
+// is asked. Failing is CountLorries'
 // definition: a non-zero exit, or an error without one (a lost job).
-const lorryFilterWhere = `($1 = '' OR path LIKE $2 ESCAPE '\')
-	AND ($3 = ''
+const lorryFilterState = `($3 = ''
 		OR ($3 = 'due' AND running_job IS NULL AND next_due <= $4)
 		OR ($3 = 'failing' AND (last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != ''))
 		OR ($3 = 'running' AND running_job IS NOT NULL)
@@ -165,14 +166,9 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 	if f == failingOnly {
 		return tx.FailingLorries(ctx, offset, limit)
 	}
-	// The whole queue is read in the order of its index, which stops at
-	// the page. A filtered one is read whole and its matches sorted: the
-	// index would fetch each of 100,000 rows in turn to test it.
-	query := `SELECT ` + lorryColumns + ` FROM lorries INDEXED BY lorries_queue
-		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT $6 OFFSET $7`
+	query := tx.q.lorryPage
 	if f != (LorryFilter{}) {
-		query = `SELECT ` + lorryColumns + ` FROM lorries NOT INDEXED
-		WHERE ` + lorryFilterWhere + ` ORDER BY queue_pos LIMIT $6 OFFSET $7`
+		query = tx.q.lorryPageFiltered
 	}
 	return tx.queryLorries(ctx, "list lorries", query, append(f.args(tx.Now), limit, offset)...)
 }
@@ -182,8 +178,7 @@ func (tx *Tx) LorryPage(ctx context.Context, f LorryFilter, offset, limit int) (
 // queue's index from pos, so a caller that reads the queue a page at a
 // time, with the last position of each page, never reads it twice.
 func (tx *Tx) LorriesAfter(ctx context.Context, pos int64, limit int) ([]Lorry, error) {
-	return tx.queryLorries(ctx, "list lorries", `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_queue
-		WHERE queue_pos > $1 ORDER BY queue_pos LIMIT $2`, pos, limit)
+	return tx.queryLorries(ctx, "list lorries", tx.q.lorriesAfter, pos, limit)
 }
 
 // failingOnly is the filter that the lorries_failing index answers.
@@ -195,8 +190,7 @@ var failingOnly = LorryFilter{State: LorryFailing}
 // lost job). An index holds them, so this is quick wherever in a long
 // queue they are.
 func (tx *Tx) FailingLorries(ctx context.Context, offset, limit int) ([]Lorry, error) {
-	return tx.queryLorries(ctx, "list failing lorries", `SELECT `+lorryColumns+` FROM lorries INDEXED BY lorries_failing
-		WHERE last_run_exit != 0 OR last_run_error != '' ORDER BY queue_pos LIMIT $1 OFFSET $2`, limit, offset)
+	return tx.queryLorries(ctx, "list failing lorries", tx.q.failingLorries, limit, offset)
 }
 
 // CountLorriesMatching counts the lorries that f selects.
@@ -207,10 +201,9 @@ func (tx *Tx) CountLorriesMatching(ctx context.Context, f LorryFilter) (int64, e
 	var n int64
 	var err error
 	if f == failingOnly {
-		err = tx.queryRow(ctx, `SELECT COUNT(*) FROM lorries INDEXED BY lorries_failing
-			WHERE last_run_exit != 0 OR last_run_error != ''`).Scan(&n)
+		err = tx.queryRow(ctx, tx.q.countFailing).Scan(&n)
 	} else {
-		err = tx.queryRow(ctx, `SELECT COUNT(*) FROM lorries WHERE `+lorryFilterWhere, f.args(tx.Now)...).Scan(&n)
+		err = tx.queryRow(ctx, tx.q.countMatching, f.args(tx.Now)...).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("count lorries: %w", err)
@@ -225,11 +218,7 @@ func (tx *Tx) CountLorriesMatching(ctx context.Context, f LorryFilter) (int64, e
 // entry before it walked up to a million.
 func (tx *Tx) QueuePosition(ctx context.Context, path string) (int64, error) {
 	var n int64
-	query := `SELECT (SELECT COALESCE(SUM(n), 0) FROM lorry_buckets WHERE bucket < l.queue_pos >> 14)
-			+ (SELECT COUNT(*) FROM lorries INDEXED BY lorries_queue
-				WHERE queue_pos BETWEEN (l.queue_pos >> 14) << 14 AND l.queue_pos)
-		FROM lorries AS l WHERE l.path = $1`
-	err := tx.queryRow(ctx, query, path).Scan(&n)
+	err := tx.queryRow(ctx, tx.q.queuePosition, path).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		n, err = 0, nil
 	}

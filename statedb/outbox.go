@@ -157,8 +157,7 @@ func scanDeliveries(rows *sql.Rows, err error) ([]Delivery, error) {
 // DueDeliveries lists up to limit pending deliveries whose time has come,
 // oldest first, claimed or not.
 func (tx *Tx) DueDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
-	return scanDeliveries(tx.query(ctx, `SELECT `+deliveryColumns+` FROM outbox INDEXED BY outbox_due
-		WHERE status = 'pending' AND next_try <= $1 ORDER BY next_try, id LIMIT $2`, tx.Now, limit))
+	return scanDeliveries(tx.query(ctx, tx.q.dueDeliveries, tx.Now, limit))
 }
 
 // ClaimDeliveries claims for owner, until term from now, up to limit
@@ -174,11 +173,7 @@ func (tx *Tx) ClaimDeliveries(ctx context.Context, owner string, term time.Durat
 	if owner == "" || secs <= 0 {
 		return nil, fmt.Errorf("claim deliveries for %q for %s: %w", owner, term, ErrInvalid)
 	}
-	ds, err := scanDeliveries(tx.query(ctx, `UPDATE outbox SET claimed_by = $1, claimed_until = $2
-		WHERE id IN (SELECT id FROM outbox INDEXED BY outbox_due
-			WHERE status = 'pending' AND next_try <= $3 AND (claimed_until <= $3 OR claimed_by = $1)
-			ORDER BY next_try, id LIMIT $4)
-		RETURNING `+deliveryColumns, owner, tx.Now+secs, tx.Now, limit))
+	ds, err := scanDeliveries(tx.query(ctx, tx.q.claimDeliveries, owner, tx.Now+secs, tx.Now, limit))
 	slices.SortFunc(ds, func(a, b Delivery) int {
 		return cmp.Or(cmp.Compare(a.NextTry, b.NextTry), cmp.Compare(a.ID, b.ID))
 	})

@@ -156,9 +156,9 @@ func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string
 		return heads, nil
 	}
 	ask = append(ask, '}')
-	query, args, what := headsQuery, []any{tx.Now, string(ask)}, "find due lorries"
+	query, args, what := tx.q.heads, []any{tx.Now, string(ask)}, "find due lorries"
 	if kind != "" {
-		query, args, what = headsOfKindQuery, append(args, kind), "find due lorries of kind "+kind
+		query, args, what = tx.q.headsOfKind, append(args, kind), "find due lorries of kind "+kind
 	}
 	rows, err := tx.query(ctx, query, args...)
 	if err != nil {
@@ -178,10 +178,6 @@ func (tx *Tx) queueHeads(ctx context.Context, qs []Queue, open map[string]string
 	}
 	return heads, nil
 }
-
-// headsOfKindQuery is headsQuery with each queue's entries narrowed to the
-// kind ?3.
-var headsOfKindQuery = strings.ReplaceAll(headsQuery, "WHERE queue = j.key AND", "WHERE queue = j.key AND kind = $3 AND")
 
 // askJSON is the JSON object of the queues of open, names to sorts, as
 // headsQuery takes it.
@@ -213,36 +209,3 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
-
-// headsQuery finds the choice of each queue of ?2 (a JSON object of queue
-// name to sort order): the queue position of its first due entry by its
-// sort order, NULL when none is due. Each branch walks one index of one
-// queue from its first due entry. The probe keeps a queue-order queue with nothing
-// due from being walked to its end; it sits inside the CASE, where it
-// stays a subquery of its one queue: as a term of the WHERE clause SQLite
-// turns it into a join, evaluating the CASE for every due entry of every
-// queue, which took a second per hand-out with 100,000 due entries in 50
-// queues. The queue-order walk passes over no entry waiting for its
-// schedule's next event (next_due = cron_next): such an entry is handed
-// out once a tick has fired it, which moves its next_due off cron_next.
-// The probe is a scalar subquery, not an EXISTS, which PostgreSQL would
-// answer by hashing every due entry of every queue when its statistics
-// are behind a large change of the queue; and it asks for the earliest
-// due time, which both databases read from the end of the index, rather
-// than for any due entry, which PostgreSQL answers with a scan of the
-// table when it guesses that many are due.
-const headsQuery = `SELECT j.key, CASE
-		WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
-			ORDER BY next_due, queue_pos LIMIT 1)
-		WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
-			ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
-		WHEN (SELECT MIN(next_due) FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = j.key AND running_job IS NULL) <= $1
-		THEN (SELECT queue_pos FROM lorries INDEXED BY lorries_queue_order
-			WHERE queue = j.key AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
-				AND next_due <= $1
-			ORDER BY queue_pos LIMIT 1)
-		END
-	FROM json_each($2) AS j`

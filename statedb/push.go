@@ -3,10 +3,9 @@ package statedb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // RunNow is what asking for a run of a lorry at once did.
@@ -70,11 +69,7 @@ func (tx *Tx) runAgain(ctx context.Context, path string) error {
 func (tx *Tx) makeDueNow(ctx context.Context, path string) error {
 	// A lorry that its last run left hard-failed stays so: a run asked
 	// for while that run went on is dropped.
-	res, err := tx.exec(ctx, `UPDATE lorries SET run_again = 0,
-			next_due = CASE WHEN state = $3 THEN next_due
-				WHEN schedule != '' THEN MIN(next_due, $1, cron_handled) ELSE MIN(next_due, $1) END,
-			queue_pos = CASE WHEN state = $3 THEN queue_pos ELSE (SELECT MIN(queue_pos) - 1 FROM lorries) END
-		WHERE path = $2 AND running_job IS NULL`, tx.Now, path, StateHardFailed)
+	res, err := tx.exec(ctx, tx.q.makeDueNow, tx.Now, path, StateHardFailed)
 	if err != nil {
 		return fmt.Errorf("make lorry %q due: %w", path, err)
 	}
@@ -102,13 +97,11 @@ func (tx *Tx) LorriesByUpstream(ctx context.Context, urls []string) ([]string, e
 	if len(urls) == 0 {
 		return out, nil
 	}
-	args := make([]any, len(urls))
-	for i, u := range urls {
-		args[i] = u
+	list, err := json.Marshal(urls)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := tx.query(ctx, `SELECT path FROM lorries INDEXED BY lorries_upstream_url
-		WHERE upstream_url != '' AND upstream_url IN (`+argList(1, len(urls))+`)
-		ORDER BY queue_pos`, args...)
+	rows, err := tx.query(ctx, tx.q.lorriesByUpstream, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("find lorries by upstream: %w", err)
 	}
@@ -121,16 +114,4 @@ func (tx *Tx) LorriesByUpstream(ctx context.Context, urls []string) ([]string, e
 		out = append(out, p)
 	}
 	return out, rows.Err()
-}
-
-// argList is the placeholders $from to $from+n-1, with commas between.
-func argList(from, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("$" + strconv.Itoa(from+i))
-	}
-	return b.String()
 }

@@ -51,12 +51,10 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = $1
-		WHERE queue NOT IN (SELECT value FROM json_each($2))`, DefaultQueue, string(known)); err != nil {
+	if _, err := tx.exec(ctx, tx.q.moveLorriesOfRemovedQueues, DefaultQueue, string(known)); err != nil {
 		return fmt.Errorf("move lorries of removed queues: %w", err)
 	}
-	if _, err := tx.exec(ctx, `UPDATE hosts SET queue = $1
-		WHERE queue NOT IN (SELECT value FROM json_each($2))`, DefaultQueue, string(known)); err != nil {
+	if _, err := tx.exec(ctx, tx.q.moveHostsOfRemovedQueues, DefaultQueue, string(known)); err != nil {
 		return fmt.Errorf("move hosts of removed queues: %w", err)
 	}
 	if !c.LorriesPlaced {
@@ -76,28 +74,6 @@ func (tx *Tx) SetConfigQueues(ctx context.Context, c QueueConfig) error {
 		}
 	}
 	return nil
-}
-
-// notIn is the condition that path is none of n values, for queuedPaths.
-// SQLite bounds the number of parameters, so many paths go as one JSON
-// list instead.
-func notIn(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return ` AND path NOT IN (SELECT value FROM json_each($3))`
-}
-
-func queuedPaths(m map[string]string) []any {
-	if len(m) == 0 {
-		return nil
-	}
-	paths := make([]string, 0, len(m))
-	for p := range m {
-		paths = append(paths, p)
-	}
-	b, _ := json.Marshal(paths)
-	return []any{string(b)}
 }
 
 // syncHostQueue puts the generated lorries of host in the host's queue.
@@ -126,8 +102,17 @@ func (tx *Tx) placeConfigLorries(ctx context.Context, lorries map[string]string)
 	}
 	// A lorry the configuration defines without a queue is in the default
 	// one, even if it was in another before.
-	if _, err := tx.exec(ctx, `UPDATE lorries SET queue = $1 WHERE generated = 0 AND queue != $2`+
-		notIn(len(lorries)), append([]any{DefaultQueue, DefaultQueue}, queuedPaths(lorries)...)...); err != nil {
+	// SQLite bounds the number of parameters, so the paths go as one
+	// JSON list.
+	paths := make([]string, 0, len(lorries))
+	for p := range lorries {
+		paths = append(paths, p)
+	}
+	list, err := json.Marshal(paths)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.exec(ctx, tx.q.unqueuedConfigLorries, DefaultQueue, DefaultQueue, string(list)); err != nil {
 		return fmt.Errorf("put lorries in the default queue: %w", err)
 	}
 	return nil

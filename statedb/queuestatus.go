@@ -41,8 +41,7 @@ func (tx *Tx) QueueStates(ctx context.Context) ([]QueueState, error) {
 		}
 		st.Now, st.Active = ThreadsAt(q.Threads, st.Entries, tx.Now)
 		var oldest sql.NullInt64
-		err := tx.queryRow(ctx, `SELECT COUNT(*), MIN(next_due) FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = $1 AND running_job IS NULL AND next_due <= $2`, q.Name, tx.Now).Scan(&st.Due, &oldest)
+		err := tx.queryRow(ctx, tx.q.queueDue, q.Name, tx.Now).Scan(&st.Due, &oldest)
 		if err != nil {
 			return nil, fmt.Errorf("count due lorries of queue %q: %w", q.Name, err)
 		}

@@ -69,12 +69,8 @@ func (tx *Tx) listScheduled(ctx context.Context, what, query string, args ...any
 // this is a range of an index that stays empty between events, whatever
 // the number of schedules.
 func (tx *Tx) DueSchedules(ctx context.Context, limit int) ([]Scheduled, error) {
-	return tx.listScheduled(ctx, "due schedules", dueSchedulesQuery, tx.Now, limit)
+	return tx.listScheduled(ctx, "due schedules", tx.q.dueSchedules, tx.Now, limit)
 }
-
-const dueSchedulesQuery = `SELECT ` + scheduledColumns + `
-	FROM lorries INDEXED BY lorries_cron_next
-	WHERE schedule != '' AND cron_next <= $1 ORDER BY cron_next LIMIT $2`
 
 // DueSchedule is the scheduled entry at path if its next event has come,
 // as DueSchedules would list it; false if it has no schedule or its next
@@ -93,9 +89,7 @@ func (tx *Tx) DueSchedule(ctx context.Context, path string) (Scheduled, bool, er
 // since they were ticked. Only these can have a state that a tick at
 // tx.Now changes while their next event is still to come.
 func (tx *Tx) AheadSchedules(ctx context.Context, after string, limit int) ([]Scheduled, error) {
-	return tx.listScheduled(ctx, "schedules ahead of the clock", `SELECT `+scheduledColumns+`
-		FROM lorries INDEXED BY lorries_scheduled
-		WHERE schedule != '' AND path > $1 AND cron_handled > $2 ORDER BY path LIMIT $3`, after, tx.Now, limit)
+	return tx.listScheduled(ctx, "schedules ahead of the clock", tx.q.aheadSchedules, after, tx.Now, limit)
 }
 
 // TickSchedule records a tick of the scheduled entry at path: its new
@@ -113,14 +107,7 @@ func (tx *Tx) TickSchedule(ctx context.Context, path, schedule string, st CronSt
 	// In an UPDATE, every column on the right is its old value: cron_handled
 	// is the instant up to which events had been dealt with before this
 	// tick, and a next_due after it is an event time, not a firing.
-	_, err := tx.exec(ctx, `UPDATE lorries SET
-			next_due = CASE
-				WHEN running_job IS NOT NULL OR state = 'hard-failed' THEN next_due
-				WHEN $1 != 0 THEN MAX(MIN(next_due, $2), backoff_until)
-				WHEN next_due > cron_handled THEN MAX($3, backoff_until)
-				ELSE next_due END,
-			cron_wall = $4, cron_mono = $5, cron_boot = $6, cron_handled = $7, cron_next = $3
-		WHERE path = $8 AND schedule = $9`,
+	_, err := tx.exec(ctx, tx.q.tickSchedule,
 		fire, tx.Now, next, st.Wall, st.Mono, st.Boot, st.Handled, path, schedule)
 	if err != nil {
 		return fmt.Errorf("record schedule of lorry %q: %w", path, err)

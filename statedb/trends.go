@@ -61,8 +61,7 @@ func (tx *Tx) JobsPerHour(ctx context.Context, hours int) ([]HourCount, error) {
 	for i := range out {
 		out[i] = HourCount{Start: start + int64(i)*3600, Counts: map[string]int64{}}
 	}
-	rows, err := tx.query(ctx, `SELECT (ended - $1) / 3600, status, COUNT(*) FROM jobs INDEXED BY jobs_ended
-		WHERE ended >= $1 AND ended < $2 GROUP BY 1, 2`, start, end)
+	rows, err := tx.query(ctx, tx.q.jobsPerHour, start, end)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs per hour: %w", err)
 	}

@@ -8,7 +8,6 @@ package storetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 
 	"lorrycontroller.dev/lc/clock"
@@ -337,15 +336,6 @@ func allEvents() map[string]bool {
 		m[e] = true
 	}
 	return m
-}
-
-// wantTaken fails the test unless err is ErrTaken, which is an
-// ErrConflict too.
-func wantTaken(t *testing.T, what string, err error) {
-	t.Helper()
-	if !errors.Is(err, statedb.ErrTaken) || !errors.Is(err, statedb.ErrConflict) {
-		t.Errorf("%s: got %v; want ErrTaken (an ErrConflict)", what, err)
-	}
 }
 
 func exit(n int64) *int64 { return &n }

@@ -12,8 +12,9 @@ import (
 
 // SQLite is a new SQLite STATEDB file for t, whatever the backend under
 // test: tests that run on both backends in one run use it. If Main was
-// given a prepare function, it is a copy of a file that prepare made
-// once, as Database's are copies of one database.
+// given a prepare function, which must then take a file's path as well as
+// a PostgreSQL address (as statedb.Migrate does), it is a copy of a file
+// that prepare made once, as Database's are copies of one database.
 func SQLite(t testing.TB) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "state.db")

@@ -7,6 +7,9 @@ PKGS    := ./...
 # private throwaway cluster, or LORRY_CONTROLLER_TEST_POSTGRES. The yarns
 # scenarios run again there too, each WEBAPP on a database of its own.
 PGPKGS  := ./statedb/... ./control/ ./routes/... ./cmd/webapp/ ./periodic/ ./systemd/ ./webhook/
+# The tests of yarns/ whose WEBAPPs use the backend under test; the others
+# that open a store run on both backends, or on PostgreSQL, every time.
+PGYARNS := ^(TestScenarios|TestGeneratedClient|TestReportsSafeToRepeat|TestScraperStress)$$
 # The packages, and the yarns scenarios, whose PostgreSQL pass runs once
 # more through a pgbouncer in transaction mode that the tests start in
 # front of the same server (docs/operations.md, "Behind pgbouncer").
@@ -68,7 +71,7 @@ deps:
 test: deps check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m $(PGPKGS)
-	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m -run '^TestScenarios$$' ./yarns/
+	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m -run '$(PGYARNS)' ./yarns/
 	$(PGB) $(GO) test -race -count=1 -timeout 20m $(PGBPKGS)
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^(TestScenarios|TestReplicaSessions)$$' ./yarns/
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^TestReplicas$$/^postgres$$' ./yarns/

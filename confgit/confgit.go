@@ -275,32 +275,9 @@ var ErrSkipFiles = errors.New("skip the files")
 // Config is the one walk would have returned.
 func walk(ctx context.Context, t tree, now time.Time, n int, check bool, sections func(*Config) error, each func([]Lorry) error) (*Config, error) {
 	cfg := &Config{Lorries: []Lorry{}, Hosts: []Host{}, Runtimes: []Runtime{}, Errors: []FileError{}, Queues: []Queue{}}
-	data, ok, err := t.conf()
+	pc, brokenRuntimes, confErr, err := readSections(t, now, check, cfg)
 	if err != nil {
 		return nil, err
-	}
-	var pc *parsedConf
-	var brokenRuntimes map[string]bool
-	var confErr error
-	switch {
-	case ok && check:
-		c, err := checkConf(t, data, now)
-		if err != nil {
-			return nil, err
-		}
-		pc, brokenRuntimes, confErr = c.pc, c.brokenRuntimes, joinConfErrors(c.errs)
-		cfg.Hosts = append(cfg.Hosts, pc.hosts...)
-		cfg.Queues = append(cfg.Queues, pc.queues...)
-		cfg.Runtimes = append(cfg.Runtimes, c.runtimes...)
-	case ok:
-		if pc, err = parseConfAt(data, now); err != nil {
-			return nil, err
-		}
-		cfg.Hosts = append(cfg.Hosts, pc.hosts...)
-		cfg.Queues = append(cfg.Queues, pc.queues...)
-		if cfg.Runtimes, err = resolveRuntimes(t, pc.runtimes); err != nil {
-			return nil, err
-		}
 	}
 	// The configuration read so far, or with confErr what a check read.
 	done := func() (*Config, error) {
@@ -336,47 +313,88 @@ func walk(ctx context.Context, t tree, now time.Time, n int, check bool, section
 	for _, name := range names {
 		b.files[name] = true
 	}
+	if err := b.readFiles(ctx, t, pc.lorries, names); err != nil {
+		return nil, err
+	}
+	return done()
+}
+
+// readSections parses lorry-controller.conf, if the tree has one, into
+// cfg's hosts, queues and runtimes. With check set, as walk's, it also
+// gives the runtimes whose sections are broken, and the sections' errors
+// joined; without, a broken section is the error.
+func readSections(t tree, now time.Time, check bool, cfg *Config) (pc *parsedConf, brokenRuntimes map[string]bool, confErr, err error) {
+	data, ok, err := t.conf()
+	if err != nil || !ok {
+		return nil, nil, nil, err
+	}
+	if check {
+		c, err := checkConf(t, data, now)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cfg.Hosts = append(cfg.Hosts, c.pc.hosts...)
+		cfg.Queues = append(cfg.Queues, c.pc.queues...)
+		cfg.Runtimes = append(cfg.Runtimes, c.runtimes...)
+		return c.pc, c.brokenRuntimes, joinConfErrors(c.errs), nil
+	}
+	if pc, err = parseConfAt(data, now); err != nil {
+		return nil, nil, nil, err
+	}
+	cfg.Hosts = append(cfg.Hosts, pc.hosts...)
+	cfg.Queues = append(cfg.Queues, pc.queues...)
+	if cfg.Runtimes, err = resolveRuntimes(t, pc.runtimes); err != nil {
+		return nil, nil, nil, err
+	}
+	return pc, nil, nil, nil
+}
+
+// readFiles reads the files of names (sorted) that the globs of sections
+// select, adds their lorries, and hands them to each in batches.
+func (b *builder) readFiles(ctx context.Context, t tree, sections []lorriesSection, names []string) error {
 	var matched []*lorriesSection
 	for i, name := range names {
 		if i%512 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		segs := strings.Split(name, "/")
-		matched = matched[:0]
-		for j := range pc.lorries {
-			ls := &pc.lorries[j]
-			for _, g := range ls.globs {
-				if matchSegments(g, segs) {
-					matched = append(matched, ls)
-					break
-				}
-			}
-		}
+		matched = matchSections(sections, strings.Split(name, "/"), matched[:0])
 		if len(matched) == 0 {
 			continue
 		}
 		data, err := t.read(name)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, ctxErr
+				return ctxErr
 			}
 			b.report(name, err.Error())
 			b.cfg.Kept.Files = append(b.cfg.Kept.Files, name)
 			continue
 		}
 		b.addFile(name, data, matched)
-		if n > 0 && len(b.pending) >= n {
+		if b.batch > 0 && len(b.pending) >= b.batch {
 			if err := b.flush(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	if err := b.flush(); err != nil {
-		return nil, err
+	return b.flush()
+}
+
+// matchSections appends to matched the sections of which a glob matches
+// a file whose path has the segments segs.
+func matchSections(sections []lorriesSection, segs []string, matched []*lorriesSection) []*lorriesSection {
+	for j := range sections {
+		ls := &sections[j]
+		for _, g := range ls.globs {
+			if matchSegments(g, segs) {
+				matched = append(matched, ls)
+				break
+			}
+		}
 	}
-	return done()
+	return matched
 }
 
 type builder struct {

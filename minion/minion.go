@@ -389,113 +389,149 @@ func (m *Minion) watch(ctx context.Context, log *slog.Logger, j *job, p *proc.Pr
 	// The job's processes are gone when it returns: so is the need to
 	// watch them, while the end is reported.
 	defer m.unguard(log, j)
-	bo := m.newBackoff()
-	budget := maxUpdateBody - formSpace
-	timer := time.NewTimer(m.cfg.UpdateInterval)
-	defer timer.Stop()
+	w := &watcher{m: m, log: log, j: j, p: p, out: out, bo: m.newBackoff(), budget: maxUpdateBody - formSpace,
+		timer: time.NewTimer(m.cfg.UpdateInterval)}
+	defer w.timer.Stop()
 	// A job given without a lease never runs out of it.
-	var lease *time.Timer
-	var leaseC <-chan time.Time
 	if end := j.leaseEnd(); !end.IsZero() {
-		lease = time.NewTimer(time.Until(end))
-		defer lease.Stop()
-		leaseC = lease.C
-	}
-	killed := false
-	killJob := func(why string) {
-		if killed {
-			return
-		}
-		killed = true
-		grace := m.killGrace(j)
-		log.Info(why+": killing job", "pid", p.Pid(), "grace", grace)
-		p.Kill(grace)
+		w.lease = time.NewTimer(time.Until(end))
+		defer w.lease.Stop()
+		w.leaseC = w.lease.C
 	}
 	for {
 		select {
 		case <-p.Done():
-			if end := j.leaseEnd(); !killed && !end.IsZero() && !time.Now().Before(end) {
-				// Its watchdog ended it at the lease's end, a moment
-				// before the minion's own timer would have: the minion's
-				// kill all the same, not a fault of the job.
-				out.add(p.NewOutput())
-				out.add(nil, fmt.Appendf(nil, "lorry-controller-minion: lease of %ds expired without reaching the WEBAPP: job killed by its watchdog\n", j.Lease))
-				j.stopping = true
-			}
+			w.exited()
 			return true
 		case <-ctx.Done():
-			killJob("stopping")
+			w.kill("stopping")
 			<-p.Done()
 			return true
-		case <-leaseC:
-			// Bistro's rule: give up before the WEBAPP counts the
-			// job as a ghost and hands its lorry to another minion.
-			leaseC = nil
-			if !killed {
-				out.add(p.NewOutput())
-				out.add(nil, fmt.Appendf(nil, "lorry-controller-minion: lease of %ds expired without reaching the WEBAPP: job killed\n", j.Lease))
-				killJob("lease expired without reaching the webapp")
-				// Its minion cut it off, not a fault of the job: it is
-				// reported as the minion's kill, like a stop's.
-				j.stopping = true
-			}
+		case <-w.leaseC:
+			w.leaseRanOut()
 			continue
-		case <-timer.C:
+		case <-w.timer.C:
 		}
-
-		out.add(p.NewOutput())
-		u, _ := out.next(budget, false)
-		uctx, cancel := ctx, context.CancelFunc(func() {})
-		if end := j.leaseEnd(); !end.IsZero() && !killed {
-			// A request hung on a broken network must not hold
-			// the job beyond its lease.
-			uctx, cancel = context.WithDeadline(ctx, end)
-		}
-		kill, err := m.jobUpdate(uctx, j, updateRunning, u, nil)
-		var gap *outputGap
-		// Read before cancel, which would make every update look timed out,
-		// and a 404 or 409 look like the network.
-		timedOut := uctx.Err() != nil
-		cancel()
-		switch {
-		case err == nil:
-			out.sent(u)
-			bo.reset()
-			if leaseC != nil {
-				lease.Reset(time.Until(j.leaseEnd()))
-			}
-			if kill {
-				killJob("webapp asked to kill job")
-			}
-			next := m.cfg.UpdateInterval
-			if out.backlog() {
-				next = 0
-			}
-			timer.Reset(next)
-		case errors.As(err, &gap):
-			out.rewind(gap.stdout, gap.stderr)
-			log.Warn("webapp lacks output sent before; sending from what it has", "err", err)
-			timer.Reset(0)
-		case ctx.Err() != nil:
-			// The next select sees it.
-		case tooLarge(err) && budget > minUpdateBody:
-			budget = max(budget/2, minUpdateBody)
-			log.Warn("webapp found the update too large; sending less at a time", "err", err, "budget", budget)
-			timer.Reset(0)
-		case retryable(err) || tooLarge(err) || timedOut:
-			wait := bo.next()
-			log.Warn("webapp unreachable; job keeps running", "err", err, "retry_in", wait)
-			timer.Reset(wait)
-		default:
-			// 404 or 409: the WEBAPP has ended the job or given it to
-			// someone else, so this run is orphaned work. Any other
-			// refusal would be repeated forever; the WEBAPP times the
-			// job out as a ghost either way.
-			log.Warn("webapp refused update; killing job", "err", err, "pid", p.Pid())
-			p.Kill(m.killGrace(j))
-			exit := p.Wait()
-			log.Info("job killed", "exit", exit)
+		if !w.update(ctx) {
 			return false
 		}
 	}
+}
+
+// watcher is what watch keeps of a running job between its events.
+type watcher struct {
+	m      *Minion
+	log    *slog.Logger
+	j      *job
+	p      *proc.Process
+	out    *output
+	bo     *backoff
+	budget int
+	// timer fires when the next update is due; lease when the lease
+	// runs out, leaseC being nil once it has, or if there is none.
+	timer  *time.Timer
+	lease  *time.Timer
+	leaseC <-chan time.Time
+	killed bool
+}
+
+// kill kills the job, once.
+func (w *watcher) kill(why string) {
+	if w.killed {
+		return
+	}
+	w.killed = true
+	grace := w.m.killGrace(w.j)
+	w.log.Info(why+": killing job", "pid", w.p.Pid(), "grace", grace)
+	w.p.Kill(grace)
+}
+
+// exited notes how the job ended when its child has exited.
+func (w *watcher) exited() {
+	if end := w.j.leaseEnd(); !w.killed && !end.IsZero() && !time.Now().Before(end) {
+		// Its watchdog ended it at the lease's end, a moment before the
+		// minion's own timer would have: the minion's kill all the same,
+		// not a fault of the job.
+		w.out.add(w.p.NewOutput())
+		w.out.add(nil, fmt.Appendf(nil, "lorry-controller-minion: lease of %ds expired without reaching the WEBAPP: job killed by its watchdog\n", w.j.Lease))
+		w.j.stopping = true
+	}
+}
+
+// leaseRanOut kills the job whose lease ran out without an update having
+// reached the WEBAPP.
+func (w *watcher) leaseRanOut() {
+	// Bistro's rule: give up before the WEBAPP counts the job as a
+	// ghost and hands its lorry to another minion.
+	w.leaseC = nil
+	if w.killed {
+		return
+	}
+	w.out.add(w.p.NewOutput())
+	w.out.add(nil, fmt.Appendf(nil, "lorry-controller-minion: lease of %ds expired without reaching the WEBAPP: job killed\n", w.j.Lease))
+	w.kill("lease expired without reaching the webapp")
+	// Its minion cut it off, not a fault of the job: it is reported as
+	// the minion's kill, like a stop's.
+	w.j.stopping = true
+}
+
+// update sends the output read since the last update that reached the
+// WEBAPP, and sets the timer for the next. It returns false if the WEBAPP
+// refused it, having killed the job, which is no longer ours to report.
+func (w *watcher) update(ctx context.Context) bool {
+	w.out.add(w.p.NewOutput())
+	u, _ := w.out.next(w.budget, false)
+	uctx, cancel := ctx, context.CancelFunc(func() {})
+	if end := w.j.leaseEnd(); !end.IsZero() && !w.killed {
+		// A request hung on a broken network must not hold the job
+		// beyond its lease.
+		uctx, cancel = context.WithDeadline(ctx, end)
+	}
+	kill, err := w.m.jobUpdate(uctx, w.j, updateRunning, u, nil)
+	var gap *outputGap
+	// Read before cancel, which would make every update look timed out,
+	// and a 404 or 409 look like the network.
+	timedOut := uctx.Err() != nil
+	cancel()
+	switch {
+	case err == nil:
+		w.out.sent(u)
+		w.bo.reset()
+		if w.leaseC != nil {
+			w.lease.Reset(time.Until(w.j.leaseEnd()))
+		}
+		if kill {
+			w.kill("webapp asked to kill job")
+		}
+		next := w.m.cfg.UpdateInterval
+		if w.out.backlog() {
+			next = 0
+		}
+		w.timer.Reset(next)
+	case errors.As(err, &gap):
+		w.out.rewind(gap.stdout, gap.stderr)
+		w.log.Warn("webapp lacks output sent before; sending from what it has", "err", err)
+		w.timer.Reset(0)
+	case ctx.Err() != nil:
+		// The next select sees it.
+	case tooLarge(err) && w.budget > minUpdateBody:
+		w.budget = max(w.budget/2, minUpdateBody)
+		w.log.Warn("webapp found the update too large; sending less at a time", "err", err, "budget", w.budget)
+		w.timer.Reset(0)
+	case retryable(err) || tooLarge(err) || timedOut:
+		wait := w.bo.next()
+		w.log.Warn("webapp unreachable; job keeps running", "err", err, "retry_in", wait)
+		w.timer.Reset(wait)
+	default:
+		// 404 or 409: the WEBAPP has ended the job or given it to
+		// someone else, so this run is orphaned work. Any other refusal
+		// would be repeated forever; the WEBAPP times the job out as a
+		// ghost either way.
+		w.log.Warn("webapp refused update; killing job", "err", err, "pid", w.p.Pid())
+		w.p.Kill(w.m.killGrace(w.j))
+		exit := w.p.Wait()
+		w.log.Info("job killed", "exit", exit)
+		return false
+	}
+	return true
 }

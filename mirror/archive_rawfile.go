@@ -60,53 +60,11 @@ func importRawFile(ctx context.Context, j *job, v any) ([]string, bool, error) {
 	head := refs["refs/heads/"+branch]
 	trusted := st.Commit != "" && st.Commit == head && st.Branch == branch
 
-	files := make([]rawFile, 0, len(r.URLs))
-	defer func() {
-		for _, f := range files {
-			if f.d.path != "" {
-				os.Remove(f.d.path)
-			}
-		}
-	}()
-	byPath := map[string]string{}
-	for i, u := range r.URLs {
-		p, err := rawFilePath(u)
-		if err != nil {
-			return nil, false, err
-		}
-		if other, ok := byPath[p]; ok {
-			return nil, false, fmt.Errorf("%s and %s would both be %s", redact.URLs(other), redact.URLs(u.URL), p)
-		}
-		byPath[p] = u.URL
-		// The state names the URL without its credentials; a state
-		// written before kept them.
-		plain := withoutUserinfo(u.URL)
-		rec, ok := st.Files[plain]
-		if !ok {
-			rec, ok = st.Files[u.URL]
-		}
-		usable := trusted && ok && rec.Path == p
-		var cond *validators
-		if usable {
-			cond = &rec.validators
-		}
-		d, err := j.fetchFile(ctx, u.URL, r.CheckCertificates, filepath.Join(dir, strconv.Itoa(i)), cond)
-		if err != nil {
-			return nil, false, err
-		}
-		f := rawFile{url: plain, d: d}
-		switch {
-		case usable && d.notModified:
-		case usable && d.sha256 == rec.SHA256:
-			rec.validators = d.validators
-		default:
-			f.changed = true
-			// The zero time is before 1970, and so becomes 0.
-			rec = rawFileRecord{Path: p, SHA256: d.sha256, ModTime: max(d.modTime.Unix(), 0), validators: d.validators}
-		}
-		f.rec = rec
-		files = append(files, f)
+	files, err := fetchRawFiles(ctx, j, r, dir, st, trusted)
+	if err != nil {
+		return nil, false, err
 	}
+	defer removeRawFiles(files)
 
 	next := rawFileState{Branch: branch, Commit: head, Files: map[string]rawFileRecord{}}
 	for _, f := range files {
@@ -140,6 +98,70 @@ func importRawFile(ctx context.Context, j *job, v any) ([]string, bool, error) {
 		return nil, false, err
 	}
 	return push, false, j.followBranch(ctx, branch)
+}
+
+// fetchRawFiles fetches the file of each URL of r into dir, asking only
+// for a file modified since the last import, which st recorded, when
+// that import is trusted, and says which changed. It removes what it
+// fetched if it fails.
+func fetchRawFiles(ctx context.Context, j *job, r *lorryspec.RawFile, dir string, st rawFileState, trusted bool) ([]rawFile, error) {
+	files := make([]rawFile, 0, len(r.URLs))
+	fetched := false
+	defer func() {
+		if !fetched {
+			removeRawFiles(files)
+		}
+	}()
+	byPath := map[string]string{}
+	for i, u := range r.URLs {
+		p, err := rawFilePath(u)
+		if err != nil {
+			return nil, err
+		}
+		if other, ok := byPath[p]; ok {
+			return nil, fmt.Errorf("%s and %s would both be %s", redact.URLs(other), redact.URLs(u.URL), p)
+		}
+		byPath[p] = u.URL
+		// The state names the URL without its credentials; a state
+		// written before kept them.
+		plain := withoutUserinfo(u.URL)
+		rec, ok := st.Files[plain]
+		if !ok {
+			rec, ok = st.Files[u.URL]
+		}
+		usable := trusted && ok && rec.Path == p
+		var cond *validators
+		if usable {
+			cond = &rec.validators
+		}
+		d, err := j.fetchFile(ctx, u.URL, r.CheckCertificates, filepath.Join(dir, strconv.Itoa(i)), cond)
+		if err != nil {
+			return nil, err
+		}
+		f := rawFile{url: plain, d: d}
+		switch {
+		case usable && d.notModified:
+		case usable && d.sha256 == rec.SHA256:
+			rec.validators = d.validators
+		default:
+			f.changed = true
+			// The zero time is before 1970, and so becomes 0.
+			rec = rawFileRecord{Path: p, SHA256: d.sha256, ModTime: max(d.modTime.Unix(), 0), validators: d.validators}
+		}
+		f.rec = rec
+		files = append(files, f)
+	}
+	fetched = true
+	return files, nil
+}
+
+// removeRawFiles removes the fetched files.
+func removeRawFiles(files []rawFile) {
+	for _, f := range files {
+		if f.d.path != "" {
+			os.Remove(f.d.path)
+		}
+	}
 }
 
 // rawFilePath is where the file of u goes in the tree.

@@ -3,8 +3,6 @@ package statedb
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 )
 
@@ -203,90 +201,5 @@ func TestGuardRunAgainAndDueNow(t *testing.T) {
 	wantTaken(t, "making a running lorry due now", err)
 	if got := f.queue(t); len(got) != 2 || got[0] != "b" || got[1] != "a" {
 		t.Errorf("queue %v; want [b a] as the hand-out left it", got)
-	}
-}
-
-func TestGuardStopAndRemoveJob(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, Options{})
-	f.lorries(t, "a")
-	m := MinionID{Name: "m", Host: "h", PID: 1}
-	a := f.mustGive(t, m)
-	other := f.second(t, Options{})
-	err := other.Update(ctx, func(tx *Tx) error { return tx.RemoveJob(ctx, a.Job.ID) })
-	if !errors.Is(err, ErrConflict) {
-		t.Errorf("removing a live job: %v; want ErrConflict", err)
-	}
-	if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Minion: m, Exit: exit(0)}); err != nil {
-		t.Fatal(err)
-	}
-	err = other.Update(ctx, func(tx *Tx) error { return tx.StopJob(ctx, a.Job.ID) })
-	if !errors.Is(err, ErrConflict) {
-		t.Errorf("stopping a job that ended: %v; want ErrConflict", err)
-	}
-	if got := f.job(t, a.Job.ID); got.Kill {
-		t.Errorf("a job that ended was marked killed")
-	}
-	if err := other.Update(ctx, func(tx *Tx) error { return tx.RemoveJob(ctx, a.Job.ID) }); err != nil {
-		t.Fatal(err)
-	}
-	err = f.db.Update(ctx, func(tx *Tx) error { return tx.RemoveJob(ctx, a.Job.ID) })
-	if !errors.Is(err, ErrNotFound) {
-		t.Errorf("removing a job removed meanwhile: %v; want ErrNotFound", err)
-	}
-}
-
-// TestTwoHandlesHandOutEachLorryOnce has two WEBAPPs' handles on one file
-// hand out at once, through the shared writes as the routes do: each of
-// the 20 lorries goes to one minion, and none has two live jobs.
-func TestTwoHandlesHandOutEachLorryOnce(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, Options{})
-	var paths []string
-	for i := range 20 {
-		paths = append(paths, fmt.Sprintf("p/%02d", i))
-	}
-	f.lorries(t, paths...)
-	dbs := []*DB{f.db, f.second(t, Options{})}
-	var mu sync.Mutex
-	got := map[string]int{}
-	var wg sync.WaitGroup
-	for i := range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var a Assignment
-			err := dbs[i%2].UpdateShared(ctx, func(tx *Tx) error {
-				var err error
-				a, err = tx.GiveMeJob(ctx, MinionID{Name: fmt.Sprint("m", i), Host: "h", PID: 1})
-				return err
-			})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if a.Idle == "" {
-				mu.Lock()
-				got[a.Lorry.Path]++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(got) != 20 {
-		t.Errorf("%d lorries handed out; want 20", len(got))
-	}
-	for p, n := range got {
-		if n != 1 {
-			t.Errorf("lorry %s handed out %d times; want once", p, n)
-		}
-	}
-	var live int
-	err := f.db.View(ctx, func(tx *Tx) error {
-		return tx.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT path FROM jobs WHERE `+liveStatus+`
-			GROUP BY path HAVING COUNT(*) > 1) AS twice`).Scan(&live)
-	})
-	if err != nil || live != 0 {
-		t.Errorf("%d lorries with two live jobs (%v); want none", live, err)
 	}
 }

@@ -366,6 +366,7 @@ func runAs(dir string) (*syscall.Credential, error) {
 }
 
 func stopServer() {
+	removeSQLiteTemplate()
 	if s := theSrv; s != nil {
 		close(s.quit)
 		<-s.ahead

@@ -40,18 +40,9 @@ func (tx *Tx) JobTimings(ctx context.Context, fromID int64) ([]JobTiming, error)
 // LastJobID is the id of the newest job ever created, or 0. Removing jobs
 // does not lower it: the ids of removed jobs are never given again.
 func (tx *Tx) LastJobID(ctx context.Context) (int64, error) {
-	query := `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'jobs'), 0)`
-	if tx.pg {
-		query = pgLastJobIDQuery
-	}
-	var id int64
-	if err := tx.queryRow(ctx, query).Scan(&id); err != nil {
+	id, err := tx.drv.lastJobID(ctx, tx)
+	if err != nil {
 		return 0, fmt.Errorf("last job id: %w", err)
 	}
 	return id, nil
 }
-
-// pgLastJobIDQuery reads the last id the jobs' identity sequence gave. A
-// sequence set with setval(…, false), as migrate-statedb sets it, has
-// given the id before the one it holds.
-const pgLastJobIDQuery = `SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM jobs_id_seq`

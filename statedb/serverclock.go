@@ -53,7 +53,7 @@ func (db *DB) SyncClock(ctx context.Context) (time.Duration, error) {
 	var server float64
 	err := db.View(ctx, func(tx *Tx) error {
 		before = c.local.Now()
-		err := tx.queryRow(ctx, db.serverNowQuery()).Scan(&server)
+		err := tx.queryRow(ctx, db.drv.serverNowQuery()).Scan(&server)
 		after = c.local.Now()
 		return err
 	})
@@ -65,14 +65,4 @@ func (db *DB) SyncClock(ctx context.Context) (time.Duration, error) {
 	off := serverAt.Sub(mid).Round(time.Millisecond)
 	c.offset.Store(int64(off))
 	return off, nil
-}
-
-// serverNowQuery reads the server's clock, in Unix seconds with their
-// fraction: PostgreSQL's clock_timestamp() (the time now, not the
-// transaction's start), SQLite's 'now', the machine's.
-func (db *DB) serverNowQuery() string {
-	if db.pg {
-		return `SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8`
-	}
-	return `SELECT (julianday('now') - 2440587.5) * 86400.0`
 }

@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -128,5 +130,57 @@ func TestBackendQuestionsFound(t *testing.T) {
 		if got := backendQuestions(f, false); len(got) != 1 {
 			t.Errorf("%s: %q: found %d questions; want 1", tc.name, tc.src, len(got))
 		}
+	}
+}
+
+// TestOnlyStatedbAsksBackend checks that no program code outside this
+// package asks which backend a database is on: it says what it wants of
+// the database (Backup, CheckBackups, DiskDir, ...), and the driver is
+// chosen here, from the database's place, by Open. Tests may ask.
+func TestOnlyStatedbAsksBackend(t *testing.T) {
+	root := ".."
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("the module's root: %v", err)
+	}
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "statedb", "node_modules", "testdata", ".git":
+				if path != root {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		checked++
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "IsPostgres" {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "statedb" {
+				t.Errorf("%s: asks statedb.IsPostgres; say what is wanted of the database instead", fset.Position(sel.Pos()))
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d files; want the module's", checked)
 	}
 }

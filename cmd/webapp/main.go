@@ -173,8 +173,10 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := checkStateDBOnCommandLine(args); err != nil {
 		return c, err
 	}
-	if c.BackupStateDB != "" && !statedb.IsPostgres(c.BackupStateDB) {
-		return c, fmt.Errorf("--backup-statedb %s: want the postgres:// URL of the PostgreSQL STATEDB on its server itself", c.BackupStateDB)
+	if c.BackupStateDB != "" {
+		if err := statedb.CheckBackupAddress(c.BackupStateDB); err != nil {
+			return c, fmt.Errorf("--backup-statedb %s: %w", c.BackupStateDB, err)
+		}
 	}
 	if c.ReplicaLease < 3*time.Second {
 		return c, fmt.Errorf("--replica-lease %v: want at least 3s", c.ReplicaLease)

@@ -87,10 +87,10 @@ func openStateDB(ctx context.Context, cfg Config, clk clock.Clock, fake *clock.F
 // leaving the operator to learn it from the backup timer: a PostgreSQL
 // STATEDB reached through a pooler, with no --backup-statedb.
 func warnBackups(cfg Config, log *slog.Logger) {
-	if cfg.BackupDirectory == "" || !statedb.IsPostgres(cfg.StateDB) {
+	if cfg.BackupDirectory == "" {
 		return
 	}
-	if _, err := statedb.DumpAddress(cfg.StateDB, cfg.BackupStateDB); err != nil {
+	if err := statedb.CheckBackups(cfg.StateDB, cfg.BackupStateDB); err != nil {
 		log.Warn("backups will fail", "err", err)
 	}
 }

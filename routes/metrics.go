@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -86,14 +85,14 @@ type metrics struct {
 }
 
 // diskDir is the directory whose file system the disk metrics tell of:
-// the SQLite STATEDB's. A PostgreSQL STATEDB's disk is the server's,
-// which no query tells of; there they tell of the disk that the WEBAPP
-// writes the STATEDB's backups to (backups), if it has one.
-func diskDir(place, backups string) string {
-	if statedb.IsPostgres(place) {
-		return backups
+// the SQLite STATEDB's (DB.DiskDir). A PostgreSQL STATEDB's disk is the
+// server's, which no query tells of; there they tell of the disk that the
+// WEBAPP writes the STATEDB's backups to (backups), if it has one.
+func diskDir(db *statedb.DB, backups string) string {
+	if dir := db.DiskDir(); dir != "" {
+		return dir
 	}
-	return filepath.Dir(place)
+	return backups
 }
 
 // metricsHandler serves GET /metrics in the Prometheus text format: the
@@ -103,7 +102,7 @@ func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler 
 		db:           s.DB,
 		ghostTimeout: int64(s.GhostTimeout.Seconds()),
 		log:          s.Log,
-		disk:         diskDir(s.DB.Path(), s.BackupDirectory),
+		disk:         diskDir(s.DB, s.BackupDirectory),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lorry_controller_job_duration_seconds",
 			Help:    "How long jobs ran, by kind and by how they ended, observed as they end.",

@@ -1,8 +1,10 @@
 package routes
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,4 +105,78 @@ func stateSeries(fams map[string]*dto.MetricFamily) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestMetricsFromStartOnBothBackends has a WEBAPP on each backend, in one
+// run, count in its job durations the jobs that end after its metrics
+// start, and not one that ended before (each driver reads the last job id
+// its own way), and tell of the disk it has: the SQLite file's, in the
+// status and the metrics; for PostgreSQL, whose disk is its server's,
+// none in the status, and the backups' disk in the metrics.
+func TestMetricsFromStartOnBothBackends(t *testing.T) {
+	for _, b := range []struct {
+		name  string
+		place func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "state.db") }},
+		{"postgres", func(t *testing.T) string { return dbtest.DatabaseOrSkip(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			backups := t.TempDir()
+			ts := newTestServerOn(t, b.place(t), func(s *Server) { s.BackupDirectory = backups })
+			ts.configure(t, "a/b", "c/d", "e/f")
+			minion := func(n string) url.Values { return url.Values{"minion": {"m" + n}, "host": {"h"}, "pid": {n}} }
+			give := func(n string) {
+				t.Helper()
+				if code, m := ts.call(t, "POST", "/1.0/give-me-job", minion(n)); code != 200 {
+					t.Fatalf("give-me-job for m%s = %d %v", n, code, m)
+				}
+			}
+			end := func(n, id string, at int64) {
+				t.Helper()
+				ts.FakeClock.Set(at)
+				v := minion(n)
+				v.Set("job_id", id)
+				v.Set("exit", "0")
+				if code, m := ts.call(t, "POST", "/1.0/job-update", v); code != 200 {
+					t.Fatalf("job-update %s = %d %v", id, code, m)
+				}
+			}
+			give("1")
+			give("2")
+			end("1", "1", 1010)
+			h := ts.Handler() // job 1 ended before its metrics start, job 2 runs
+			end("2", "2", 1040)
+			give("3")
+			end("3", "3", 1050)
+			fams := scrape(t, h)
+			checkMetrics(t, b.name, fams, []wantMetric{
+				{name: "lorry_controller_statedb_up", value: 1},
+				{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", KindLorry, "status", "succeeded"}, value: 2},
+			})
+			if got := histogramSum(fams, "lorry_controller_job_duration_seconds", "kind", KindLorry, "status", "succeeded"); got != 50 {
+				t.Errorf("duration sum = %v; want 50, of jobs 2 and 3 and not job 1", got)
+			}
+
+			code, st := ts.call(t, "GET", "/1.0/status?run_queue=false", nil)
+			if code != 200 {
+				t.Fatalf("status = %d %v", code, st)
+			}
+			free, _ := st["disk_free"].(float64)
+			dir := ts.DB.DiskDir()
+			switch b.name {
+			case "sqlite":
+				if dir != filepath.Dir(ts.DB.Path()) || free < 0 {
+					t.Errorf("DiskDir = %q, disk_free = %v; want %q, and its free space", dir, free, filepath.Dir(ts.DB.Path()))
+				}
+			default:
+				if dir != "" || free != -1 {
+					t.Errorf("DiskDir = %q, disk_free = %v; want none, -1", dir, free)
+				}
+			}
+			if got, want := diskDir(ts.DB, backups), cmp.Or(dir, backups); got != want {
+				t.Errorf("the metrics' disk is %q; want %q", got, want)
+			}
+		})
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -139,8 +138,8 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 			State: s.ReplicaState(r, tx.Now), Leases: list(r.Leases)}
 	}
 	st.DiskFree = -1
-	if !statedb.IsPostgres(s.DB.Path()) {
-		st.DiskFree = diskFree(filepath.Dir(s.DB.Path()))
+	if dir := s.DB.DiskDir(); dir != "" {
+		st.DiskFree = diskFree(dir)
 	}
 	var warnings []string
 	if st.DiskFree >= 0 && st.DiskFree < lowDiskBytes {

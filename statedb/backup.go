@@ -53,24 +53,12 @@ type BackupResult struct {
 // which must not exist, and checks the copy; see above. The copy has mode
 // 0600, as it holds what the database does.
 func (db *DB) Backup(ctx context.Context, file string) (BackupResult, error) {
-	if db.pg {
-		addr, err := DumpAddress(db.pgAddr, db.pgBackupAddr)
-		if err != nil {
-			return BackupResult{File: file, Taken: db.Now()}, fmt.Errorf("back up %s to %s: %w", db.path, file, err)
-		}
-		return BackupPostgres(ctx, addr, db.pgPassword, file, db.Now())
-	}
-	return BackupFile(ctx, db.path, file, db.Now())
+	return db.drv.backup(ctx, db, file)
 }
 
 // BackupSuffix is how the name of a backup of the database ends: .sqlite
 // for a SQLite file, .pgdump for pg_dump's custom format.
-func (db *DB) BackupSuffix() string {
-	if db.pg {
-		return ".pgdump"
-	}
-	return ".sqlite"
-}
+func (db *DB) BackupSuffix() string { return db.drv.backupSuffix() }
 
 // BackupFile is Backup of the database at src, which a WEBAPP may be
 // using, or not: it is opened for reading only, never created or

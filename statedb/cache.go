@@ -3,7 +3,6 @@ package statedb
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 )
 
@@ -76,40 +75,7 @@ END;`
 // (temp.touched_queues), which it empties; n sizes a new map. The caller
 // fills in the choices it finds.
 func (tx *Tx) keptHeads(ctx context.Context, kind string, n int) (map[string]sql.NullInt64, error) {
-	if tx.pg {
-		// PostgreSQL has no temporary triggers: nothing is kept.
-		return make(map[string]sql.NullInt64, n), nil
-	}
-	rows, err := tx.query(ctx, `DELETE FROM temp.touched_queues RETURNING queue`)
-	if err != nil {
-		return nil, fmt.Errorf("read the queues changed: %w", err)
-	}
-	var touched []string
-	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read the queues changed: %w", err)
-		}
-		touched = append(touched, q)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the queues changed: %w", err)
-	}
-	c := &tx.s.cache
-	if c.heads == nil || c.headsAt != tx.Now {
-		c.heads, c.headsAt = map[string]map[string]sql.NullInt64{}, tx.Now
-	}
-	for _, heads := range c.heads {
-		for _, q := range touched {
-			delete(heads, q)
-		}
-	}
-	if c.heads[kind] == nil {
-		c.heads[kind] = make(map[string]sql.NullInt64, n)
-	}
-	return c.heads[kind], nil
+	return tx.drv.keptHeads(ctx, tx, kind, n)
 }
 
 // threadsSchedule parses a stored schedule once per session: a hand-out
@@ -181,46 +147,12 @@ func (tx *Tx) Queues(ctx context.Context) ([]Queue, error) {
 // queues is Queues without the copy: the session's list, which the caller
 // must not change.
 func (tx *Tx) queues(ctx context.Context) ([]Queue, error) {
-	c := &tx.s.cache
-	if tx.pg {
-		// PostgreSQL tells a session nothing of other sessions' commits:
-		// the list is read in each transaction.
-		c.forget()
-		return tx.readQueues(ctx)
-	}
-	var version int64
-	if err := tx.queryRow(ctx, `PRAGMA data_version`).Scan(&version); err != nil {
-		return nil, fmt.Errorf("list queues: %w", err)
-	}
-	if c.queues != nil && c.queuesVersion == version {
-		return c.queues, nil
-	}
-	// Another connection's commit may have changed anything.
-	c.forget()
-	qs, err := tx.readQueues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.queues, c.queuesVersion = qs, version
-	return qs, nil
+	return tx.drv.queues(ctx, tx)
 }
 
 // queuesAt is queues for a hand-out, which on PostgreSQL has read the
 // count of changes to the queues (handOutState): the list is kept while
 // the count stays.
 func (tx *Tx) queuesAt(ctx context.Context, st handOutState) ([]Queue, error) {
-	if !tx.pg {
-		return tx.queues(ctx)
-	}
-	c := &tx.s.cache
-	if c.queues != nil && c.queuesVersion == st.queuesVersion {
-		return c.queues, nil
-	}
-	qs, err := tx.readQueues(ctx)
-	if err != nil {
-		c.forget()
-		return nil, err
-	}
-	c.queues, c.queuesVersion = qs, st.queuesVersion
-	return qs, nil
+	return tx.drv.queuesAt(ctx, tx, st)
 }

@@ -51,8 +51,8 @@ const (
 // can change it, until the copy is over. It returns the row counts of
 // every table in both databases, and an error if any differ.
 func CopyToPostgres(ctx context.Context, path, addr string, opts CopyOptions) ([]TableCount, error) {
-	if !IsPostgres(addr) {
-		return nil, fmt.Errorf("%s: not a PostgreSQL address", Redact(addr))
+	if err := CheckCopyTarget(addr); err != nil {
+		return nil, fmt.Errorf("%s: %w", Redact(addr), err)
 	}
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = 1000

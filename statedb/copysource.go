@@ -63,7 +63,7 @@ func openSQLiteSource(ctx context.Context, path string) (*sqliteSource, error) {
 
 // checkVersion refuses a schema other than the newest SQLite one.
 func (s *sqliteSource) checkVersion(ctx context.Context) error {
-	steps, err := (&DB{}).migrations()
+	steps, err := sqliteMigrations()
 	if err != nil {
 		return err
 	}

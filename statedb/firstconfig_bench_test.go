@@ -87,7 +87,7 @@ func BenchmarkFirstConfig(b *testing.B) {
 		var c LorryCounts
 		err = db.View(ctx, func(tx *Tx) error {
 			var err error
-			if c, err = tx.CountLorries(ctx); err != nil || tx.pg {
+			if c, err = tx.CountLorries(ctx); err != nil || onPostgres(db) {
 				return err
 			}
 			return tx.queryRow(ctx, `SELECT page_count * page_size FROM pragma_page_count, pragma_page_size`).Scan(&size)

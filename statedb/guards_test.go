@@ -60,7 +60,7 @@ func TestGuardHandOutFindsTheLorryRunning(t *testing.T) {
 func TestGuardClaimForABusyMinion(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, Options{})
-	if !f.db.pg {
+	if !onPostgres(f.db) {
 		t.Skip("on SQLite a hand-out reads the minion's state first")
 	}
 	f.lorries(t, "a", "b")

@@ -60,7 +60,7 @@ func lockWaits(t *testing.T, db *DB, wait func(event string) bool, done <-chan s
 // report says.
 func TestHandOutOfOwnedJobsBesideReports(t *testing.T) {
 	f := newFixture(t, Options{})
-	if !f.db.pg {
+	if !onPostgres(f.db) {
 		t.Skip("on SQLite a write transaction runs alone: reports and hand-outs never interleave")
 	}
 	ctx := context.Background()

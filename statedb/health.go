@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -174,11 +173,12 @@ func unavailable(err error) error {
 // disk of a PostgreSQL database is its server's, which the server's
 // errors tell of.
 func (db *DB) diskRoom() error {
-	if db.pg {
+	dir := db.DiskDir()
+	if dir == "" {
 		return nil
 	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(db.path), &st); err != nil {
+	if err := unix.Statfs(dir, &st); err != nil {
 		// The writes will tell.
 		return nil
 	}

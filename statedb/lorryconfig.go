@@ -130,12 +130,8 @@ func (tx *Tx) BeginConfigLorries(ctx context.Context) error {
 	if err := tx.setSetting(ctx, settingConfigPart, part); err != nil {
 		return fmt.Errorf("start applying the configuration: %w", err)
 	}
-	if !tx.pg {
-		// PostgreSQL's is a table of the schema: its transactions may
-		// each have another server session.
-		if _, err := tx.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS config_seen (path TEXT PRIMARY KEY) WITHOUT ROWID`); err != nil {
-			return fmt.Errorf("start applying the configuration: %w", err)
-		}
+	if err := tx.drv.makeConfigSeen(ctx, tx); err != nil {
+		return fmt.Errorf("start applying the configuration: %w", err)
 	}
 	if _, err := tx.exec(ctx, `DELETE FROM config_seen`); err != nil {
 		return fmt.Errorf("start applying the configuration: %w", err)

@@ -19,10 +19,9 @@ var migrationFiles embed.FS
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := db.View(ctx, func(tx *Tx) error {
-		if tx.pg {
-			return tx.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v)
-		}
-		return tx.queryRow(ctx, `PRAGMA user_version`).Scan(&v)
+		var err error
+		v, err = tx.drv.schemaVersion(ctx, tx)
+		return err
 	})
 	return v, err
 }
@@ -34,12 +33,9 @@ type migration struct {
 	body string
 }
 
-// migrations lists the steps of the backend's schema in order.
-func (db *DB) migrations() ([]migration, error) {
-	dir := "migrations/sqlite"
-	if db.pg {
-		dir = "migrations/postgres"
-	}
+// migrations lists the steps of d's schema in order.
+func migrations(d driver) ([]migration, error) {
+	dir := d.migrationsDir()
 	entries, err := fs.ReadDir(migrationFiles, dir)
 	if err != nil {
 		return nil, err
@@ -62,7 +58,7 @@ func (db *DB) migrations() ([]migration, error) {
 }
 
 func (db *DB) migrate(ctx context.Context) error {
-	steps, err := db.migrations()
+	steps, err := migrations(db.drv)
 	if err != nil {
 		return err
 	}
@@ -70,41 +66,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	if len(steps) > 0 {
 		newest = steps[len(steps)-1].n
 	}
-	if db.pg {
-		return db.migratePostgres(ctx, steps, newest)
-	}
-	conn := db.write.conn
-	for _, s := range steps {
-		// Each step checks the version inside its own write transaction, so
-		// two processes opening a new database do not both migrate it.
-		if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-			return err
-		}
-		apply := func() error {
-			var have int
-			if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&have); err != nil {
-				return err
-			}
-			if err := checkVersion(have, newest); err != nil || have >= s.n {
-				return err
-			}
-			if _, err := conn.ExecContext(ctx, s.body); err != nil {
-				return fmt.Errorf("migration %s: %w", s.name, err)
-			}
-			// PRAGMA takes no bound parameters; s.n is our own integer.
-			_, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, s.n))
-			return err
-		}
-		if err := apply(); err != nil {
-			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-			return err
-		}
-		if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-			conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-			return fmt.Errorf("migration %s: %w", s.name, err)
-		}
-	}
-	return nil
+	return db.drv.migrate(ctx, db, steps, newest)
 }
 
 // checkVersion refuses a database whose schema is newer than the newest

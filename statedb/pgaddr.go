@@ -234,3 +234,31 @@ func pgQuote(v string) string {
 	}
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
+
+// CheckBackupAddress fails unless addr, the address of the PostgreSQL
+// STATEDB on its server itself for pg_dump (Options.BackupAddress), is a
+// PostgreSQL address.
+func CheckBackupAddress(addr string) error {
+	if !IsPostgres(addr) {
+		return errors.New("want the postgres:// URL of the PostgreSQL STATEDB on its server itself")
+	}
+	return nil
+}
+
+// CheckCopySource fails unless path, the database CopyToPostgres copies
+// from, names a SQLite file.
+func CheckCopySource(path string) error {
+	if IsPostgres(path) {
+		return errors.New("want the path of a SQLite file")
+	}
+	return nil
+}
+
+// CheckCopyTarget fails unless addr, the database CopyToPostgres copies
+// into, is a PostgreSQL address.
+func CheckCopyTarget(addr string) error {
+	if !IsPostgres(addr) {
+		return errors.New("want a postgres:// address")
+	}
+	return nil
+}

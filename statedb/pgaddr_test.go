@@ -174,8 +174,8 @@ func TestOpenPostgresForms(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %s: %v", Redact(place), err)
 		}
-		if !db.pg || strings.Contains(db.Path(), password) {
-			t.Errorf("open %s: PostgreSQL %v, shown as %q; want PostgreSQL, shown without the password", Redact(place), db.pg, db.Path())
+		if !onPostgres(db) || strings.Contains(db.Path(), password) {
+			t.Errorf("open %s: PostgreSQL %v, shown as %q; want PostgreSQL, shown without the password", Redact(place), onPostgres(db), db.Path())
 		}
 		file := filepath.Join(t.TempDir(), fmt.Sprintf("backup-%d", i))
 		if _, err := BackupPostgres(ctx, place, "", file, 1); err != nil {

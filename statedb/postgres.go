@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,11 +56,9 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	sqlDB.SetMaxOpenConns(pgConns)
 	sqlDB.SetMaxIdleConns(pgConns)
-	db := newDB(sqlDB, shown, opts)
-	db.pg, db.drv = true, pgDriver{}
-	db.pgAddr, db.pgPassword, db.pgBackupAddr = addr, opts.Password, opts.BackupAddress
+	d := &pgDriver{addr: addr, password: opts.Password, backupAddr: opts.BackupAddress, stuck: opts.StuckTransaction}
+	db := newDB(sqlDB, shown, d, opts)
 	db.unprepared = unprepared(cfg.ConnConfig)
-	db.stuck = opts.StuckTransaction
 	db.closePool = pool.Close
 	db.connTries = pgConns + 1
 	return db.start(ctx)
@@ -138,101 +134,6 @@ func (db *DB) migratePostgres(ctx context.Context, steps []migration, newest int
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
-}
-
-// begin begins a transaction on s with the statements begin. A session's
-// connection is found broken when it is next used, which is at the
-// begin: the server restarted, or ended the session, since its last
-// transaction. Nothing of the transaction ran then, so it begins again on
-// a new connection, rather than failing once for each session of the
-// process; and again, up to connTries times in all, should the new one
-// be found broken too (the server ended it meanwhile). It stops as soon
-// as no new connection can be had: the server is away.
-func (db *DB) begin(ctx context.Context, s *session, begin string) error {
-	_, err := s.conn.ExecContext(ctx, begin)
-	for try := 1; err != nil; try++ {
-		db.endBegun(ctx, s)
-		if try >= db.connTries || !db.renew(ctx, s) {
-			return err
-		}
-		_, err = s.conn.ExecContext(ctx, begin)
-	}
-	return nil
-}
-
-// runRead runs fn as runTx does, on a read session, and runs it again,
-// whole, on a new connection while the one it ran on is lost (connLost)
-// and a new one can be had: a read changes nothing, so it is safe to
-// repeat, and its caller would otherwise be failed for a connection that
-// broke before or during its transaction (the server restarted, or ended
-// the session) though another would serve it. It tries connTries times
-// at most, as many as the pool has connections and one more, so that a
-// pool whose every connection broke still serves it. A write is not run
-// again once its transaction began: what it did before the connection
-// broke may have been committed, for all its caller knows.
-func (db *DB) runRead(ctx context.Context, s *session, fn func(*Tx) error) error {
-	err := db.runTxOnce(ctx, s, fn)
-	for try := 1; try < db.connTries && connLost(err) && ctx.Err() == nil; try++ {
-		if !db.renew(ctx, s) {
-			break
-		}
-		if !pause(ctx, try) {
-			break
-		}
-		err = db.runTxOnce(ctx, s, fn)
-	}
-	db.served(s, err)
-	return unavailable(err)
-}
-
-// pause waits before the try-th attempt of a read on a new connection:
-// not before the first, whose connection is new, and a few milliseconds,
-// jittered, before each of the next, so that the reads of several
-// processes that a server's restart failed at once do not come back in
-// step. It says whether ctx is still live.
-func pause(ctx context.Context, try int) bool {
-	if try <= 1 {
-		return true
-	}
-	t := time.NewTimer(rand.N(time.Duration(try) * 5 * time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// endBegun rolls back what a begin that failed half-way began on
-// PostgreSQL (its lock was waited for past its context, say): a session
-// left in a transaction would fail every statement of its next one.
-func (db *DB) endBegun(ctx context.Context, s *session) {
-	if db.pg && pgInTransaction(s.conn) == nil {
-		s.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-	}
-}
-
-// renew gives s a new connection if its own broke (the server restarted,
-// or ended it), so that the next transaction finds one that works, and
-// says whether it did.
-func (db *DB) renew(ctx context.Context, s *session) bool {
-	if !db.pg || s.conn.PingContext(context.WithoutCancel(ctx)) == nil {
-		return false
-	}
-	for _, st := range s.stmts {
-		st.close()
-	}
-	s.conn.Close()
-	s.stmts = map[string]*stmt{}
-	s.cache = sessionCache{}
-	conn, err := db.pool.Conn(ctx)
-	if err != nil {
-		// The next transaction fails on the broken one and tries again.
-		return false
-	}
-	s.conn = conn
-	return true
 }
 
 // pgArgs are args as PostgreSQL takes them: the schema keeps truth values
@@ -355,10 +256,10 @@ func pgInTransaction(c *sql.Conn) error {
 // transaction's own (SET LOCAL), so that behind a pooler in transaction
 // mode it is left on no server session; its value, a number of
 // milliseconds, is the one part of the text not written here.
-func (db *DB) pgBegin(begin string) string {
-	if db.stuck <= 0 {
+func (d *pgDriver) pgBegin(begin string) string {
+	if d.stuck <= 0 {
 		return begin
 	}
-	ms := max(db.stuck.Milliseconds(), 1)
+	ms := max(d.stuck.Milliseconds(), 1)
 	return begin + "; SET LOCAL idle_in_transaction_session_timeout = " + strconv.FormatInt(ms, 10)
 }

@@ -284,7 +284,7 @@ func TestLiveCounts(t *testing.T) {
 			}
 			return nil
 		})
-		if !f.db.pg {
+		if !onPostgres(f.db) {
 			continue
 		}
 		// A hand-out's transaction takes the ends off the counts; they

@@ -103,25 +103,8 @@ type handOutState struct {
 // one. On PostgreSQL, where each statement is a round trip, the state
 // of the transaction's first hand-out serves those after it (pgHandOut),
 // and the minion's own is read only if needed (minionKnown).
-func (tx *Tx) handOutState(ctx context.Context, m MinionID) (st handOutState, err error) {
-	if tx.pg {
-		return tx.pgHandOutState(ctx, m)
-	}
-	var run, limit sql.NullString
-	var hostMax sql.NullInt64
-	var due sql.NullBool
-	var retire int64
-	err = tx.queryRow(ctx, handOutStateQuery, settingRunningQueue, settingMaxJobs, m.Host, tx.Now, m.Name).
-		Scan(&run, &limit, &hostMax, &due, &retire, &st.owns)
-	if err != nil {
-		return handOutState{}, fmt.Errorf("read the hand-out's settings: %w", err)
-	}
-	st.running, st.hostMax, st.anyDue = !run.Valid || run.String == "1", nullInt(hostMax), due.Valid && due.Bool
-	st.retired, st.minionKnown = retire != retireNo, true
-	if st.max, err = maxJobsValue(limit); err != nil {
-		return handOutState{}, err
-	}
-	return st, nil
+func (tx *Tx) handOutState(ctx context.Context, m MinionID) (handOutState, error) {
+	return tx.drv.handOutState(ctx, tx, m)
 }
 
 // maxJobsValue is the setting of max_jobs as read: nil if unset.

@@ -175,13 +175,16 @@ func (db *DB) runShared(sw *sharedWrites) {
 		// The connection may have broken: the next begin is on a new one.
 		db.renew(ctx, s)
 	}
-	if s.pg && began {
-		if db.runWhole(ctx, sw, batch, fail) {
+	if began {
+		done, undone := db.drv.runWhole(ctx, db, sw, batch, fail)
+		if done {
 			return
 		}
-		began = false // rolled back, to run again under savepoints
+		// A batch run whole and undone runs again under savepoints,
+		// in a transaction begun again.
+		began = !undone
 	}
-	sp := savepoints{s: s, pg: s.pg, beginWith: sw.begin}
+	sp := db.drv.savepoints(s, sw.begin)
 	if !began {
 		if err := sp.begin(ctx); err != nil {
 			db.renew(ctx, s)
@@ -242,125 +245,4 @@ func (db *DB) runShared(sw *sharedWrites) {
 	}
 	db.recordWrite(storageErr)
 	db.served(s, nil)
-}
-
-// runWhole runs batch as runShared does, in the transaction runShared
-// began, but without a savepoint for each call: on PostgreSQL each
-// savepoint is a round trip of its own. If
-// every call succeeds, the transaction commits (fail reports a commit
-// that fails) and done is true. If a call fails, the whole transaction is
-// rolled back, every call's error cleared, and done is false: runShared
-// then runs the batch again under savepoints, so that the failed call's
-// error undoes its own work alone. The calls' effects outside the
-// database wait for UpdateShared to return, so running them again is
-// safe; a failed call is rare (a report of a job another replica ended,
-// say), and costs its batch a second run.
-func (db *DB) runWhole(ctx context.Context, sw *sharedWrites, batch []*sharedWrite, fail func(error)) (done bool) {
-	s := sw.s
-	undo := func() bool {
-		s.conn.ExecContext(ctx, `ROLLBACK`)
-		s.cache.forget()
-		for _, w := range batch {
-			w.err = nil
-		}
-		return false
-	}
-	tx := db.newTx(s)
-	tx.shared = true
-	for _, w := range batch {
-		if err := w.ctx.Err(); err != nil {
-			w.err = err
-			continue
-		}
-		// A call that ended the transaction would leave the next ones
-		// to commit statement by statement: it is caught at once.
-		if err := runCall(w.fn, tx); err != nil || pgInTransaction(s.conn) != nil {
-			return undo()
-		}
-	}
-	if _, err := s.conn.ExecContext(ctx, `COMMIT`); err != nil {
-		s.conn.ExecContext(ctx, `ROLLBACK`)
-		s.cache.forget()
-		db.renew(ctx, s)
-		fail(fmt.Errorf("commit: %w", err))
-		return true
-	}
-	db.recordWrite(nil)
-	db.served(s, nil)
-	return true
-}
-
-// savepoints put each call of a shared transaction under a savepoint of
-// its own. On SQLite each statement is a call into the library: the
-// savepoint is made before the call and released after it. On PostgreSQL
-// each is a round trip to the server, which costs more than the
-// statement: the savepoint is made in the round trip of the BEGIN, and
-// afterwards in that of the previous one's RELEASE, and COMMIT releases
-// the last one.
-type savepoints struct {
-	s  *session
-	pg bool
-	// beginWith is how the transaction begins.
-	beginWith string
-	// made says that a savepoint is made and no call has run under it;
-	// open that one was kept and is to be released.
-	made, open bool
-}
-
-func (sp *savepoints) begin(ctx context.Context) error {
-	if !sp.pg {
-		_, err := sp.s.conn.ExecContext(ctx, sp.beginWith)
-		return err
-	}
-	_, err := sp.s.conn.ExecContext(ctx, sp.beginWith+`; SAVEPOINT shared`)
-	sp.made = err == nil
-	return err
-}
-
-// mark makes the savepoint of the next call.
-func (sp *savepoints) mark(ctx context.Context, tx *Tx) error {
-	var err error
-	switch {
-	case !sp.pg:
-		_, err = tx.exec(ctx, `SAVEPOINT shared`)
-	case sp.made:
-	case sp.open:
-		_, err = sp.s.conn.ExecContext(ctx, `RELEASE shared; SAVEPOINT shared`)
-	default:
-		_, err = sp.s.conn.ExecContext(ctx, `SAVEPOINT shared`)
-	}
-	sp.made, sp.open = false, false
-	return err
-}
-
-// keep keeps the work of the call under the savepoint. On PostgreSQL,
-// where the release waits for the next round trip, the connection's own
-// state says whether the call ended the transaction: a COMMIT or RELEASE
-// outside one is only a warning there.
-func (sp *savepoints) keep(ctx context.Context, tx *Tx) error {
-	if sp.pg {
-		if err := pgInTransaction(sp.s.conn); err != nil {
-			return err
-		}
-		sp.open = true
-		return nil
-	}
-	_, err := tx.exec(ctx, `RELEASE shared`)
-	return err
-}
-
-// undo undoes the work of the call under the savepoint.
-func (sp *savepoints) undo(ctx context.Context, tx *Tx) error {
-	if sp.pg {
-		if err := pgInTransaction(sp.s.conn); err != nil {
-			return err
-		}
-		_, err := sp.s.conn.ExecContext(ctx, `ROLLBACK TO shared; RELEASE shared`)
-		return err
-	}
-	_, err := tx.exec(ctx, `ROLLBACK TO shared`)
-	if err == nil {
-		_, err = tx.exec(ctx, `RELEASE shared`)
-	}
-	return err
 }

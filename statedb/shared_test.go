@@ -243,7 +243,7 @@ func TestUpdateSharedCallPanics(t *testing.T) {
 // waits for both.
 func TestReportsBesideHandOuts(t *testing.T) {
 	f := newFixture(t, Options{})
-	if !f.db.pg {
+	if !onPostgres(f.db) {
 		t.Skip("on SQLite the reports share the hand-outs' transactions")
 	}
 	ctx := context.Background()

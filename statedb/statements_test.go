@@ -23,9 +23,9 @@ import (
 type backend int
 
 const (
-	onSQLite backend = 1 << iota
-	onPostgres
-	onBoth = onSQLite | onPostgres
+	forSQLite backend = 1 << iota
+	forPostgres
+	forBoth = forSQLite | forPostgres
 )
 
 // statement is a constant SQL text of this package and where it is.
@@ -95,11 +95,11 @@ func TestEveryStatementPrepares(t *testing.T) {
 	}
 	t.Run("sqlite", func(t *testing.T) {
 		place := filepath.Join(t.TempDir(), "state.db")
-		prepareAll(t, "sqlite", place, onSQLite, stmts)
+		prepareAll(t, "sqlite", place, forSQLite, stmts)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		addr := dbtest.DatabaseOrSkip(t)
-		prepareAll(t, "pgx", dbtest.Direct(t, addr), onPostgres, stmts)
+		prepareAll(t, "pgx", dbtest.Direct(t, addr), forPostgres, stmts)
 	})
 }
 
@@ -125,7 +125,7 @@ func prepareAll(t *testing.T, driverName, place string, b backend, stmts []state
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if b == onSQLite {
+	if b == forSQLite {
 		if _, err := conn.ExecContext(ctx, touchedQueues); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func prepareAll(t *testing.T, driverName, place string, b backend, stmts []state
 			continue
 		}
 		text := st.text
-		if b == onPostgres && rewritten != nil {
+		if b == forPostgres && rewritten != nil {
 			f, ok := rewritten(strings.SplitN(st.pos, ":", 2)[0])
 			switch {
 			case ok:
@@ -223,7 +223,7 @@ func packageStatements(t *testing.T) []statement {
 		}
 	}
 	for _, text := range listLorriesTexts() {
-		f.stmts = append(f.stmts, statement{text: text, pos: "listLorriesQuery", on: onBoth})
+		f.stmts = append(f.stmts, statement{text: text, pos: "listLorriesQuery", on: forBoth})
 	}
 	sort.Slice(f.stmts, func(i, j int) bool { return f.stmts[i].pos < f.stmts[j].pos })
 	return f.stmts
@@ -243,11 +243,11 @@ type finder struct {
 func backendOf(file string) backend {
 	switch base := filepath.Base(file); {
 	case strings.HasPrefix(base, "sqlite"):
-		return onSQLite
+		return forSQLite
 	case strings.HasPrefix(base, "pg"), strings.HasPrefix(base, "postgres"):
-		return onPostgres
+		return forPostgres
 	}
-	return onBoth
+	return forBoth
 }
 
 // file looks at the calls of the helpers in file, and says whether it
@@ -372,12 +372,12 @@ func (f *finder) locals(file *ast.File, fd *ast.FuncDecl, v *types.Var) bool {
 // of a pg field around it say, and fd's name: a function named pg... runs
 // on PostgreSQL, one named sqlite... on SQLite.
 func branchOf(file *ast.File, fd *ast.FuncDecl, expr ast.Expr) backend {
-	on := onBoth
+	on := forBoth
 	switch {
 	case strings.HasPrefix(fd.Name.Name, "pg"):
-		on = onPostgres
+		on = forPostgres
 	case strings.HasPrefix(fd.Name.Name, "sqlite"):
-		on = onSQLite
+		on = forSQLite
 	}
 	path, _ := astutil.PathEnclosingInterval(file, expr.Pos(), expr.End())
 	for i := 1; i < len(path); i++ {
@@ -429,9 +429,9 @@ func pgCheck(cond ast.Expr) (pg, ok bool) {
 
 func backendFor(pg bool) backend {
 	if pg {
-		return onPostgres
+		return forPostgres
 	}
-	return onSQLite
+	return forSQLite
 }
 
 // dialects records the fields of the drivers' dialectSQL values.
@@ -447,9 +447,9 @@ func (f *finder) dialects(file *ast.File) {
 				var on backend
 				switch name.Name {
 				case "sqliteSQL":
-					on = onSQLite
+					on = forSQLite
 				case "postgresSQL":
-					on = onPostgres
+					on = forPostgres
 				default:
 					continue
 				}

@@ -175,8 +175,10 @@ func (c *Config) register(fs *flag.FlagSet) {
 
 // check checks the flags' values, each alone and together.
 func (c *Config) check() error {
-	if c.BackupStateDB != "" && !statedb.IsPostgres(c.BackupStateDB) {
-		return fmt.Errorf("--backup-statedb %s: want the postgres:// URL of the PostgreSQL STATEDB on its server itself", c.BackupStateDB)
+	if c.BackupStateDB != "" {
+		if err := statedb.CheckBackupAddress(c.BackupStateDB); err != nil {
+			return fmt.Errorf("--backup-statedb %s: %w", c.BackupStateDB, err)
+		}
 	}
 	if c.ReplicaLease < 3*time.Second {
 		return fmt.Errorf("--replica-lease %v: want at least 3s", c.ReplicaLease)

@@ -77,15 +77,7 @@ Flags:
 	src := cfg.StateDB
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var res statedb.BackupResult
-	if statedb.IsPostgres(src) {
-		var addr string
-		if addr, err = statedb.DumpAddress(src, cfg.BackupStateDB); err == nil {
-			res, err = statedb.BackupPostgres(ctx, addr, password, file, time.Now().Unix())
-		}
-	} else {
-		res, err = statedb.BackupFile(ctx, src, file, time.Now().Unix())
-	}
+	res, err := statedb.Backup(ctx, src, cfg.BackupStateDB, password, file, time.Now().Unix())
 	if err != nil {
 		return fail(1, "%v", err)
 	}

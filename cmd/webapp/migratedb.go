@@ -58,8 +58,8 @@ Flags:
 	if err := checkTargetURL(*to); err != nil {
 		return fail(2, "--to %s: %v", statedb.Redact(*to), err)
 	}
-	if statedb.IsPostgres(*from) {
-		return fail(2, "--from %s: want the path of a SQLite file", statedb.Redact(*from))
+	if err := statedb.CheckCopySource(*from); err != nil {
+		return fail(2, "--from %s: %v", statedb.Redact(*from), err)
 	}
 	var password string
 	if *passwordFile != "" {
@@ -90,8 +90,8 @@ Flags:
 // holds a password or another secret, which would be seen in the list of
 // processes.
 func checkTargetURL(to string) error {
-	if !statedb.IsPostgres(to) {
-		return errors.New("want a postgres:// address")
+	if err := statedb.CheckCopyTarget(to); err != nil {
+		return err
 	}
 	if statedb.HoldsSecret(to) {
 		return errors.New("want no password or other credential in the address: give the password in --statedb-password-file or a PGPASSFILE (a literal @ in a parameter is written %40)")

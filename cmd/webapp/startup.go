@@ -47,10 +47,10 @@ func openStateDB(ctx context.Context, cfg webappconf.Config, clk clock.Clock, fa
 // leaving the operator to learn it from the backup timer: a PostgreSQL
 // STATEDB reached through a pooler, with no --backup-statedb.
 func warnBackups(cfg webappconf.Config, log *slog.Logger) {
-	if cfg.BackupDirectory == "" || !statedb.IsPostgres(cfg.StateDB) {
+	if cfg.BackupDirectory == "" {
 		return
 	}
-	if _, err := statedb.DumpAddress(cfg.StateDB, cfg.BackupStateDB); err != nil {
+	if err := statedb.CheckBackups(cfg.StateDB, cfg.BackupStateDB); err != nil {
 		log.Warn("backups will fail", "err", err)
 	}
 }

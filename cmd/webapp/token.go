@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,10 +89,10 @@ Flags:
 		return fail(2, "%v", err)
 	}
 	path := cfg.StateDB
-	if verb != "create" && !statedb.IsPostgres(path) {
+	if verb != "create" {
 		// Only create may make the database: a typo elsewhere should not
 		// leave an empty one behind.
-		if _, err := os.Stat(path); err != nil {
+		if err := statedb.CheckExists(path); err != nil {
 			return fail(1, "state database: %v", err)
 		}
 	}

@@ -78,7 +78,7 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 	}
 	for {
 		if st.minionKnown && st.owns {
-			if err := tx.holdReports(ctx); err != nil {
+			if err := tx.drv.holdReports(ctx, tx); err != nil {
 				return a, false, err
 			}
 		}
@@ -163,25 +163,13 @@ func (tx *Tx) handOutTo(ctx context.Context, m MinionID, st handOutState) (a Ass
 		}
 	}
 	q, idle, err := tx.openQueues(ctx, m, *live, st)
-	if err == nil && idle != "" && tx.pg {
-		idle, err = tx.dueAfterAll(ctx, idle)
+	if err == nil && idle != "" {
+		idle, err = tx.drv.idleAfterClaims(ctx, tx, idle)
 	}
 	if err != nil || idle != "" {
 		return Assignment{Idle: idle}, false, err
 	}
-	if tx.pg {
-		a, touched, err = tx.claimFirst(ctx, m, q)
-		if err == nil && a.Idle != "" && a.Idle != idleNotFree {
-			a.Idle, err = tx.dueAfterAll(ctx, a.Idle)
-		}
-		return a, touched, err
-	}
-	l, idle, err := tx.pickLorry(ctx, q)
-	if err != nil || idle != "" {
-		return Assignment{Idle: idle}, false, err
-	}
-	a, err = tx.claimLorry(ctx, m, l)
-	return a, false, err
+	return tx.drv.claimDue(ctx, tx, m, q)
 }
 
 // endOwnedJobs deals with the live jobs that minion m owns as it asks for

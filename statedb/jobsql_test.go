@@ -14,11 +14,13 @@ import (
 	"lorrycontroller.dev/lc/statedb/dbtest"
 )
 
-// jobCycleStatements are the statements of the job cycle that each
-// driver writes in its own dialect, by name: the driver's own fields of
+// jobCycleStatements are the statements of the job cycle of a driver, by
+// name: those written once for both, the driver's own fields of
 // dialectSQL and the statements of its own files.
 func jobCycleStatements(d *dialectSQL, postgres bool) map[string]string {
-	s := map[string]string{"freeOrphanedLorry": d.freeOrphanedLorry}
+	s := map[string]string{"freeOrphanedLorry": d.freeOrphanedLorry,
+		"insertClaimedJob": insertClaimedJob, "jobAndRetireQuery": jobAndRetireQuery,
+		"jobRetireLorryQuery": jobRetireLorryQuery, "minionStateQuery": minionStateQuery}
 	if postgres {
 		s["pgClaimFirstQuery"] = pgClaimFirstQuery
 		s["pgClaimFirstOfKindQuery"] = pgClaimFirstOfKindQuery
@@ -40,7 +42,8 @@ func jobCycleStatements(d *dialectSQL, postgres bool) map[string]string {
 var placeholder = regexp.MustCompile(`\$([0-9]+)`)
 
 // TestJobCycleStatementsNumberTheirArguments prepares every statement of
-// the job cycle of each driver on its own database, both in one run:
+// the job cycle of each driver on its own database, both in one run, as
+// written:
 // each numbers its arguments $1 to $N with none left out, and its
 // database reads N arguments, no more and no fewer. (A statement spliced
 // from others by replacing "$1" with "$15" would turn a "$12" of theirs

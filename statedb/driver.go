@@ -22,14 +22,33 @@ type driver interface {
 	// sql is the driver's own statements.
 	sql() *dialectSQL
 
+	// claimDue hands minion m the first due entry of the open queues
+	// of q, within the limits, or says in Idle why there is none;
+	// touched says that the claim recorded the minion as seen.
+	claimDue(ctx context.Context, tx *Tx, m MinionID, q openSet) (a Assignment, touched bool, err error)
+	// idleAfterClaims is why a hand-out found no open queue: idle, or
+	// that no lorry is due if the claims made earlier in the
+	// transaction took the last due entries.
+	idleAfterClaims(ctx context.Context, tx *Tx, idle string) (string, error)
+	// holdReports keeps the job reports out of a hand-out that is to
+	// write its minion's live job (see the PostgreSQL driver's).
+	holdReports(ctx context.Context, tx *Tx) error
+	// saveProgress writes what a report of the live job j changed, and
+	// records its minion heard.
+	saveProgress(ctx context.Context, tx *Tx, j Job) error
+	// endRun ends job j, which its lorry l runs, as e says: the run on
+	// the lorry (lorryRun), the job's end and its minion freed.
+	endRun(ctx context.Context, tx *Tx, l Lorry, j Job, e jobEnd, lastErr string) error
+	// recordEnd writes the end e of job j and the state it left its
+	// lorry in, and frees its minion.
+	recordEnd(ctx context.Context, tx *Tx, j Job, e jobEnd, lorryState string) error
+
 	// prepareSession readies a new session's connection, read-only or
 	// not, and says how its transactions begin.
 	prepareSession(ctx context.Context, conn *sql.Conn, readOnly bool) (begin string, err error)
 	// startWriters readies the write session and starts the shared
 	// writers (UpdateShared, UpdateReports) and the lease renewals' session.
 	startWriters(ctx context.Context, db *DB) error
-	// statementText is query as the driver's database reads it.
-	statementText(query string) string
 	// args are a statement's arguments as the driver binds them.
 	args(args []any) []any
 	// connBroken says whether the session's connection broke (the
@@ -58,9 +77,6 @@ type driver interface {
 	// makeConfigSeen makes config_seen ready for an apply of the
 	// configuration, where it is the session's own.
 	makeConfigSeen(ctx context.Context, tx *Tx) error
-	// setTxPG sets tx.pg, which handout.go, pghandout.go, jobupdate.go
-	// and jobend.go read until they use the driver.
-	setTxPG(tx *Tx)
 
 	// migrationsDir is the directory of the driver's migrations, in
 	// migrationFiles.
@@ -103,13 +119,17 @@ type dialectSQL struct {
 	// (INDEXED BY, NOT INDEXED), its MIN and MAX of several values
 	// (PostgreSQL's LEAST and GREATEST), its LIKE, blind to the case of
 	// ASCII letters only, and its json_each.
-	aheadSchedules             string
-	claimDeliveries            string
-	countFailing               string
-	countMatching              string
-	dueDeliveries              string
-	dueSchedules               string
-	failingLorries             string
+	aheadSchedules  string
+	claimDeliveries string
+	countFailing    string
+	countMatching   string
+	dueDeliveries   string
+	dueSchedules    string
+	failingLorries  string
+	// freeOrphanedLorry frees the lorry $2 of its orphaned job $3,
+	// due again at $1, or a scheduled one at the instant its schedule
+	// was last dealt with if that is earlier.
+	freeOrphanedLorry          string
 	heads                      string
 	headsOfKind                string
 	jobsAfter                  string

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -30,15 +29,10 @@ func driverFile(name string) bool {
 	return false
 }
 
-// hotPathFiles still read Tx.pg: the hand-out and the job reports, until
-// they use the driver.
-var hotPathFiles = []string{"handout.go", "pghandout.go", "jobupdate.go", "jobend.go"}
-
 // TestSharedFilesAskNoBackend checks, by parsing them, that the files of
 // this package that both drivers run never ask which backend they are on:
 // no field or key named pg, no IsPostgres, no driver type named, but in
-// driver.go, which chooses the driver from the database's place, and the
-// field Tx.pg that hotPathFiles read.
+// driver.go, which chooses the driver from the database's place.
 func TestSharedFilesAskNoBackend(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -46,7 +40,7 @@ func TestSharedFilesAskNoBackend(t *testing.T) {
 	}
 	checked := 0
 	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") || driverFile(name) || slices.Contains(hotPathFiles, name) {
+		if strings.HasSuffix(name, "_test.go") || driverFile(name) {
 			continue
 		}
 		checked++
@@ -84,8 +78,7 @@ func backendQuestions(f *ast.File, chooser bool) []backendQuestion {
 			}
 			for _, field := range st.Fields.List {
 				for _, id := range field.Names {
-					// Tx.pg is for hotPathFiles until they use the driver.
-					if id.Name == "pg" && n.Name.Name != "Tx" {
+					if id.Name == "pg" {
 						add(id, "field pg of "+n.Name.Name)
 					}
 				}

@@ -123,7 +123,7 @@ func TestGuardJobEndsOnce(t *testing.T) {
 	if got := f.job(t, a.Job.ID); got.Status != StatusLost {
 		t.Errorf("status %q; want the first end, %q, kept", got.Status, StatusLost)
 	}
-	err = f.db.Update(ctx, func(tx *Tx) error { return tx.saveProgress(ctx, stale) })
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.drv.saveProgress(ctx, tx, stale) })
 	wantTaken(t, "saving the progress of a job ended meanwhile", err)
 	err = f.db.Update(ctx, func(tx *Tx) error { return tx.confirmJob(ctx, &stale) })
 	wantTaken(t, "confirming a job ended meanwhile", err)
@@ -144,7 +144,7 @@ func TestGuardJobEndSeesAReportMeanwhile(t *testing.T) {
 		return tx.endReadJob(ctx, stale, jobEnd{status: StatusLost, why: "presumed dead"})
 	})
 	wantTaken(t, "ending a job as read before a report", err)
-	err = f.db.Update(ctx, func(tx *Tx) error { return tx.saveProgress(ctx, stale) })
+	err = f.db.Update(ctx, func(tx *Tx) error { return tx.drv.saveProgress(ctx, tx, stale) })
 	wantTaken(t, "saving progress counted from before a report", err)
 	err = f.db.Update(ctx, func(tx *Tx) error { return tx.appendOutput(ctx, &stale, []byte("more\n")) })
 	wantTaken(t, "appending output counted from before a report", err)

@@ -69,8 +69,8 @@ func (tx *Tx) GiveMeJob(ctx context.Context, m MinionID) (Assignment, error) {
 	return a, tx.touchMinion(ctx, m, job)
 }
 
-// giveMeJob is GiveMeJob but for recording the minion, which a claim on
-// PostgreSQL does in its own statement: touched says so.
+// giveMeJob is GiveMeJob but for recording the minion, which a driver's
+// claim may do in its own statement (claimDue): touched says so.
 func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched bool, err error) {
 	st, err := tx.handOutState(ctx, m)
 	if err != nil {
@@ -78,7 +78,7 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 	}
 	for {
 		if st.minionKnown && st.owns {
-			if err := tx.holdReports(ctx); err != nil {
+			if err := tx.drv.holdReports(ctx, tx); err != nil {
 				return a, false, err
 			}
 		}
@@ -105,9 +105,10 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 		if err != nil || st.minionKnown || a.Idle == "" {
 			return a, touched, err
 		}
-		// On PostgreSQL the minion's own state is read when there is
-		// nothing to claim for it, or the claim found it retired or with
-		// a live job.
+		// A hand-out's state that left out the minion's own (the
+		// claim's guard instead) has it read when there is nothing to
+		// claim for it, or the claim found it retired or with a live
+		// job.
 		if st.retired, st.owns, err = tx.minionState(ctx, m); err != nil {
 			return a, false, err
 		}
@@ -121,8 +122,9 @@ func (tx *Tx) giveMeJob(ctx context.Context, m MinionID) (a Assignment, touched 
 // idleNoneDue is why a minion is given nothing when no entry is due.
 const idleNoneDue = "no lorry is due"
 
-// idleNotFree is why a claim on PostgreSQL made no job: the minion is
-// retired or has a live job, which its own state, read next, tells.
+// idleNotFree is why a claim whose guard is the minion's state made no
+// job: the minion is retired or has a live job, which its own state,
+// read next, tells.
 const idleNotFree = "the minion is retired or has a live job"
 
 // handOutTo hands minion m, of state st, the first due lorry within the
@@ -163,25 +165,13 @@ func (tx *Tx) handOutTo(ctx context.Context, m MinionID, st handOutState) (a Ass
 		}
 	}
 	q, idle, err := tx.openQueues(ctx, m, *live, st)
-	if err == nil && idle != "" && tx.pg {
-		idle, err = tx.dueAfterAll(ctx, idle)
+	if err == nil && idle != "" {
+		idle, err = tx.drv.idleAfterClaims(ctx, tx, idle)
 	}
 	if err != nil || idle != "" {
 		return Assignment{Idle: idle}, false, err
 	}
-	if tx.pg {
-		a, touched, err = tx.claimFirst(ctx, m, q)
-		if err == nil && a.Idle != "" && a.Idle != idleNotFree {
-			a.Idle, err = tx.dueAfterAll(ctx, a.Idle)
-		}
-		return a, touched, err
-	}
-	l, idle, err := tx.pickLorry(ctx, q)
-	if err != nil || idle != "" {
-		return Assignment{Idle: idle}, false, err
-	}
-	a, err = tx.claimLorry(ctx, m, l)
-	return a, false, err
+	return tx.drv.claimDue(ctx, tx, m, q)
 }
 
 // endOwnedJobs deals with the live jobs that minion m owns as it asks for

@@ -2,12 +2,8 @@ package statedb
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 
 	"lorrycontroller.dev/lc/redact"
 )
@@ -179,21 +175,17 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 		// again at once, its last run as it was.
 		// A scheduled lorry's due time is kept at or before the instant
 		// its schedule was last dealt with, where a tick leaves it due.
-		_, err := tx.exec(ctx, `UPDATE lorries SET running_job = NULL,
-				next_due = CASE WHEN schedule != '' THEN MIN($1, cron_handled) ELSE $1 END
-			WHERE path = $2 AND running_job = $3`,
-			tx.Now, j.Path, j.ID)
+		_, err := tx.exec(ctx, tx.q.freeOrphanedLorry, tx.Now, j.Path, j.ID)
 		if err != nil {
 			return fmt.Errorf("free lorry %q of job %d: %w", j.Path, j.ID, err)
 		}
 		if err := tx.runAgainAfter(ctx, j.Path); err != nil {
 			return err
 		}
-		return tx.recordEnd(ctx, j, e, "")
+		return tx.drv.recordEnd(ctx, tx, j, e, "")
 	}
-	// lorryState is the state the job left its lorry in, kept with the
-	// job; "" when the job was not its lorry's run.
-	lorryState := ""
+	// A job that was not its lorry's run leaves no state of its lorry
+	// (endRun records the one it left).
 	var l Lorry
 	if e.lorry != nil {
 		l = *e.lorry
@@ -208,21 +200,7 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 	}
 	switch {
 	case err == nil && l.RunningJob != nil && *l.RunningJob == j.ID:
-		if tx.pg {
-			return tx.recordRunAndEnd(ctx, l, j, e, lastErr)
-		}
-		again, state, err := tx.recordRun(ctx, l, j, e, lastErr)
-		if err != nil {
-			return err
-		}
-		lorryState = state
-		// Runs asked for while this one ran (pushes, run-now) come to one
-		// more, at once, whatever the next due time recordRun set.
-		if again {
-			if err := tx.makeDueNow(ctx, j.Path); err != nil {
-				return err
-			}
-		}
+		return tx.drv.endRun(ctx, tx, l, j, e, lastErr)
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return err
 	case e.status != StatusSucceeded:
@@ -234,7 +212,7 @@ func (tx *Tx) endJob(ctx context.Context, j Job, e jobEnd) error {
 			return err
 		}
 	}
-	return tx.recordEnd(ctx, j, e, lorryState)
+	return tx.drv.recordEnd(ctx, tx, j, e, "")
 }
 
 // lastError is what j's end e leaves as its lorry's last_run_error: ""
@@ -261,142 +239,20 @@ func (tx *Tx) lastError(ctx context.Context, j Job, e jobEnd) (string, error) {
 	return lastErr, nil
 }
 
-// recordEnd writes the end e of job j and the state it left its lorry
-// in, and frees its minion (freeMinion). A job ends once: the row must
-// still be live and as j was read (its updated time unchanged), else
-// ErrTaken, and the transaction, whatever it did to the lorry, is undone.
-// On PostgreSQL the two writes are one statement, a round trip.
-func (tx *Tx) recordEnd(ctx context.Context, j Job, e jobEnd, lorryState string) error {
-	args := []any{e.status, e.exit, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
-		j.nextChunk, e.class, []byte{}, lorryState, j.ID, j.Updated, j.stdoutBytes, j.stderrBytes}
-	var ended int64
-	if tx.pg {
-		query, args := pgEndQuery, append(args, j.Minion, j.ID)
-		if e.heard {
-			query, args = pgEndHeardQuery, append(args, tx.Now)
-		}
-		err := tx.queryRow(ctx, query, args...).Scan(&ended)
-		if err != nil {
-			return fmt.Errorf("end job %d: %w", j.ID, err)
-		}
-	} else {
-		res, err := tx.exec(ctx, recordEndQuery, args...)
-		if err != nil {
-			return fmt.Errorf("end job %d: %w", j.ID, err)
-		}
-		if ended, err = res.RowsAffected(); err != nil {
-			return fmt.Errorf("end job %d: %w", j.ID, err)
-		}
-	}
-	if ended == 0 {
-		return fmt.Errorf("end job %d as %s: it ended or changed meanwhile: %w", j.ID, e.status, ErrTaken)
-	}
-	if tx.pg {
-		return nil
-	}
-	return tx.freeMinion(ctx, j, e.heard)
-}
-
-// recordEndQuery ends a job, given its status, exit, the time, its disk
+// endArgs are the arguments of the statements that end job j as e says,
+// leaving its lorry in lorryState: its status, exit, the time, its disk
 // usage, output counters, error class, carry, lorry state, id, the
-// updated time it was read with, and its streams' counters.
-const recordEndQuery = `UPDATE jobs SET status = $1, exit = $2, ended = $3, updated = $3, disk_usage = $4,
-		output_bytes = $5, head_bytes = $6, tail_bytes = $7, cut_bytes = $8, next_chunk = $9, error_class = $10,
-		output_carry = $11, lorry_state = $12, stdout_bytes = $15, stderr_bytes = $16
-	WHERE id = $13 AND ` + liveStatus + ` AND updated = $14`
-
-// freeMinionQuery frees the minion ?1 of job ?2, and freeHeardMinionQuery
-// records it seen at ?3 as well.
-const (
-	freeMinionQuery      = `UPDATE minions SET job_id = NULL WHERE name = $1 AND job_id = $2`
-	freeHeardMinionQuery = `UPDATE minions SET job_id = NULL, last_seen = $3 WHERE name = $1 AND job_id = $2`
-)
-
-// pgEndQuery and pgEndHeardQuery are recordEndQuery and freeMinionQuery,
-// or freeHeardMinionQuery, in one statement for PostgreSQL, the minion's
-// arguments after the job's: the minion is freed only if the job ended.
-var (
-	pgEndQuery      = pgEnd(freeMinionQuery)
-	pgEndHeardQuery = pgEnd(freeHeardMinionQuery)
-)
-
-func pgEnd(free string) string {
-	free = strings.NewReplacer("$1", "$17", "$2", "$18", "$3", "$19").Replace(free)
-	return `WITH ended AS (` + recordEndQuery + ` RETURNING 1),
-		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
-	SELECT COUNT(*) FROM ended`
+// updated time it was read with, and its streams' counters. A job ends
+// once: the row must still be live and as j was read (its updated time
+// unchanged), else ErrTaken (endTaken), and the transaction, whatever it
+// did to the lorry, is undone.
+func endArgs(tx *Tx, j Job, e jobEnd, lorryState string) []any {
+	return []any{e.status, e.exit, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
+		j.nextChunk, e.class, []byte{}, lorryState, j.ID, j.Updated, j.stdoutBytes, j.stderrBytes}
 }
 
-// recordRunAndEnd is recordRun and recordEnd on PostgreSQL, in one
-// statement: the end of job j, which its lorry l runs, as e says.
-func (tx *Tx) recordRunAndEnd(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr string) error {
-	r, err := tx.planRun(ctx, l, j, e, lastErr)
-	if err != nil {
-		return err
-	}
-	args := []any{e.status, e.exit, tx.Now, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
-		j.nextChunk, e.class, []byte{}, r.s.state, j.ID, j.Updated, j.stdoutBytes, j.stderrBytes, j.Minion, j.ID}
-	query := pgRunEndQuery
-	if e.heard {
-		query, args = pgRunEndHeardQuery, append(args, tx.Now)
-	}
-	var again sql.NullBool
-	var ended int64
-	if err := tx.queryRow(ctx, query, append(args, r.args()...)...).Scan(&again, &ended); err != nil {
-		return fmt.Errorf("end job %d: %w", j.ID, err)
-	}
-	if !again.Valid {
-		return r.taken()
-	}
-	if ended == 0 {
-		return fmt.Errorf("end job %d as %s: it ended or changed meanwhile: %w", j.ID, e.status, ErrTaken)
-	}
-	if err := tx.notifyRun(ctx, r); err != nil {
-		return err
-	}
-	if again.Bool {
-		return tx.makeDueNow(ctx, j.Path)
-	}
-	return nil
-}
-
-// pgRunEndQuery and pgRunEndHeardQuery are pgEndQuery and pgEndHeardQuery
-// with recordRunQuery before them, its arguments after theirs: the job
-// ends only if its lorry took the run. They answer the lorry's run_again
-// (NULL if it did not) and whether the job ended.
-var (
-	pgRunEndQuery      = pgRunEnd(freeMinionQuery, 18)
-	pgRunEndHeardQuery = pgRunEnd(freeHeardMinionQuery, 19)
-)
-
-func pgRunEnd(free string, before int) string {
-	free = strings.NewReplacer("$1", "$17", "$2", "$18", "$3", "$19").Replace(free)
-	return `WITH run AS (` + shiftArgs(recordRunQuery, before) + `),
-		ended AS (` + recordEndQuery + ` AND EXISTS (SELECT 1 FROM run) RETURNING 1),
-		freed AS (` + free + ` AND EXISTS (SELECT 1 FROM ended))
-	SELECT (SELECT run_again FROM run), (SELECT COUNT(*) FROM ended)`
-}
-
-// shiftArgs numbers the arguments ?1, ?2, ... of query from ?n+1 on.
-func shiftArgs(query string, n int) string {
-	return numberedArg.ReplaceAllStringFunc(query, func(a string) string {
-		i, _ := strconv.Atoi(a[1:])
-		return "$" + strconv.Itoa(i+n)
-	})
-}
-
-var numberedArg = regexp.MustCompile(`\$[0-9]+`)
-
-// freeMinion records that j's minion no longer has it.
-func (tx *Tx) freeMinion(ctx context.Context, j Job, heard bool) error {
-	var err error
-	if heard {
-		_, err = tx.exec(ctx, freeHeardMinionQuery, j.Minion, j.ID, tx.Now)
-	} else {
-		_, err = tx.exec(ctx, freeMinionQuery, j.Minion, j.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("free minion %s: %w", j.Minion, err)
-	}
-	return nil
+// endTaken is the error of an end of job j that found it ended or
+// changed.
+func endTaken(j Job, e jobEnd) error {
+	return fmt.Errorf("end job %d as %s: it ended or changed meanwhile: %w", j.ID, e.status, ErrTaken)
 }

@@ -215,18 +215,7 @@ func (tx *Tx) updateJob(ctx context.Context, u JobUpdate, j Job, l *Lorry) (kill
 	if !j.Kill && j.Timeout > 0 && tx.Now-j.Started > j.Timeout {
 		j.Kill, j.KillReason = true, StatusTimedOut
 	}
-	if tx.pg {
-		// The minion is seen in the statement that saves the progress.
-		res, err := tx.exec(ctx, pgProgressQuery, append(j.progressArgs(tx.Now), j.Minion)...)
-		if err != nil {
-			return false, fmt.Errorf("update job %d: %w", j.ID, err)
-		}
-		return j.Kill, taken(res, fmt.Sprintf("update job %d: it ended or changed meanwhile", j.ID))
-	}
-	if _, err := tx.exec(ctx, minionHeardQuery, tx.Now, j.Minion); err != nil {
-		return false, fmt.Errorf("record minion %s: %w", j.Minion, err)
-	}
-	return j.Kill, tx.saveProgress(ctx, j)
+	return j.Kill, tx.drv.saveProgress(ctx, tx, j)
 }
 
 // streams are the update's stdout and stderr, from memory or spooled.
@@ -310,13 +299,6 @@ func (e *OutputGapError) Error() string {
 		e.Job, e.StdoutBytes, e.StderrBytes)
 }
 
-// minionHeardQuery records that the minion ?2 reported at ?1.
-const minionHeardQuery = `UPDATE minions SET last_seen = $1, heard = heard + 1 WHERE name = $2`
-
-// pgProgressQuery is saveProgressQuery with minionHeardQuery before it,
-// the minion's name after saveProgressQuery's arguments.
-var pgProgressQuery = `WITH heard AS (` + strings.NewReplacer("$2", "$15").Replace(minionHeardQuery) + `) ` + saveProgressQuery
-
 // finishReported ends job j, whose minion reported its end in u: it
 // keeps what a successful end reports (the upstream's HEAD and the refs
 // it changed) and records the end. l is j's lorry as read, if it runs j.
@@ -352,27 +334,13 @@ func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate, l *Lorry) 
 	return tx.endJob(ctx, j, jobEnd{status: status, exit: u.Exit, class: class, heard: true, head: u.Head, lorry: l})
 }
 
-// saveProgress writes what a report of the live job j changed: its
-// output's counters, disk usage and kill. The output appended is counted
-// from the row as j was read, so the row must still be live and
-// unchanged since (its updated time), else ErrTaken. (A report does not
-// hold its job first, as endReadJob does, to spare the job protocol a
-// write: output appended meanwhile is found by its chunks' places.)
-func (tx *Tx) saveProgress(ctx context.Context, j Job) error {
-	res, err := tx.exec(ctx, saveProgressQuery, j.progressArgs(tx.Now)...)
-	if err != nil {
-		return fmt.Errorf("update job %d: %w", j.ID, err)
-	}
-	return taken(res, fmt.Sprintf("update job %d: it ended or changed meanwhile", j.ID))
-}
-
-// saveProgressQuery writes the progress of a live job (progressArgs).
-const saveProgressQuery = `UPDATE jobs SET updated = $1, kill = $2, kill_reason = $3, disk_usage = $4,
-		output_bytes = $5, head_bytes = $6, tail_bytes = $7, cut_bytes = $8, next_chunk = $9, output_carry = $10,
-		stdout_bytes = $13, stderr_bytes = $14
-	WHERE id = $11 AND ` + liveStatus + ` AND updated = $12`
-
-// progressArgs are saveProgressQuery's arguments for j at now.
+// progressArgs are the arguments of the statements that save the
+// progress of the live job j at now (driver.saveProgress): its output's
+// counters, disk usage and kill. The output appended is counted from the
+// row as j was read, so the row must still be live and unchanged since
+// (its updated time), else ErrTaken. (A report does not hold its job
+// first, as endReadJob does, to spare the job protocol a write: output
+// appended meanwhile is found by its chunks' places.)
 func (j Job) progressArgs(now int64) []any {
 	return []any{now, j.Kill, j.KillReason, j.DiskUsage, j.OutputBytes, j.headBytes, j.tailBytes, j.CutBytes,
 		j.nextChunk, carryValue(j.carry), j.ID, j.Updated, j.stdoutBytes, j.stderrBytes}

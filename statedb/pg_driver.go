@@ -81,8 +81,6 @@ func (d *pgDriver) startWriters(ctx context.Context, db *DB) error {
 	return nil
 }
 
-func (*pgDriver) statementText(query string) string { return pgSQL(query) }
-
 func (*pgDriver) args(args []any) []any { return pgArgs(args) }
 
 func (*pgDriver) connBroken(ctx context.Context, conn *sql.Conn) bool {
@@ -232,8 +230,6 @@ func (*pgDriver) handOutState(ctx context.Context, tx *Tx, m MinionID) (handOutS
 // makeConfigSeen: config_seen is a table of the schema, as the
 // transactions of an apply may each have another server session.
 func (*pgDriver) makeConfigSeen(context.Context, *Tx) error { return nil }
-
-func (*pgDriver) setTxPG(tx *Tx) { tx.pg = true }
 
 func (*pgDriver) migrationsDir() string { return "migrations/postgres" }
 

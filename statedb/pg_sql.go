@@ -23,6 +23,9 @@ var postgresSQL = dialectSQL{
 		FROM lorries WHERE schedule != '' AND cron_next <= $1 ORDER BY cron_next LIMIT $2`,
 	failingLorries: `SELECT ` + lorryColumns + ` FROM lorries
 		WHERE last_run_exit != 0 OR last_run_error != '' ORDER BY queue_pos LIMIT $1 OFFSET $2`,
+	freeOrphanedLorry: `UPDATE lorries SET running_job = NULL,
+			next_due = CASE WHEN schedule != '' THEN LEAST($1, cron_handled) ELSE $1 END
+		WHERE path = $2 AND running_job = $3`,
 	heads:       pgHeadsQuery,
 	headsOfKind: pgHeadsOfKindQuery,
 	jobsAfter: `SELECT ` + jobColumns + ` FROM jobs

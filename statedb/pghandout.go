@@ -25,7 +25,7 @@ type pgHandOut struct {
 	hostMax map[string]int64
 	anyDue  bool
 	// claimed says that the transaction has claimed entries since anyDue
-	// was read, which may have left nothing due (dueAfterAll).
+	// was read, which may have left nothing due (idleAfterClaims).
 	claimed bool
 	version int64
 	// live counts the live jobs by queue and host.
@@ -38,15 +38,15 @@ type pgHandOut struct {
 	heads map[string]map[string]sql.NullInt64
 }
 
-// pgAnyDue, followed by a time, says whether any idle entry is due
-// then, from the first entry of the partial index of idle entries by due
-// time.
-const pgAnyDue = `(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= `
+// pgAnyDueQuery says whether any idle entry is due at $1, from the first
+// entry of the partial index of idle entries by due time.
+const pgAnyDueQuery = `SELECT (SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= $1`
 
-// pgHandOutQuery reads pgHandOut.
+// pgHandOutQuery reads pgHandOut; it asks whether anything is due as
+// pgAnyDueQuery does.
 const pgHandOutQuery = `SELECT (SELECT value FROM settings WHERE key = $1), (SELECT value FROM settings WHERE key = $2),
 		(SELECT json_object_agg(host, max_jobs) FROM host_limits),
-		` + pgAnyDue + `$3,
+		(SELECT MIN(next_due) FROM lorries WHERE running_job IS NULL) <= $3,
 		(SELECT n FROM queues_version),
 		(SELECT json_agg(json_build_array(queue, host, n)) FROM live_counts WHERE n > 0)`
 
@@ -112,7 +112,7 @@ func (tx *Tx) readHandOut(ctx context.Context) (*pgHandOut, error) {
 	return b, nil
 }
 
-// minionStateQuery reads whether the minion ?1 is retired and whether
+// minionStateQuery reads whether the minion $1 is retired and whether
 // it has a live job.
 const minionStateQuery = `SELECT COALESCE((SELECT retire FROM minions WHERE name = $1), 0),
 	EXISTS (SELECT 1 FROM jobs WHERE minion = $1 AND ` + liveStatus + `)`
@@ -128,7 +128,7 @@ func (tx *Tx) minionState(ctx context.Context, m MinionID) (retired, owns bool, 
 	return retire != retireNo, owns, nil
 }
 
-// holdReports has a hand-out on PostgreSQL whose minion owns a live job
+// holdReports has a hand-out whose minion owns a live job
 // wait for the job reports under way, and keep the next ones waiting
 // until it commits, before it writes anything of that minion or its
 // job: it takes the report lock (pgReportLock) after the write lock it
@@ -139,16 +139,22 @@ func (tx *Tx) minionState(ctx context.Context, m MinionID) (retired, owns bool, 
 // the same rows, the job it ends first. Side by side, each would wait for
 // a row the other wrote, in a transaction of several calls, and the
 // server would break the cycle by failing one of them. Other hand-outs
-// write nothing a report writes, and run beside the reports. On SQLite
-// it does nothing: each write transaction runs alone.
-func (tx *Tx) holdReports(ctx context.Context) error {
-	if !tx.pg {
-		return nil
-	}
+// write nothing a report writes, and run beside the reports.
+func (pgDriver) holdReports(ctx context.Context, tx *Tx) error {
 	if _, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(`+pgReportLock+`)`); err != nil {
 		return fmt.Errorf("wait for the job reports: %w", err)
 	}
 	return nil
+}
+
+// claimDue claims with claimFirst; when nothing is claimed for want of
+// a due entry, idleAfterClaims says why.
+func (d pgDriver) claimDue(ctx context.Context, tx *Tx, m MinionID, q openSet) (Assignment, bool, error) {
+	a, touched, err := tx.claimFirst(ctx, m, q)
+	if err == nil && a.Idle != "" && a.Idle != idleNotFree {
+		a.Idle, err = d.idleAfterClaims(ctx, tx, a.Idle)
+	}
+	return a, touched, err
 }
 
 // claimFirst finds, on PostgreSQL, the entry to hand minion m from the
@@ -186,15 +192,15 @@ func (tx *Tx) claimFirst(ctx context.Context, m MinionID, q openSet) (a Assignme
 		if err != nil {
 			return Assignment{}, false, err
 		}
-		query, args := pgClaimFirstQuery, []any{tx.Now, askJSON(ask), string(knownJSON)}
+		query, args := pgClaimFirstQuery, []any{tx.Now, askJSON(ask), string(knownJSON), m.Name, m.Host, m.PID}
 		if q.kind != "" {
-			query, args = pgClaimFirstOfKindQuery, []any{tx.Now, askJSON(ask), q.kind, string(knownJSON)}
+			query, args = pgClaimFirstOfKindQuery, append(args, q.kind)
 		}
 		var job sql.NullInt64
 		var marked int64
 		var free bool
 		var found sql.NullString
-		row := tx.queryRow(ctx, query, append(args, m.Name, m.Host, m.PID, tx.Now)...)
+		row := tx.queryRow(ctx, query, args...)
 		l, err := scanLorry(scanAlso{row, []any{&job, &marked, &free, &found}})
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return Assignment{}, false, fmt.Errorf("claim a due lorry: %w", err)
@@ -232,18 +238,17 @@ func (tx *Tx) claimFirst(ctx context.Context, m MinionID, q openSet) (a Assignme
 	}
 }
 
-// dueAfterAll is why a hand-out on PostgreSQL found nothing to claim:
-// idle, unless the transaction's claims since it read whether anything
+// idleAfterClaims is why a hand-out found nothing to claim: idle, unless the transaction's claims since it read whether anything
 // was due (pgHandOut.anyDue) took the last due entries. Then, as a
 // hand-out alone would, it says that no lorry is due, and the hand-outs
 // after it in the transaction say so at once.
-func (tx *Tx) dueAfterAll(ctx context.Context, idle string) (string, error) {
+func (pgDriver) idleAfterClaims(ctx context.Context, tx *Tx, idle string) (string, error) {
 	b := tx.handOut
 	if b == nil || !b.claimed {
 		return idle, nil
 	}
 	var due sql.NullBool
-	if err := tx.queryRow(ctx, `SELECT `+pgAnyDue+`$1`, tx.Now).Scan(&due); err != nil {
+	if err := tx.queryRow(ctx, pgAnyDueQuery, tx.Now).Scan(&due); err != nil {
 		return "", fmt.Errorf("find whether anything is due: %w", err)
 	}
 	b.anyDue, b.claimed = due.Valid && due.Bool, false
@@ -278,41 +283,69 @@ func readHeads(text string, heads map[string]sql.NullInt64) error {
 	return nil
 }
 
-// pgClaimFirstQuery finds the choices of the queues asked (headsQuery's
-// ?2), takes the entry first in the run queue of them and of the
-// choices known (?3, a JSON object of queue to position), and claims it
-// as insertClaimedJob, markRunning and touchMinion do, in one statement;
-// pgClaimFirstOfKindQuery does the same with headsOfKindQuery (the kind
-// ?3, the choices known ?4). The minion's name, host and pid and the
-// time follow. Nothing is written for a minion that is retired or has a
-// live job. The answer is the entry as it was read, the new job's id, 1
-// if the entry was marked running, whether the minion was free, and the
-// choices found, as [queue, position]; no row if nothing is due.
-var (
-	pgClaimFirstQuery       = pgClaimFirst(headsQuery, "$3", 3)
-	pgClaimFirstOfKindQuery = pgClaimFirst(headsOfKindQuery, "$4", 4)
-)
-
-func pgClaimFirst(heads, known string, before int) string {
-	return `WITH found (key, pos) AS (` + heads + `),
-		head AS (SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(pos) FROM
-			(SELECT found.pos FROM found UNION ALL SELECT CAST(k.value AS BIGINT) FROM json_each(` + known + `) AS k) AS h (pos))),` +
-		shiftArgs(`
-		free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = $1), 0) = 0
-			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = $1 AND `+liveStatus+`)),
+// pgClaimFirstQuery finds the choice of each queue asked ($2, a JSON
+// object of queue name to sort order, as pick.go's headsQuery does on
+// SQLite), takes the entry first in the run queue of them and of the
+// choices known ($3, a JSON object of queue to position), and claims it
+// as insertClaimedJob, markRunning and touchMinion do, in one statement,
+// for the minion named $4 on host $5 with pid $6, at $1.
+// pgClaimFirstOfKindQuery does the same for entries of the kind $7.
+// Nothing is written for a minion that is retired or has a live job. The
+// answer is the entry as it was read, the new job's id, 1 if the entry
+// was marked running, whether the minion was free, and the choices
+// found, as [queue, position]; no row if nothing is due.
+const (
+	pgClaimFirstQuery = `WITH found (key, pos) AS (SELECT j.key, CASE
+			WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries
+				WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
+				ORDER BY next_due, queue_pos LIMIT 1)
+			WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries
+				WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
+				ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
+			WHEN (SELECT MIN(next_due) FROM lorries
+				WHERE queue = j.key AND running_job IS NULL) <= $1
+			THEN (SELECT queue_pos FROM lorries
+				WHERE queue = j.key AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
+					AND next_due <= $1
+				ORDER BY queue_pos LIMIT 1)
+			END
+		FROM jsonb_each_text(CAST($2 AS jsonb)) AS j),
+	` + pgClaimHead
+	pgClaimFirstOfKindQuery = `WITH found (key, pos) AS (SELECT j.key, CASE
+			WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries
+				WHERE queue = j.key AND kind = $7 AND running_job IS NULL AND next_due <= $1
+				ORDER BY next_due, queue_pos LIMIT 1)
+			WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries
+				WHERE queue = j.key AND kind = $7 AND running_job IS NULL AND next_due <= $1
+				ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
+			WHEN (SELECT MIN(next_due) FROM lorries
+				WHERE queue = j.key AND kind = $7 AND running_job IS NULL) <= $1
+			THEN (SELECT queue_pos FROM lorries
+				WHERE queue = j.key AND kind = $7 AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
+					AND next_due <= $1
+				ORDER BY queue_pos LIMIT 1)
+			END
+		FROM jsonb_each_text(CAST($2 AS jsonb)) AS j),
+	` + pgClaimHead
+	// pgClaimHead is the rest of both, after the choices found.
+	pgClaimHead = `head AS (SELECT ` + lorryColumns + ` FROM lorries WHERE queue_pos = (SELECT MIN(pos) FROM
+			(SELECT found.pos FROM found
+			UNION ALL SELECT CAST(k.value AS BIGINT) FROM jsonb_each_text(CAST($3 AS jsonb)) AS k) AS h (pos))),
+		free AS (SELECT 1 WHERE COALESCE((SELECT retire FROM minions WHERE name = $4), 0) = 0
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE minion = $4 AND ` + liveStatus + `)),
 		job AS (INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout,
 				text, commit_id, runtime_name, runtime_version, runtime_id, runtime_python, queue)
-			SELECT path, kind, $1, $2, $3, $4, $4, 'claimed', lorry_timeout,
+			SELECT path, kind, $4, $5, $6, $1, $1, 'claimed', lorry_timeout,
 				CASE WHEN commit_id != '' THEN text ELSE '' END, commit_id,
 				runtime_name, runtime_version, runtime_id, runtime_python, queue
-			FROM head, free WHERE running_job IS NULL AND next_due <= $4 RETURNING id),
+			FROM head, free WHERE running_job IS NULL AND next_due <= $1 RETURNING id),
 		marked AS (UPDATE lorries SET running_job = (SELECT id FROM job),
 				queue_pos = (SELECT MAX(queue_pos) + 1 FROM lorries)
 			WHERE path = (SELECT path FROM head) AND running_job IS NULL AND EXISTS (SELECT 1 FROM job)
 			RETURNING 1),
 		touched AS (INSERT INTO minions (name, host, pid, last_seen, job_id)
-			SELECT $1, $2, $3, $4, id FROM job`+minionSeen+`)
+			SELECT $4, $5, $6, $1, id FROM job` + minionSeen + `)
 	SELECT head.*, (SELECT id FROM job), (SELECT COUNT(*) FROM marked), EXISTS (SELECT 1 FROM free),
 		(SELECT json_agg(json_build_array(found.key, found.pos)) FROM found)
-	FROM head`, before)
-}
+	FROM head`
+)

@@ -52,7 +52,7 @@ func (s *session) stmt(ctx context.Context, query string) (*stmt, error) {
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
-	st := &stmt{s: s, text: s.drv.statementText(query)}
+	st := &stmt{s: s, text: query}
 	if s.prepare {
 		var err error
 		if st.prepared, err = s.conn.PrepareContext(ctx, st.text); err != nil {

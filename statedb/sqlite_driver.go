@@ -69,8 +69,6 @@ func (sqliteDriver) startWriters(ctx context.Context, db *DB) error {
 	return nil
 }
 
-func (sqliteDriver) statementText(query string) string { return query }
-
 // args: SQLite's driver binds a bool as 0 or 1.
 func (sqliteDriver) args(args []any) []any { return args }
 
@@ -205,8 +203,6 @@ func (sqliteDriver) makeConfigSeen(ctx context.Context, tx *Tx) error {
 	_, err := tx.exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS config_seen (path TEXT PRIMARY KEY) WITHOUT ROWID`)
 	return err
 }
-
-func (sqliteDriver) setTxPG(*Tx) {}
 
 func (sqliteDriver) migrationsDir() string { return "migrations/sqlite" }
 

@@ -20,6 +20,9 @@ var sqliteSQL = dialectSQL{
 	dueSchedules: dueSchedulesQuery,
 	failingLorries: `SELECT ` + lorryColumns + ` FROM lorries INDEXED BY lorries_failing
 		WHERE last_run_exit != 0 OR last_run_error != '' ORDER BY queue_pos LIMIT $1 OFFSET $2`,
+	freeOrphanedLorry: `UPDATE lorries SET running_job = NULL,
+			next_due = CASE WHEN schedule != '' THEN MIN($1, cron_handled) ELSE $1 END
+		WHERE path = $2 AND running_job = $3`,
 	heads:       headsQuery,
 	headsOfKind: headsOfKindQuery,
 	jobsAfter: `SELECT ` + jobColumns + ` FROM jobs

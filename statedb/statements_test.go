@@ -50,12 +50,8 @@ var sqlHelpers = map[string]int{
 // constants of their own.
 var builtAtRunTime = map[string]string{
 	"(*Tx).ListLorries": "only the filters given are in its query (listLorriesQuery); listLorriesTexts has every form",
-	// The hot path's statements are being written in each dialect.
-	"(*Tx).claimFirst":        "hot path, written in each dialect apart",
-	"(*Tx).jobRetireAndLorry": "hot path, written in each dialect apart",
-	"(*Tx).recordEnd":         "hot path, written in each dialect apart",
-	"(*Tx).recordRunAndEnd":   "hot path, written in each dialect apart",
-	"(*Tx).updateJob":         "hot path, written in each dialect apart",
+	"(*Tx).jobRetireAndLorry": "its column lists are jobColumns and lorryColumns with their tables named (qualified), " +
+		"made once when the program starts",
 }
 
 // listLorriesTexts is the query of ListLorries for every combination of
@@ -74,12 +70,6 @@ func listLorriesTexts() []string {
 	}
 	return out
 }
-
-// rewritten is how the statements of file are rewritten for PostgreSQL
-// when prepared, and whether they may be (dialect_test.go sets it while
-// dialect.go is there): the test prepares those as they run, and fails
-// any other that the rewrite would change.
-var rewritten func(file string) (func(string) string, bool)
 
 // TestEveryStatementPrepares prepares every statement of the package, as
 // written, on the database of each backend that runs it: those of
@@ -144,15 +134,6 @@ func prepareAll(t *testing.T, driverName, place string, b backend, stmts []state
 			continue
 		}
 		text := st.text
-		if b == forPostgres && rewritten != nil {
-			f, ok := rewritten(strings.SplitN(st.pos, ":", 2)[0])
-			switch {
-			case ok:
-				text = f(text)
-			case f(text) != text:
-				t.Errorf("%s: rewritten when prepared:\n%s\nbecomes\n%s", st.pos, text, f(text))
-			}
-		}
 		p, err := conn.PrepareContext(ctx, text)
 		if err != nil {
 			t.Errorf("%s: %v\n%s", st.pos, err, text)

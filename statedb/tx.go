@@ -14,9 +14,6 @@ type Tx struct {
 	// shared says that the transaction is shared by several calls
 	// (UpdateShared), whose statements no call's context may interrupt.
 	shared bool
-	// pg is for handout.go, pghandout.go, jobupdate.go and jobend.go
-	// until they use the driver.
-	pg bool
 	// drv is the DB's driver, and q its own statements.
 	drv         driver
 	q           *dialectSQL
@@ -87,9 +84,7 @@ func (db *DB) runTxOnce(ctx context.Context, s *session, fn func(*Tx) error) err
 }
 
 func (db *DB) newTx(s *session) *Tx {
-	tx := &Tx{s: s, drv: db.drv, q: db.drv.sql(), Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
-	db.drv.setTxPG(tx)
-	return tx
+	return &Tx{s: s, drv: db.drv, q: db.drv.sql(), Now: db.Now(), outputLimit: db.outputLimit, notify: db.notify}
 }
 
 // The helpers below run constant query strings through the session's

@@ -40,7 +40,7 @@ func BenchmarkCountLorries(b *testing.B) {
 		}
 	}
 	const onePass = `SELECT COUNT(*),
-			COALESCE(SUM(running_job IS NULL AND next_due <= ?), 0),
+			COALESCE(SUM(running_job IS NULL AND next_due <= $1), 0),
 			COALESCE(SUM(last_run_exit IS NOT NULL AND last_run_exit != 0 OR last_run_error != ''), 0),
 			COALESCE(SUM(running_job IS NOT NULL), 0)
 		FROM lorries`

@@ -47,8 +47,8 @@ func BenchmarkHandOutKinds(b *testing.B) {
 		// The last 1% of each queue in queue order is due, the rest
 		// later, front first.
 		_, err := tx.exec(ctx, `UPDATE lorries SET next_due = r.due
-			FROM (SELECT path, CASE WHEN ROW_NUMBER() OVER w > COUNT(*) OVER w * 99 / 100 THEN ?1 - 1
-					ELSE ?1 + ROW_NUMBER() OVER w END AS due
+			FROM (SELECT path, CASE WHEN ROW_NUMBER() OVER w > COUNT(*) OVER w * 99 / 100 THEN $1 - 1
+					ELSE $1 + ROW_NUMBER() OVER w END AS due
 				FROM lorries WINDOW w AS (PARTITION BY queue ORDER BY queue_pos
 					ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)) AS r
 			WHERE lorries.path = r.path`, tx.Now)
@@ -75,7 +75,7 @@ func BenchmarkHandOutKinds(b *testing.B) {
 					if _, err := tx.UpdateJob(ctx, JobUpdate{ID: a.Job.ID, Minion: m, Exit: new(int64)}); err != nil {
 						return err
 					}
-					_, err = tx.exec(ctx, `UPDATE lorries SET next_due = ? WHERE path = ?`, tx.Now-1, a.Lorry.Path)
+					_, err = tx.exec(ctx, `UPDATE lorries SET next_due = $1 WHERE path = $2`, tx.Now-1, a.Lorry.Path)
 					return err
 				})
 				if err != nil {

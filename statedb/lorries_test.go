@@ -19,7 +19,7 @@ func listingFixture(t *testing.T) *fixture {
 		"c/é": StateHardFailed, "b/x": StateFailing}
 	f.update(t, func(tx *Tx) error {
 		for p, s := range states {
-			if _, err := tx.exec(context.Background(), `UPDATE lorries SET state = ? WHERE path = ?`, s, p); err != nil {
+			if _, err := tx.exec(context.Background(), `UPDATE lorries SET state = $1 WHERE path = $2`, s, p); err != nil {
 				return err
 			}
 		}

@@ -81,12 +81,12 @@ func TestPostgresHandOutPlans(t *testing.T) {
 			// Ended jobs, as the table holds after a while.
 			if _, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, ended, status, timeout, queue)
 				SELECT 'group001/repo' || i, 'lorry', 'm' || (i % 50), 'h', i, i, i, i, 'finished', 0, 'q1'
-				FROM generate_series(CAST(?1 AS BIGINT), CAST(?2 AS BIGINT)) AS i`, from, to-1); err != nil {
+				FROM generate_series(CAST($1 AS BIGINT), CAST($2 AS BIGINT)) AS i`, from, to-1); err != nil {
 				return err
 			}
 			// Due out of queue order, half of them later.
-			_, err := tx.exec(ctx, `UPDATE lorries SET next_due = ?1 + (queue_pos * 7919) % 7200 - 3600
-				WHERE queue_pos >= ?2`, tx.Now, from)
+			_, err := tx.exec(ctx, `UPDATE lorries SET next_due = $1 + (queue_pos * 7919) % 7200 - 3600
+				WHERE queue_pos >= $2`, tx.Now, from)
 			return err
 		})
 	}
@@ -103,7 +103,7 @@ func TestPostgresHandOutPlans(t *testing.T) {
 				{"claim", pgClaimFirstQuery, []any{tx.Now, ask, `{}`, "m", "h", 1}},
 				{"claim of kind", pgClaimFirstOfKindQuery, []any{tx.Now, ask, `{}`, "m", "h", 1, "lorry"}},
 				{"claim from known choices", pgClaimFirstQuery, []any{tx.Now, `{}`, `{"q1": 5}`, "m", "h", 1}},
-				{"owned jobs", `SELECT ` + jobColumns + ` FROM jobs WHERE minion = ? AND ` + liveStatus, []any{"m"}},
+				{"owned jobs", `SELECT ` + jobColumns + ` FROM jobs WHERE minion = $1 AND ` + liveStatus, []any{"m"}},
 				{"report", jobAndRetireQuery, []any{"m", 1}},
 				{"end", pgEndQuery, []any{StatusSucceeded, 0, tx.Now, nil, 0, 0, 0, 0, 0, "", []byte{}, "", 1, 0, 0, 0,
 					"m", true}},

@@ -134,7 +134,7 @@ func TestHealthCheckSeesStatementsFail(t *testing.T) {
 	for i := range 4 * readSessions {
 		err := db.View(ctx, func(tx *Tx) error {
 			var n int
-			return tx.queryRow(ctx, `SELECT COUNT(*) FROM lorries WHERE path = ?`, fmt.Sprint(i)).Scan(&n)
+			return tx.queryRow(ctx, `SELECT COUNT(*) FROM lorries WHERE path = $1`, fmt.Sprint(i)).Scan(&n)
 		})
 		if err == nil {
 			continue

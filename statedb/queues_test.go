@@ -375,7 +375,7 @@ func TestKeptChoicesAgreeWithAFreshLook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.query(ctx, headsQuery, tx.Now, string(ask))
+		rows, err := tx.query(ctx, tx.q.heads, tx.Now, string(ask))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +395,7 @@ func TestKeptChoicesAgreeWithAFreshLook(t *testing.T) {
 			return ""
 		}
 		var p string
-		if err := tx.queryRow(ctx, `SELECT path FROM lorries WHERE queue_pos = ?`, pos.Int64).Scan(&p); err != nil {
+		if err := tx.queryRow(ctx, `SELECT path FROM lorries WHERE queue_pos = $1`, pos.Int64).Scan(&p); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -475,7 +475,7 @@ func TestKeptChoicesAgreeWithAFreshLook(t *testing.T) {
 		case r < 96:
 			p := paths[rng.IntN(len(paths))]
 			f.update(t, func(tx *Tx) error {
-				_, err := tx.exec(ctx, `UPDATE lorries SET next_due = ? WHERE path = ?`, tx.Now-int64(rng.IntN(300)), p)
+				_, err := tx.exec(ctx, `UPDATE lorries SET next_due = $1 WHERE path = $2`, tx.Now-int64(rng.IntN(300)), p)
 				return err
 			})
 		default:
@@ -612,8 +612,8 @@ func TestHandOutsInOneTransaction(t *testing.T) {
 					}
 					// Due out of queue order; the last ones by that order
 					// not yet.
-					_, err := tx.exec(ctx, `UPDATE lorries SET next_due = ?1 - (queue_pos * 37) % 500
-						+ CASE WHEN queue_pos < ?2 THEN 0 ELSE 1000 END`, tx.Now, tt.due)
+					_, err := tx.exec(ctx, `UPDATE lorries SET next_due = $1 - (queue_pos * 37) % 500
+						+ CASE WHEN queue_pos < $2 THEN 0 ELSE 1000 END`, tx.Now, tt.due)
 					return err
 				})
 				return f

@@ -44,7 +44,7 @@ func sharedFixture(t *testing.T, n int, fn func(i int, tx *Tx) error) (errs []er
 		wg.Go(func() {
 			errs[i] = f.db.UpdateShared(ctx, func(tx *Tx) error {
 				txs[i] = tx
-				if _, err := tx.exec(ctx, `INSERT INTO t (x) VALUES (?)`, i); err != nil {
+				if _, err := tx.exec(ctx, `INSERT INTO t (x) VALUES ($1)`, i); err != nil {
 					return err
 				}
 				return fn(i, tx)

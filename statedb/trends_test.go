@@ -13,7 +13,7 @@ func (f *fixture) addJob(t *testing.T, path, status string, started, ended int64
 	t.Helper()
 	f.update(t, func(tx *Tx) error {
 		_, err := tx.exec(context.Background(), `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, ended, status, timeout)
-			VALUES (?, 'lorry', 'm1', 'h', 1, ?, ?, ?, ?, 0)`, path, started, ended, ended, status)
+			VALUES ($1, 'lorry', 'm1', 'h', 1, $2, $3, $4, $5, 0)`, path, started, ended, ended, status)
 		return err
 	})
 }
@@ -42,7 +42,7 @@ func TestJobsPerHour(t *testing.T) {
 	// A job still running has not ended: no hour counts it.
 	f.update(t, func(tx *Tx) error {
 		_, err := tx.exec(ctx, `INSERT INTO jobs (path, kind, minion, host, pid, started, updated, status, timeout)
-			VALUES ('q', 'lorry', 'm1', 'h', 1, ?, ?, 'running', 0)`, now-100, now)
+			VALUES ('q', 'lorry', 'm1', 'h', 1, $1, $2, 'running', 0)`, now-100, now)
 		return err
 	})
 	var hours []HourCount
@@ -198,7 +198,7 @@ func TestSampleQueues(t *testing.T) {
 	// A day later the samples older than a day are gone; nothing due is
 	// a wait of 0.
 	f.update(t, func(tx *Tx) error {
-		_, err := tx.exec(ctx, `UPDATE lorries SET next_due = ?`, 1000+QueueSampleKeep+500)
+		_, err := tx.exec(ctx, `UPDATE lorries SET next_due = $1`, 1000+QueueSampleKeep+500)
 		return err
 	})
 	sample(1100+QueueSampleKeep, true)

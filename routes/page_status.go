@@ -14,6 +14,7 @@ import (
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 const (
@@ -155,7 +156,7 @@ func readQueue(ctx context.Context, tx *statedb.Tx, v *statusView, f statedb.Lor
 	v.Filter, v.Filtered = f, f != (statedb.LorryFilter{})
 	v.States = options(f.State, "", "All", statedb.LorryDue, "Due", statedb.LorryFailing, "Failing",
 		statedb.LorryRunning, "Running", statedb.LorryNever, "Never run")
-	v.Kinds = options(f.Kind, "", "All", KindLorry, "Lorries", KindScraper, "Scrapers")
+	v.Kinds = options(f.Kind, "", "All", wire.KindLorry, "Lorries", wire.KindScraper, "Scrapers")
 	v.QueueMatches = v.St.Lorries.Total
 	if v.Filtered {
 		var err error
@@ -202,8 +203,8 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	if err := f.Valid(); err != nil {
 		return errorf(http.StatusBadRequest, "state %q is none of due, failing, running and never", f.State)
 	}
-	if f.Kind != "" && f.Kind != KindLorry && f.Kind != KindScraper {
-		return errorf(http.StatusBadRequest, "kind %q is neither %s nor %s", f.Kind, KindLorry, KindScraper)
+	if f.Kind != "" && f.Kind != wire.KindLorry && f.Kind != wire.KindScraper {
+		return errorf(http.StatusBadRequest, "kind %q is neither %s nor %s", f.Kind, wire.KindLorry, wire.KindScraper)
 	}
 	v, disk, err := s.readStatusViews(r.Context(), f, pageNumber(q.Get("page")))
 	if err != nil {

@@ -8,14 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller.dev/lc/confgit"
-	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/statedb"
-)
-
-// The kinds of entry and job, as the API names them.
-const (
-	KindLorry   = control.KindLorry
-	KindScraper = control.KindScraper
 )
 
 // runtimeJSON is a runtime section of the configuration in use.

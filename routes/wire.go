@@ -118,7 +118,7 @@ const hidden = "***"
 // URLs, known are those of its addresses, and for a scraper the values of
 // its env, whose names stay.
 func redactText(known *redact.Known, kind, text string) string {
-	if kind != KindScraper {
+	if kind != wire.KindScraper {
 		return known.JSON(text)
 	}
 	v, err := lorryspec.DecodeJSON([]byte(text))

@@ -50,12 +50,7 @@ func (s *Server) getHostMaxJobs(w http.ResponseWriter, r *http.Request) error {
 	if host == "" {
 		return errorf(http.StatusBadRequest, "get-host-max-jobs needs host")
 	}
-	var n *int64
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		n, err = tx.HostMaxJobs(r.Context(), host)
-		return err
-	})
+	n, err := s.HostMaxJobs(r.Context(), host)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // ConfFile is the name of the configuration file at the root of CONFGIT.
@@ -72,7 +73,7 @@ func (e *ConfError) Is(target error) bool { return target == ErrBadConf }
 // the same way; kind says how their specs are read.
 type lorriesSection struct {
 	index    int
-	kind     string // KindLorry or KindScraper
+	kind     string // wire.KindLorry or wire.KindScraper
 	prefix   string
 	globs    [][]string
 	interval time.Duration
@@ -161,12 +162,12 @@ func ParseHostSection(section string) (Host, error) {
 // one comes back with its error as far as it was read: with its globs
 // when its prefix and globs are good.
 func parseLorriesSection(i int, typ string, sec map[string]any) (lorriesSection, error) {
-	ls := lorriesSection{index: i, kind: KindLorry}
+	ls := lorriesSection{index: i, kind: wire.KindLorry}
 	fail := func(key string, err error) (lorriesSection, error) {
 		return ls, &ConfError{Section: i, Type: typ, Key: key, Err: err}
 	}
 	if typ == "scrapers" {
-		ls.kind = KindScraper
+		ls.kind = wire.KindScraper
 	}
 	prefix, err := requireString(sec, "prefix")
 	if err != nil {

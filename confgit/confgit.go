@@ -23,6 +23,7 @@ import (
 
 	"lorrycontroller.dev/lc/cron"
 	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // Config is the configuration found in one commit of CONFGIT.
@@ -66,8 +67,8 @@ type Lorry struct {
 	// Text is {Path: spec} as compact JSON with sorted keys, so the same
 	// spec always gives the same Text and a changed spec is seen as changed.
 	Text     string
-	Kind     string // KindLorry or KindScraper
-	Type     string // the spec's "type"; KindScraper for a scraper
+	Kind     string // wire.KindLorry or wire.KindScraper
+	Type     string // the spec's "type"; wire.KindScraper for a scraper
 	File     string // the .lorry or .scraper file that defines it
 	Interval time.Duration
 	Timeout  time.Duration // "lorry-timeout" of the section
@@ -532,7 +533,7 @@ func (b *builder) check(kind string, e lorryspec.Entry) checkedSpec {
 	if e.Err != nil {
 		return checkedSpec{err: e.Err}
 	}
-	if kind == KindLorry {
+	if kind == wire.KindLorry {
 		typ, err := lorryspec.Check(e.Value)
 		return checkedSpec{typ: typ, err: err}
 	}
@@ -543,7 +544,7 @@ func (b *builder) check(kind string, e lorryspec.Entry) checkedSpec {
 	r, ok := b.runtimes[sc.Runtime]
 	if !ok && b.brokenRuntimes[sc.Runtime] {
 		// Its runtime's section has the error, already reported.
-		return checkedSpec{typ: KindScraper}
+		return checkedSpec{typ: wire.KindScraper}
 	}
 	if !ok {
 		return checkedSpec{err: &lorryspec.KeyError{Key: "runtime", Err: fmt.Errorf("unknown runtime %q", sc.Runtime)}}
@@ -553,7 +554,7 @@ func (b *builder) check(kind string, e lorryspec.Entry) checkedSpec {
 			return checkedSpec{err: &lorryspec.KeyError{Key: "config", Err: fmt.Errorf("config file %q is not in the repository", c)}}
 		}
 	}
-	return checkedSpec{typ: KindScraper, runtime: r}
+	return checkedSpec{typ: wire.KindScraper, runtime: r}
 }
 
 // clone copies c so that a cached Config cannot be changed through a copy

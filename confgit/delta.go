@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // ErrReadWhole says that a commit cannot be read as a change of an earlier
@@ -180,7 +181,7 @@ func readDelta(ctx context.Context, t *gitTree, oldRoot *object.Tree, changed []
 			ls := &pc.lorries[j]
 			for _, g := range ls.globs {
 				if matchSegments(g, segs) {
-					if ls.kind != KindLorry {
+					if ls.kind != wire.KindLorry {
 						return nil, ErrReadWhole
 					}
 					matched = append(matched, ls)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"lorrycontroller.dev/lc/wire"
 )
 
 func mapFS(files map[string]string) fstest.MapFS {
@@ -254,7 +256,7 @@ func TestParseLorries(t *testing.T) {
 	wantGlib := Lorry{
 		Path:     "delta/gnome/glib",
 		Text:     `{"delta/gnome/glib":{"check-certificates":true,"type":"git","url":"https://gitlab.gnome.org/GNOME/glib.git"}}`,
-		Kind:     KindLorry,
+		Kind:     wire.KindLorry,
 		Type:     "git",
 		File:     "open-source-lorries/gnome.lorry",
 		Interval: 6 * time.Hour,
@@ -271,7 +273,7 @@ func TestParseLorries(t *testing.T) {
 	wantOne := Lorry{
 		Path:     "mirrors/yaml/apps/one",
 		Text:     `{"mirrors/yaml/apps/one":{"refspecs":["+refs/heads/*"],"type":"git","url":"https://example.com/one.git"}}`,
-		Kind:     KindLorry,
+		Kind:     wire.KindLorry,
 		Type:     "git",
 		File:     "yaml/apps.lorry",
 		Interval: 24 * time.Hour,

@@ -16,12 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Kinds of run-queue entries.
-const (
-	KindLorry   = "lorry"   // a .lorry spec, mirrored by lorry
-	KindScraper = "scraper" // a .scraper spec, run in its runtime
-)
-
 // RequirementsFile is the file every runtime directory must hold: the
 // requirements the environment is built from.
 const RequirementsFile = requirements.File

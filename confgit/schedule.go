@@ -7,6 +7,7 @@ import (
 
 	"lorrycontroller.dev/lc/cron"
 	"lorrycontroller.dev/lc/lorryspec"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // schedule is a "schedule" key: its item, and its text as compact JSON
@@ -92,7 +93,7 @@ func parseSectionsAt(data []byte, now time.Time) (*confParser, error) {
 	for _, ls := range p.pc.lorries {
 		if err := ls.schedule.checkFires(now); err != nil {
 			typ := "lorries"
-			if ls.kind == KindScraper {
+			if ls.kind == wire.KindScraper {
 				typ = "scrapers"
 			}
 			p.errs = append(p.errs, &ConfError{Section: ls.index, Type: typ, Key: "schedule", Err: err})

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"lorrycontroller.dev/lc/wire"
 )
 
 // nightItem is a schedule with its keys out of order, to check that the
@@ -135,7 +137,7 @@ func TestParseScraperSchedule(t *testing.T) {
 	files["scrapers/c.scraper"] = `{"nightly": {"runtime": "fn", "module": "fn.nightly", "schedule": ` + nightItem + `},
 		"broken": {"runtime": "fn", "module": "fn.broken", "schedule": {"minute": 0}}}`
 	cfg := mustParse(t, files)
-	if got := findLorry(t, cfg, "scrape/nightly"); got.Schedule != nightText || got.Cron == nil || got.Kind != KindScraper {
+	if got := findLorry(t, cfg, "scrape/nightly"); got.Schedule != nightText || got.Cron == nil || got.Kind != wire.KindScraper {
 		t.Errorf("scrape/nightly: got %+v, want a scraper with schedule %s", got, nightText)
 	}
 	if got := findLorry(t, cfg, "scrape/bills").Schedule; got != "" {

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"lorrycontroller.dev/lc/wire"
 )
 
 const scraperConf = `[
@@ -208,7 +210,7 @@ func TestParseScrapers(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	bills := findLorry(t, cfg, "scrape/bills")
-	if bills.Kind != KindScraper || bills.File != "scrapers/a.scraper" || bills.Interval.Hours() != 24 ||
+	if bills.Kind != wire.KindScraper || bills.File != "scrapers/a.scraper" || bills.Interval.Hours() != 24 ||
 		bills.Timeout.Hours() != 12 || bills.Runtime.Name != "fn" {
 		t.Errorf("got %+v, want a scraper of runtime fn from scrapers/a.scraper every day with a 12h timeout", bills)
 	}
@@ -303,10 +305,10 @@ func TestParseLorriesAndScrapersTogether(t *testing.T) {
 	files[ConfFile] = strings.Replace(scraperConf, "[", `[{"type": "lorries", "prefix": "mirror", "globs": ["*.lorry"]},`, 1)
 	files["m.lorry"] = `{"m": {"type": "git", "url": "u"}}`
 	cfg := mustParse(t, files)
-	if l := findLorry(t, cfg, "mirror/m"); l.Kind != KindLorry || l.Type != "git" || l.Runtime != (Runtime{}) {
+	if l := findLorry(t, cfg, "mirror/m"); l.Kind != wire.KindLorry || l.Type != "git" || l.Runtime != (Runtime{}) {
 		t.Errorf("got %+v, want a git lorry without a runtime", l)
 	}
-	if l := findLorry(t, cfg, "scrape/votes"); l.Kind != KindScraper || l.Type != KindScraper {
+	if l := findLorry(t, cfg, "scrape/votes"); l.Kind != wire.KindScraper || l.Type != wire.KindScraper {
 		t.Errorf("got %+v, want a scraper", l)
 	}
 }

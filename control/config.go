@@ -8,6 +8,7 @@ import (
 	"lorrycontroller.dev/lc/forgehook"
 	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // ConfigResult is what applying the configuration did.
@@ -257,7 +258,7 @@ func (a *configApply) lorries(batch []confgit.Lorry) error {
 	lorries := make([]statedb.NewLorry, len(batch))
 	for i, l := range batch {
 		lorries[i] = statedb.NewLorry{
-			Path: l.Path, Text: l.Text, Kind: KindLorry, FromPath: l.File,
+			Path: l.Path, Text: l.Text, Kind: wire.KindLorry, FromPath: l.File,
 			Interval: int64(l.Interval.Seconds()), Timeout: int64(l.Timeout.Seconds()),
 			Schedule: l.Schedule, UpstreamURL: forgehook.SpecURL(l.Text),
 			MaxBackoff: int64(l.MaxBackoff.Seconds()), HardFailAfter: l.HardFailAfter,
@@ -268,8 +269,8 @@ func (a *configApply) lorries(batch []confgit.Lorry) error {
 		}
 		// A scraper records the commit it was read from, whose files its
 		// next job is handed with the runtime of that same commit.
-		if l.Kind == KindScraper {
-			lorries[i].Kind, lorries[i].CommitID = KindScraper, a.commit
+		if l.Kind == wire.KindScraper {
+			lorries[i].Kind, lorries[i].CommitID = wire.KindScraper, a.commit
 			lorries[i].Runtime = statedb.Runtime{Name: l.Runtime.Name, Version: l.Runtime.Version,
 				ID: l.Runtime.ID, Python: l.Runtime.Python}
 		}

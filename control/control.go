@@ -29,12 +29,6 @@ import (
 	"lorrycontroller.dev/lc/statedb"
 )
 
-// KindLorry is the kind of job that runs lorry on a spec.
-const KindLorry = confgit.KindLorry
-
-// KindScraper is the kind of job that runs a scraper in its runtime.
-const KindScraper = confgit.KindScraper
-
 // ConfigReader reads the configuration from CONFGIT. One that is also a
 // ConfigHistory, as *confgit.Source is, can hand out scrapers and serve
 // their runtimes.

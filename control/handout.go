@@ -138,7 +138,7 @@ func (a *App) prepare(ctx context.Context, as statedb.Assignment) (*Offer, strin
 	offer := &Offer{Job: as.Job, Text: as.Lorry.Text, AllowLocalSources: a.AllowLocalSources,
 		LeaseTerms: a.LeaseTerms(), OutputLimit: limit}
 	var err error
-	if as.Job.Kind == KindScraper {
+	if as.Job.Kind == wire.KindScraper {
 		if offer.Scraper, err = a.scraperFor(ctx, as.Job, as.Lorry.Text); err != nil {
 			return nil, "read the scraper's files from CONFGIT: " + redact.URLs(err.Error())
 		}

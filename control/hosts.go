@@ -13,6 +13,7 @@ import (
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // HostLister lists an Upstream Host and returns the lorries its
@@ -39,7 +40,7 @@ func NewHostLister(opts upstream.ListerOptions) HostLister {
 		lorries := make([]statedb.NewLorry, len(gen))
 		for i, g := range gen {
 			lorries[i] = statedb.NewLorry{
-				Path: g.Path, Text: g.Text, Kind: KindLorry, FromPath: g.FromPath,
+				Path: g.Path, Text: g.Text, Kind: wire.KindLorry, FromPath: g.FromPath,
 				Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
 				Description: g.Description, DefaultBranch: g.DefaultBranch,
 				UpstreamURL: forgehook.SpecURL(g.Text),

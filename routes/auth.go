@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/statedb"
 )
 
@@ -127,12 +128,7 @@ func (s *Server) identify(r *http.Request) (*caller, error) {
 		if !ok {
 			return nil, errorf(http.StatusUnauthorized, "the Authorization header must be \"Bearer TOKEN\"")
 		}
-		var t statedb.Token
-		err := s.DB.View(ctx, func(tx *statedb.Tx) error {
-			var err error
-			t, err = tx.TokenByHash(ctx, statedb.HashSecret(secret))
-			return err
-		})
+		t, err := s.TokenBySecret(ctx, secret)
 		if errors.Is(err, statedb.ErrNotFound) {
 			return nil, errorf(http.StatusUnauthorized, "the token is not known, or was revoked")
 		}
@@ -170,12 +166,7 @@ func (s *Server) sessionCaller(r *http.Request) (*caller, error) {
 	if err != nil || ck.Value == "" {
 		return &caller{}, nil
 	}
-	var se statedb.Session
-	err = s.DB.View(ctx, func(tx *statedb.Tx) error {
-		var err error
-		se, err = tx.SessionByHash(ctx, statedb.HashSecret(ck.Value))
-		return err
-	})
+	se, err := s.SessionByCookie(ctx, ck.Value)
 	if errors.Is(err, statedb.ErrNotFound) {
 		// Signed out, expired or revoked: the page says "Sign in".
 		return &caller{}, nil
@@ -191,7 +182,7 @@ func (s *Server) sessionCaller(r *http.Request) (*caller, error) {
 // seconds per token: the stored time already says whether it is due, and
 // the map keeps requests that arrive together from all writing it.
 func (s *Server) tokenUsed(ctx context.Context, t statedb.Token) {
-	now := s.DB.Now()
+	now := s.Now()
 	if t.LastUsed != nil && now-*t.LastUsed < tokenUseEvery && now >= *t.LastUsed {
 		return
 	}
@@ -208,8 +199,7 @@ func (s *Server) tokenUsed(ctx context.Context, t statedb.Token) {
 	if !due {
 		return
 	}
-	err := s.DB.Update(ctx, func(tx *statedb.Tx) error { return tx.TokenUsed(ctx, t.Name) })
-	if err != nil {
+	if err := s.TokenUsed(ctx, t.Name); err != nil {
 		s.Log.Warn("record token use", "token_name", t.Name, "err", err)
 	}
 }
@@ -349,7 +339,7 @@ type signInView struct {
 }
 
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, code int, back, msg string) error {
-	v := signInView{pageBase: livePage(w, r, "Sign in", "sign-in", s.DB.Now()), Message: msg}
+	v := signInView{pageBase: livePage(w, r, "Sign in", "sign-in", s.Now()), Message: msg}
 	v.Back = back
 	challenge(w, code)
 	return writePage(w, code, "signin.html", v)
@@ -370,12 +360,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	back := backURL(p["back"])
 	secret := strings.TrimSpace(p["token"])
-	var t statedb.Token
-	err = s.DB.View(ctx, func(tx *statedb.Tx) error {
-		var err error
-		t, err = tx.TokenByHash(ctx, statedb.HashSecret(secret))
-		return err
-	})
+	t, err := s.TokenBySecret(ctx, secret)
 	if errors.Is(err, statedb.ErrNotFound) || secret == "" {
 		s.Log.Warn("sign-in refused", "remote_addr", r.RemoteAddr)
 		return s.signInPage(w, r, http.StatusUnauthorized, back, "That token is not known, or was revoked.")
@@ -391,9 +376,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = s.DB.Update(ctx, func(tx *statedb.Tx) error {
-		return tx.CreateSession(ctx, statedb.HashSecret(id), t.Name, csrf, tx.Now+int64(sessionLifetime/time.Second))
-	})
+	err = s.StartSession(ctx, control.NewSession{Cookie: id, Token: t.Name, CSRF: csrf, Lifetime: int64(sessionLifetime / time.Second)})
 	if err != nil {
 		return err
 	}
@@ -419,8 +402,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	c := callerOf(ctx)
 	if ck, err := r.Cookie(sessionCookie); err == nil {
-		err := s.DB.Update(ctx, func(tx *statedb.Tx) error { return tx.EndSession(ctx, statedb.HashSecret(ck.Value)) })
-		if err != nil {
+		if err := s.EndSession(ctx, ck.Value); err != nil {
 			return err
 		}
 	}

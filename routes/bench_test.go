@@ -22,12 +22,12 @@ import (
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/confgit/confgittest"
 	"lorrycontroller.dev/lc/control"
-
 	"lorrycontroller.dev/lc/cron"
 	"lorrycontroller.dev/lc/hosts/hoststest"
 	"lorrycontroller.dev/lc/hosts/upstream"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/statedb/dbtest"
+	"lorrycontroller.dev/lc/wire"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,7 +51,7 @@ func fillQueue(tb testing.TB, db *statedb.DB, n int) {
 	want := make([]statedb.NewLorry, n)
 	for i := range want {
 		p := fmt.Sprintf("bench/group%03d/repo%06d", i%1000, i)
-		want[i] = statedb.NewLorry{Path: p, Kind: KindLorry, Interval: 86400, Timeout: 3600,
+		want[i] = statedb.NewLorry{Path: p, Kind: wire.KindLorry, Interval: 86400, Timeout: 3600,
 			Text: `{"` + p + `":{"type":"git","url":"https://git.example.org/` + p + `.git"}}`}
 	}
 	err := db.Update(context.Background(), func(tx *statedb.Tx) error {
@@ -310,7 +310,7 @@ func fillSchedules(tb testing.TB, db *statedb.DB, lorries, n int) {
 		want := make([]statedb.NewLorry, lorries)
 		for i := range want {
 			p := fmt.Sprintf("bench/group%03d/repo%06d", i%1000, i)
-			want[i] = statedb.NewLorry{Path: p, Kind: KindLorry, Interval: 86400, Timeout: 3600,
+			want[i] = statedb.NewLorry{Path: p, Kind: wire.KindLorry, Interval: 86400, Timeout: 3600,
 				Text: `{"` + p + `":{"type":"git","url":"https://git.example.org/` + p + `.git"}}`}
 			if j := i / step; i%step == 0 && j < n {
 				text := fmt.Sprintf(`{"minute": %d, "hour": %d, "timezone": "UTC", "dst_fixes": ["skip", "repeat_use_only_early"],

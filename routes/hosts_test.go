@@ -15,6 +15,7 @@ import (
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/hosts/downstream"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // fakeHost stands in for listing an upstream host.
@@ -35,7 +36,7 @@ func (f *fakeHost) list(_ context.Context, h confgit.Host) ([]statedb.NewLorry, 
 	var out []statedb.NewLorry
 	for _, r := range f.repos {
 		path := "mirror/" + r
-		out = append(out, statedb.NewLorry{Path: path, Kind: KindLorry, FromPath: r,
+		out = append(out, statedb.NewLorry{Path: path, Kind: wire.KindLorry, FromPath: r,
 			Text:     `{"` + path + `":{"type":"git","url":"https://oauth2:SEKRIT@` + h.Name + `/` + r + `.git"}}`,
 			Interval: int64(h.Interval.Seconds()), Timeout: int64(h.Timeout.Seconds()),
 			Description: "the " + r + " project", DefaultBranch: "trunk"})

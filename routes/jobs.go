@@ -5,18 +5,10 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-
-	"lorrycontroller.dev/lc/statedb"
-	"lorrycontroller.dev/lc/wire"
 )
 
 func (s *Server) listRunningJobs(w http.ResponseWriter, r *http.Request) error {
-	var ids []int64
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		ids, err = tx.RunningJobIDs(r.Context())
-		return err
-	})
+	ids, err := s.RunningJobIDs(r.Context())
 	if err != nil {
 		return err
 	}
@@ -24,12 +16,7 @@ func (s *Server) listRunningJobs(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
-	var ids []int64
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		ids, err = tx.JobIDs(r.Context())
-		return err
-	})
+	ids, err := s.JobIDs(r.Context())
 	if err != nil {
 		return err
 	}
@@ -41,27 +28,12 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var j statedb.Job
-	var out string
-	var refs *wire.RefChanges
-	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		if j, err = tx.Job(r.Context(), id); err != nil {
-			return err
-		}
-		if refs, err = jobRefs(tx, r, id); err != nil {
-			return err
-		}
-		if out, err = tx.Output(r.Context(), id); err != nil {
-			return err
-		}
-		out = knownSecrets(r.Context(), tx, j.Path).Text(out)
-		return nil
-	})
+	d, err := s.Job(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	answer := jobWire(j, out)
-	answer.Refs = refs.Cut() // every list [], never null
+	answer := jobWire(d.Job, d.Output)
+	answer.Refs = d.Refs.Cut() // every list [], never null
 	return ok(w, answer)
 }
 

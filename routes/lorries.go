@@ -45,13 +45,7 @@ func (s *Server) listLorries(w http.ResponseWriter, r *http.Request) error {
 		}
 		l.Limit = n
 	}
-	var page []statedb.Lorry
-	var next string
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		page, next, err = tx.ListLorries(r.Context(), l)
-		return err
-	})
+	page, next, err := s.ListLorries(r.Context(), l)
 	if err != nil {
 		return err
 	}

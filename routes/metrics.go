@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/statedb"
 )
 
@@ -68,7 +69,7 @@ var (
 // exception: they go into a histogram, which a scrape fills with the jobs
 // that ended since the one before.
 type metrics struct {
-	db           *statedb.DB
+	app          *control.App
 	ghostTimeout int64
 	log          *slog.Logger
 	disk         string // the directory whose file system the disk metrics tell of
@@ -85,12 +86,13 @@ type metrics struct {
 }
 
 // diskDir is the directory whose file system the disk metrics tell of:
-// the SQLite STATEDB's (DB.DiskDir). A PostgreSQL STATEDB's disk is the
-// server's, which no query tells of; there they tell of the disk that the
-// WEBAPP writes the STATEDB's backups to (backups), if it has one.
-func diskDir(db *statedb.DB, backups string) string {
-	if dir := db.DiskDir(); dir != "" {
-		return dir
+// the STATEDB's (stateDir, control's StateDir), if it is on this
+// machine. A PostgreSQL STATEDB's disk is the server's, which no query
+// tells of; there they tell of the disk that the WEBAPP writes the
+// STATEDB's backups to (backups), if it has one.
+func diskDir(stateDir, backups string) string {
+	if stateDir != "" {
+		return stateDir
 	}
 	return backups
 }
@@ -99,10 +101,10 @@ func diskDir(db *statedb.DB, backups string) string {
 // WEBAPP's figures, the requests' durations and the Go runtime's.
 func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler {
 	m := &metrics{
-		db:           s.DB,
+		app:          s.App,
 		ghostTimeout: int64(s.GhostTimeout.Seconds()),
 		log:          s.Log,
-		disk:         diskDir(s.DB, s.BackupDirectory),
+		disk:         diskDir(s.StateDir(), s.BackupDirectory),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lorry_controller_job_duration_seconds",
 			Help:    "How long jobs ran, by kind and by how they ended, observed as they end.",
@@ -112,7 +114,7 @@ func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	if err := m.db.View(ctx, func(tx *statedb.Tx) error { return m.prime(ctx, tx) }); err != nil {
+	if err := m.prime(ctx); err != nil {
 		// The first scrape tries again.
 		s.Log.Warn("metrics: read running jobs", "err", err)
 	}
@@ -128,17 +130,13 @@ func (s *Server) metricsHandler(requests *prometheus.HistogramVec) http.Handler 
 
 // prime notes the jobs that exist now: those running will be observed when
 // they end, the others never.
-func (m *metrics) prime(ctx context.Context, tx *statedb.Tx) error {
-	last, err := tx.LastJobID(ctx)
+func (m *metrics) prime(ctx context.Context) error {
+	so, err := m.app.JobsSoFar(ctx)
 	if err != nil {
 		return err
 	}
-	ids, err := tx.RunningJobIDs(ctx)
-	if err != nil {
-		return err
-	}
-	m.next = last + 1
-	for _, id := range ids {
+	m.next = so.LastID + 1
+	for _, id := range so.Running {
 		m.running[id] = true
 	}
 	m.primed = true
@@ -171,7 +169,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		up = 0
 	} else {
 		writes := 1.0
-		if err := m.db.CheckWrites(ctx); err != nil {
+		if err := m.app.CheckWrites(ctx); err != nil {
 			m.log.Error("metrics: write state database", "err", err)
 			up, writes = 0, 0
 		}
@@ -198,48 +196,22 @@ type snapshot struct {
 	extra   extraSnapshot
 }
 
-// read fills sn in one read transaction.
+// read fills sn in one read transaction, after noting the jobs so far
+// if they are not yet.
 func (m *metrics) read(ctx context.Context, sn *snapshot) error {
-	return m.db.View(ctx, func(tx *statedb.Tx) error {
-		if !m.primed {
-			if err := m.prime(ctx, tx); err != nil {
-				return err
-			}
-		}
-		var err error
-		sn.now = tx.Now
-		if sn.lorries, err = tx.CountLorries(ctx); err != nil {
+	if !m.primed {
+		if err := m.prime(ctx); err != nil {
 			return err
 		}
-		if sn.states, err = tx.LorryStates(ctx); err != nil {
-			return err
-		}
-		if sn.jobs, err = tx.JobCounts(ctx); err != nil {
-			return err
-		}
-		ids, err := tx.RunningJobIDs(ctx)
-		if err != nil {
-			return err
-		}
-		sn.running = len(ids)
-		if sn.queue, err = tx.RunningQueue(ctx); err != nil {
-			return err
-		}
-		if sn.minions, err = tx.Minions(ctx); err != nil {
-			return err
-		}
-		if sn.config, err = tx.ConfigState(ctx); err != nil {
-			return err
-		}
-		if sn.hosts, err = tx.Hosts(ctx); err != nil {
-			return err
-		}
-		if err := sn.extra.read(ctx, tx); err != nil {
-			return err
-		}
-		sn.timings, err = tx.JobTimings(ctx, m.oldestUnseen())
+	}
+	rd, err := m.app.ReadMetrics(ctx, m.oldestUnseen())
+	if err != nil {
 		return err
-	})
+	}
+	sn.now, sn.lorries, sn.states, sn.jobs, sn.running = rd.Now, rd.Lorries, rd.States, rd.Jobs, rd.Running
+	sn.queue, sn.minions, sn.config, sn.hosts, sn.timings = rd.RunningQueue, rd.Minions, rd.Config, rd.Hosts, rd.Timings
+	sn.extra = extraSnapshot{queues: rd.Queues, pending: rd.Pending, oldestPending: rd.OldestPending}
+	return nil
 }
 
 func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
@@ -248,7 +220,7 @@ func (m *metrics) collect(ctx context.Context, ch chan<- prometheus.Metric) erro
 	if err != nil {
 		return err
 	}
-	if sn.usage, err = m.db.Usage(ctx); err != nil {
+	if sn.usage, err = m.app.Usage(ctx); err != nil {
 		return err
 	}
 	m.observe(sn.timings)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"lorrycontroller.dev/lc/wire"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -162,14 +164,14 @@ func TestMetrics(t *testing.T) {
 		{name: "lorry_controller_minions", labels: []string{"state", "busy"}, value: 1},
 		{name: "lorry_controller_minions", labels: []string{"state", "idle"}, value: 1},
 		{name: "lorry_controller_minions", labels: []string{"state", "silent"}, value: 1},
-		{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", KindLorry, "status", "succeeded"}, value: 1},
+		{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", wire.KindLorry, "status", "succeeded"}, value: 1},
 		{name: "lorry_controller_config_read_success", value: 1},
 		{name: "lorry_controller_config_read_timestamp_seconds", value: 1000},
 		{name: "lorry_controller_config_success_timestamp_seconds", value: 1000},
 		{name: "lorry_controller_config_file_errors", value: 0},
 		{name: "lorry_controller_host_listing_success", labels: []string{"host", "gl.example"}, absent: true},
 	})
-	if got := histogramSum(fams, "lorry_controller_job_duration_seconds", "kind", KindLorry, "status", "succeeded"); got != 30 {
+	if got := histogramSum(fams, "lorry_controller_job_duration_seconds", "kind", wire.KindLorry, "status", "succeeded"); got != 30 {
 		t.Errorf("duration sum of the succeeded job = %v; want 30", got)
 	}
 
@@ -199,8 +201,8 @@ func TestMetrics(t *testing.T) {
 		{name: "lorry_controller_running_jobs", value: 0},
 		{name: "lorry_controller_queue_running", value: 0},
 		// Each job is observed once, however many scrapes see it.
-		{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", KindLorry, "status", "succeeded"}, value: 1},
-		{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", KindLorry, "status", "timed-out"}, value: 1},
+		{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", wire.KindLorry, "status", "succeeded"}, value: 1},
+		{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", wire.KindLorry, "status", "timed-out"}, value: 1},
 		{name: "lorry_controller_config_read_success", value: 0},
 		{name: "lorry_controller_config_read_timestamp_seconds", value: 1200},
 		{name: "lorry_controller_config_success_timestamp_seconds", value: 1000},
@@ -208,7 +210,7 @@ func TestMetrics(t *testing.T) {
 		{name: "lorry_controller_host_listing_timestamp_seconds", labels: []string{"host", "gl.example"}, value: 1100},
 		{name: "lorry_controller_minions", labels: []string{"state", "silent"}, value: 3},
 	})
-	if got := histogramSum(fams, "lorry_controller_job_duration_seconds", "kind", KindLorry, "status", "timed-out"); got != 100 {
+	if got := histogramSum(fams, "lorry_controller_job_duration_seconds", "kind", wire.KindLorry, "status", "timed-out"); got != 100 {
 		t.Errorf("duration sum of the timed-out job = %v; want 100", got)
 	}
 

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"lorrycontroller.dev/lc/statedb/dbtest"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // TestMetricsOnBothBackends has a WEBAPP on SQLite and one on PostgreSQL,
@@ -152,9 +153,9 @@ func TestMetricsFromStartOnBothBackends(t *testing.T) {
 			fams := scrape(t, h)
 			checkMetrics(t, b.name, fams, []wantMetric{
 				{name: "lorry_controller_statedb_up", value: 1},
-				{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", KindLorry, "status", "succeeded"}, value: 2},
+				{name: "lorry_controller_job_duration_seconds", labels: []string{"kind", wire.KindLorry, "status", "succeeded"}, value: 2},
 			})
-			if got := histogramSum(fams, "lorry_controller_job_duration_seconds", "kind", KindLorry, "status", "succeeded"); got != 50 {
+			if got := histogramSum(fams, "lorry_controller_job_duration_seconds", "kind", wire.KindLorry, "status", "succeeded"); got != 50 {
 				t.Errorf("duration sum = %v; want 50, of jobs 2 and 3 and not job 1", got)
 			}
 
@@ -174,7 +175,7 @@ func TestMetricsFromStartOnBothBackends(t *testing.T) {
 					t.Errorf("DiskDir = %q, disk_free = %v; want none, -1", dir, free)
 				}
 			}
-			if got, want := diskDir(ts.DB, backups), cmp.Or(dir, backups); got != want {
+			if got, want := diskDir(ts.StateDir(), backups), cmp.Or(dir, backups); got != want {
 				t.Errorf("the metrics' disk is %q; want %q", got, want)
 			}
 		})

@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,17 +41,6 @@ type extraSnapshot struct {
 	queues        []statedb.QueueState
 	pending       int64
 	oldestPending *int64
-}
-
-func (e *extraSnapshot) read(ctx context.Context, tx *statedb.Tx) error {
-	var err error
-	if e.queues, err = tx.QueueStates(ctx); err != nil {
-		return err
-	}
-	// Only the pending deliveries: counting the others reads the whole
-	// outbox, a week of events, at every scrape.
-	e.pending, e.oldestPending, err = tx.PendingDeliveries(ctx)
-	return err
 }
 
 // send sends the figures of e as they are at now.

@@ -51,7 +51,7 @@ func (s *Server) jobUpdate(w http.ResponseWriter, r *http.Request) error {
 	// The output is streamed from the body into spools, with credentials
 	// hidden on the way (git and the tools lorry runs may print the URLs
 	// they were given), and read back in pieces as it is stored.
-	head, tail := s.DB.OutputCaps()
+	head, tail := s.OutputCaps()
 	// Its other parameters are small but for refs, which may be large.
 	b, err := s.readBody(r, maxBody, smallBody+wire.MaxRefsBytes, updateMemory+wire.MaxRefsBytes, streamFields, head, tail)
 	if err != nil {

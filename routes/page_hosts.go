@@ -2,8 +2,6 @@ package routes
 
 import (
 	"net/http"
-
-	"lorrycontroller.dev/lc/statedb"
 )
 
 type hostsView struct {
@@ -13,17 +11,13 @@ type hostsView struct {
 
 func (s *Server) hostsHTML(w http.ResponseWriter, r *http.Request) error {
 	var v hostsView
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		v.Now = tx.Now
-		hosts, err := tx.Hosts(r.Context())
-		v.Hosts = nil // fn may run again (statedb.DB.View)
-		for _, h := range hosts {
-			v.Hosts = append(v.Hosts, hostRow(hostWire(h)))
-		}
-		return err
-	})
+	hosts, now, err := s.Hosts(r.Context())
 	if err != nil {
 		return err
+	}
+	v.Now = now
+	for _, h := range hosts {
+		v.Hosts = append(v.Hosts, hostRow(hostWire(h)))
 	}
 	v.pageBase = livePage(w, r, "Upstream hosts", "hosts", v.Now)
 	return writePage(w, http.StatusOK, "hosts.html", v)

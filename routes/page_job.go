@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/templates"
 	"lorrycontroller.dev/lc/wire"
@@ -73,21 +72,11 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var part statedb.OutputPart
-	var now int64
-	var refs *wire.RefChanges
-	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		now = tx.Now
-		if part, err = tx.OutputFrom(r.Context(), id, 0); err != nil {
-			return err
-		}
-		redactPart(&part, knownSecrets(r.Context(), tx, part.Job.Path))
-		refs, err = jobRefs(tx, r, id)
-		return err
-	})
+	part, err := s.JobOutput(r.Context(), id, 0, true)
 	if err != nil {
 		return err
 	}
+	now, refs := part.Now, part.Refs
 	v := jobPageView{pageBase: livePage(w, r, fmt.Sprintf("Job %d", id), "jobs", now),
 		Job: jobRow(part.Job, now), Output: part.Text, Next: part.Next, Progress: part.Progress, OutputSize: outputSize(part.Job),
 		BackAfterRemove: "/1.0/list-jobs-html", Refs: refsRows(refs)}
@@ -95,13 +84,6 @@ func (s *Server) jobHTML(w http.ResponseWriter, r *http.Request) error {
 		v.Refresh = 5
 	}
 	return writePage(w, http.StatusOK, "job.html", v)
-}
-
-// redactPart hides in part's text and in its progress line, which is
-// output too, the credentials of known and those the parser finds.
-func redactPart(part *statedb.OutputPart, known *redact.Known) {
-	part.Text = known.Text(part.Text)
-	part.Progress = known.Text(part.Progress)
 }
 
 // jobOutputJSON is the answer to job-output: what a running job's page
@@ -139,19 +121,11 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
 			return errorf(http.StatusBadRequest, "offset %q is not a byte offset", o)
 		}
 	}
-	var part statedb.OutputPart
-	var now int64
-	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		now = tx.Now
-		if part, err = tx.OutputFrom(r.Context(), id, offset); err != nil {
-			return err
-		}
-		redactPart(&part, knownSecrets(r.Context(), tx, part.Job.Path))
-		return nil
-	})
+	part, err := s.JobOutput(r.Context(), id, offset, false)
 	if err != nil {
 		return err
 	}
+	now := part.Now
 	v := jobRow(part.Job, now)
 	w.Header().Set("Cache-Control", "no-store")
 	return ok(w, jobOutputJSON{

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/statedb"
 )
 
@@ -49,23 +50,18 @@ func (s *Server) listJobsHTML(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v jobsView
-	var p statedb.JobPage
-	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		v.Now = tx.Now
-		switch {
-		case q.Get("after") != "":
-			p, err = tx.JobsAfter(r.Context(), f, after, jobsPage)
-		case q.Get("before") != "":
-			p, err = tx.JobsBefore(r.Context(), f, before, jobsPage)
-		default:
-			p, err = tx.JobsBefore(r.Context(), f, math.MaxInt64, jobsPage)
-		}
-		return err
-	})
+	req := control.JobsRequest{Filter: f, Before: math.MaxInt64, N: jobsPage}
+	switch {
+	case q.Get("after") != "":
+		req.After, req.UseAfter = after, true
+	case q.Get("before") != "":
+		req.Before = before
+	}
+	p, err := s.Jobs(r.Context(), req)
 	if err != nil {
 		return err
 	}
+	v.Now = p.Now
 	v.pageBase = livePage(w, r, "Jobs", "jobs", v.Now)
 	v.Filter, v.Filtered = f, f != (statedb.JobFilter{})
 	v.Statuses = options(f.Status, "", "All", statedb.StatusClaimed, "Claimed", statedb.StatusRunning, "Running", statedb.StatusSucceeded, "Succeeded",

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"lorrycontroller.dev/lc/statedb"
 )
 
 // recentJobs is how many of its jobs a lorry's page lists.
@@ -55,41 +53,18 @@ func (s *Server) lorryHTML(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v lorryPageView
-	var runs []statedb.Run
-	var hardFail int
-	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		v.Now = tx.Now
-		l, err := tx.Lorry(r.Context(), path)
-		if err != nil {
-			return err
-		}
-		v.Lorry = lorryRow(l, tx.Now, 0)
-		if v.Pos, err = tx.QueuePosition(r.Context(), path); err != nil {
-			return err
-		}
-		counts, err := tx.CountLorries(r.Context())
-		if err != nil {
-			return err
-		}
-		v.Total = counts.Total
-		jobs, err := tx.RecentJobs(r.Context(), path, recentJobs)
-		if err != nil {
-			return err
-		}
-		v.Recent.Now = tx.Now
-		v.Recent.Jobs = nil // fn may run again (statedb.DB.View)
-		for _, j := range jobs {
-			v.Recent.Jobs = append(v.Recent.Jobs, jobRow(j, tx.Now))
-		}
-		runs, err = tx.RecentRuns(r.Context(), path, stripRuns)
-		hardFail = hardFailAfter(l)
-		return err
-	})
+	p, err := s.LorryPage(r.Context(), path, recentJobs, stripRuns)
 	if err != nil {
 		return err
 	}
-	if len(runs) > 0 {
-		v.Runs = runStrip(path, runs, v.Now, hardFail)
+	v.Now, v.Pos, v.Total = p.Now, p.Pos, p.Total
+	v.Lorry = lorryRow(p.Lorry, p.Now, 0)
+	v.Recent.Now = p.Now
+	for _, j := range p.Jobs {
+		v.Recent.Jobs = append(v.Recent.Jobs, jobRow(j, p.Now))
+	}
+	if len(p.Runs) > 0 {
+		v.Runs = runStrip(path, p.Runs, v.Now, hardFailAfter(p.Lorry))
 	}
 	v.pageBase = livePage(w, r, v.Lorry.Path, "status", v.Now)
 	v.Spec = readableSpec(v.Lorry.Text)

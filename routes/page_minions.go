@@ -1,12 +1,9 @@
 package routes
 
 import (
-	"errors"
 	"net/http"
 	"sort"
 	"strconv"
-
-	"lorrycontroller.dev/lc/statedb"
 )
 
 type minionView struct {
@@ -32,45 +29,25 @@ type hostCapView struct {
 
 func (s *Server) minionsHTML(w http.ResponseWriter, r *http.Request) error {
 	v := minionsView{AliveWithin: s.aliveWithin()}
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		v.Now = tx.Now
-		v.Minions = nil // fn may run again (statedb.DB.View)
-		minions, err := tx.Minions(r.Context())
-		if err != nil {
-			return err
-		}
-		for _, m := range minions {
-			mv := minionView{minionJSON: minionWire(m, tx.Now, v.AliveWithin)}
-			alive := tx.Now-m.LastSeen <= v.AliveWithin
-			switch {
-			case !alive:
-				mv.State, mv.Class = minionSilent, "s-stale"
-			case m.JobID != nil:
-				mv.State, mv.Class = minionBusy, "s-running"
-			default:
-				mv.State, mv.Class = minionIdle, "s-ok"
-			}
-			if m.JobID != nil {
-				j, err := tx.Job(r.Context(), *m.JobID)
-				switch {
-				case err == nil:
-					mv.JobPath = j.Path
-				case !errors.Is(err, statedb.ErrNotFound):
-					return err
-				}
-			}
-			v.Minions = append(v.Minions, mv)
-		}
-		caps, err := tx.HostLimits(r.Context())
-		if err != nil {
-			return err
-		}
-		v.Hosts = hostCaps(v.Minions, caps)
-		return nil
-	})
+	read, err := s.Minions(r.Context())
 	if err != nil {
 		return err
 	}
+	v.Now = read.Now
+	for _, m := range read.Minions {
+		mv := minionView{minionJSON: minionWire(m, v.Now, v.AliveWithin), JobPath: read.JobPaths[m.Name]}
+		alive := v.Now-m.LastSeen <= v.AliveWithin
+		switch {
+		case !alive:
+			mv.State, mv.Class = minionSilent, "s-stale"
+		case m.JobID != nil:
+			mv.State, mv.Class = minionBusy, "s-running"
+		default:
+			mv.State, mv.Class = minionIdle, "s-ok"
+		}
+		v.Minions = append(v.Minions, mv)
+	}
+	v.Hosts = hostCaps(v.Minions, read.HostLimits)
 	v.pageBase = livePage(w, r, "Minions", "minions", v.Now)
 	return writePage(w, http.StatusOK, "minions.html", v)
 }

@@ -14,6 +14,7 @@ import (
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/redact"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 const (
@@ -66,115 +67,80 @@ type runningView struct {
 // plain first page (disk), in one transaction: both show the same moment,
 // and what they share is read once.
 func (s *Server) readStatusViews(ctx context.Context, f statedb.LorryFilter, n int) (live, disk statusView, err error) {
-	var v statusView
-	var hours []statedb.HourCount
-	var waits map[string][]statedb.WaitPoint
-	err = s.DB.View(ctx, func(tx *statedb.Tx) error {
-		// fn may run again (statedb.DB.View): it starts afresh.
-		v, live, disk = statusView{}, statusView{}, statusView{}
-		now := tx.Now
-		var err error
-		if hours, err = tx.JobsPerHour(ctx, trendHours); err != nil {
-			return err
-		}
-		if waits, err = tx.QueueWaits(ctx, trendHours*3600, waitSlot); err != nil {
-			return err
-		}
-		st, err := s.collectStatus(ctx, tx)
-		if err != nil {
-			return err
-		}
-		v.St, v.Now = st, now
-		if st.MaxJobs != nil {
-			v.MaxJobs = strconv.FormatInt(*st.MaxJobs, 10)
-		}
-		v.AliveWithin = s.aliveWithin()
-		for _, m := range st.Minions {
-			if now-m.LastSeen <= v.AliveWithin {
-				v.MinionsAlive++
-			}
-		}
-		for _, r := range st.Replicas {
-			if r.State == control.ReplicaDown {
-				v.ReplicasDown++
-			}
-		}
-		v.LowDisk = st.DiskFree >= 0 && st.DiskFree < lowDiskBytes
-		v.ConfigFailed = st.Config.Failure != "" && st.Config.FailAt >= st.Config.ReadAt
-		for _, e := range st.Config.Errors {
-			v.ConfigErrors = append(v.ConfigErrors, statedb.FileError{File: e.File, Error: redact.URLs(e.Error)})
-		}
-		for _, h := range st.Hosts {
-			v.Hosts = append(v.Hosts, hostRow(h))
-		}
-		running, err := tx.RunningJobs(ctx)
-		if err != nil {
-			return err
-		}
-		for _, j := range running {
-			line, err := tx.LastOutputLine(ctx, j.ID)
-			if err != nil {
-				return err
-			}
-			v.Running = append(v.Running, runningView{jobView: jobRow(j, now), LastLine: line})
-		}
-		if st.Lorries.Failing > 0 {
-			failing, err := tx.FailingLorries(ctx, 0, failingShown)
-			if err != nil {
-				return err
-			}
-			for _, l := range failing {
-				v.Failing = append(v.Failing, lorryRow(l, now, 0))
-			}
-		}
-		v.AllFailing = "/1.0/status-html?" + url.Values{"state": {statedb.LorryFailing}}.Encode() + "#queue"
-
-		disk = v
-		if err := readQueue(ctx, tx, &disk, statedb.LorryFilter{}, 1); err != nil {
-			return err
-		}
-		if f == (statedb.LorryFilter{}) && n == 1 {
-			live = disk
-			return nil
-		}
-		live = v
-		return readQueue(ctx, tx, &live, f, n)
-	})
+	queues := []control.QueueRequest{{Page: 1}}
+	if f != (statedb.LorryFilter{}) || n != 1 {
+		queues = append(queues, control.QueueRequest{Filter: f, Page: n})
+	}
+	rd, err := s.Status(ctx, control.StatusRequest{Page: &control.StatusPageRequest{
+		Hours: trendHours, WaitSlot: waitSlot, Failing: failingShown, PerPage: queuePage, Queues: queues}})
 	if err != nil {
 		return live, disk, err
 	}
+	v := s.statusView(rd)
+	disk = v
+	putQueue(&disk, statedb.LorryFilter{}, rd.Page.Queues[0])
+	live = disk
+	if len(queues) > 1 {
+		live = v
+		putQueue(&live, f, rd.Page.Queues[1])
+	}
 	// The charts are drawn once the transaction is over.
-	perHour, queueWaits := jobsPerHourChart(hours), queueWaitChart(waits, v.Now)
+	perHour, queueWaits := jobsPerHourChart(rd.Page.Hours), queueWaitChart(rd.Page.Waits, v.Now)
 	live.JobsPerHour, live.QueueWaits = perHour, queueWaits
 	disk.JobsPerHour, disk.QueueWaits = perHour, queueWaits
 	return live, disk, nil
 }
 
-// readQueue reads page n of the run queue filtered by f into v.
-func readQueue(ctx context.Context, tx *statedb.Tx, v *statusView, f statedb.LorryFilter, n int) error {
+// statusView is the status page but its run queue, from what rd read.
+func (s *Server) statusView(rd control.StatusRead) statusView {
+	st, now := s.statusWire(rd), rd.Now
+	v := statusView{St: st}
+	v.Now = now
+	if st.MaxJobs != nil {
+		v.MaxJobs = strconv.FormatInt(*st.MaxJobs, 10)
+	}
+	v.AliveWithin = s.aliveWithin()
+	for _, m := range st.Minions {
+		if now-m.LastSeen <= v.AliveWithin {
+			v.MinionsAlive++
+		}
+	}
+	for _, r := range st.Replicas {
+		if r.State == control.ReplicaDown {
+			v.ReplicasDown++
+		}
+	}
+	v.LowDisk = st.DiskFree >= 0 && st.DiskFree < lowDiskBytes
+	v.ConfigFailed = st.Config.Failure != "" && st.Config.FailAt >= st.Config.ReadAt
+	for _, e := range st.Config.Errors {
+		v.ConfigErrors = append(v.ConfigErrors, statedb.FileError{File: e.File, Error: redact.URLs(e.Error)})
+	}
+	for _, h := range st.Hosts {
+		v.Hosts = append(v.Hosts, hostRow(h))
+	}
+	for _, j := range rd.Page.Running {
+		v.Running = append(v.Running, runningView{jobView: jobRow(j.Job, now), LastLine: j.LastLine})
+	}
+	for _, l := range rd.Page.Failing {
+		v.Failing = append(v.Failing, lorryRow(l, now, 0))
+	}
+	v.AllFailing = "/1.0/status-html?" + url.Values{"state": {statedb.LorryFailing}}.Encode() + "#queue"
+	return v
+}
+
+// putQueue puts into v the page p of the run queue filtered by f.
+func putQueue(v *statusView, f statedb.LorryFilter, p control.QueuePage) {
 	v.Filter, v.Filtered = f, f != (statedb.LorryFilter{})
 	v.States = options(f.State, "", "All", statedb.LorryDue, "Due", statedb.LorryFailing, "Failing",
 		statedb.LorryRunning, "Running", statedb.LorryNever, "Never run")
-	v.Kinds = options(f.Kind, "", "All", KindLorry, "Lorries", KindScraper, "Scrapers")
-	v.QueueMatches = v.St.Lorries.Total
-	if v.Filtered {
-		var err error
-		if v.QueueMatches, err = tx.CountLorriesMatching(ctx, f); err != nil {
-			return err
-		}
+	v.Kinds = options(f.Kind, "", "All", wire.KindLorry, "Lorries", wire.KindScraper, "Scrapers")
+	v.QueueMatches = p.Matches
+	pages := max(1, int((p.Matches+queuePage-1)/queuePage))
+	v.Page = p.Page
+	for i, l := range p.Lorries {
+		v.Queue = append(v.Queue, lorryRow(l, v.Now, int64(p.Offset+i+1)))
 	}
-	pages := max(1, int((v.QueueMatches+queuePage-1)/queuePage))
-	n = min(n, pages)
-	v.Page = n
-	offset := (n - 1) * queuePage
-	queue, err := tx.LorryPage(ctx, f, offset, queuePage)
-	if err != nil {
-		return err
-	}
-	for i, l := range queue {
-		v.Queue = append(v.Queue, lorryRow(l, v.Now, int64(offset+i+1)))
-	}
-	v.Pager = numberedPager(n, pages, func(page int) string {
+	v.Pager = numberedPager(p.Page, pages, func(page int) string {
 		q := url.Values{}
 		if f.Path != "" {
 			q.Set("path", f.Path)
@@ -193,7 +159,6 @@ func readQueue(ctx context.Context, tx *statedb.Tx, v *statusView, f statedb.Lor
 		}
 		return "/1.0/status-html?" + q.Encode() + "#queue"
 	})
-	return nil
 }
 
 func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
@@ -202,8 +167,8 @@ func (s *Server) statusHTML(w http.ResponseWriter, r *http.Request) error {
 	if err := f.Valid(); err != nil {
 		return errorf(http.StatusBadRequest, "state %q is none of due, failing, running and never", f.State)
 	}
-	if f.Kind != "" && f.Kind != KindLorry && f.Kind != KindScraper {
-		return errorf(http.StatusBadRequest, "kind %q is neither %s nor %s", f.Kind, KindLorry, KindScraper)
+	if f.Kind != "" && f.Kind != wire.KindLorry && f.Kind != wire.KindScraper {
+		return errorf(http.StatusBadRequest, "kind %q is neither %s nor %s", f.Kind, wire.KindLorry, wire.KindScraper)
 	}
 	v, disk, err := s.readStatusViews(r.Context(), f, pageNumber(q.Get("page")))
 	if err != nil {

@@ -137,7 +137,7 @@ func (s *Server) page(h handlerFunc) http.HandlerFunc {
 			return
 		}
 		code := s.statusLogged(r, err)
-		p := errorPage{pageBase: livePage(w, r, fmt.Sprintf("%d %s", code, http.StatusText(code)), "", s.DB.Now()),
+		p := errorPage{pageBase: livePage(w, r, fmt.Sprintf("%d %s", code, http.StatusText(code)), "", s.Now()),
 			Message: errorText(err)}
 		p.Back = ""
 		if werr := writePage(w, code, "error.html", p); werr != nil {

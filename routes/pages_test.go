@@ -16,6 +16,7 @@ import (
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/static"
 	"lorrycontroller.dev/lc/templates"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // browser is a client that keeps cookies and does not follow redirects, so
@@ -177,8 +178,8 @@ func TestPagesEscapeHostileTextAndHideSecrets(t *testing.T) {
 // stubLister lists two repositories for any host.
 func stubLister(_ context.Context, h confgit.Host) ([]statedb.NewLorry, []string, error) {
 	return []statedb.NewLorry{
-		{Path: "gl/a", Text: `{"gl/a":{"type":"git","url":"https://gl.example/a.git"}}`, Kind: KindLorry, Interval: 3600},
-		{Path: "gl/b", Text: `{"gl/b":{"type":"git","url":"https://gl.example/b.git"}}`, Kind: KindLorry, Interval: 3600},
+		{Path: "gl/a", Text: `{"gl/a":{"type":"git","url":"https://gl.example/a.git"}}`, Kind: wire.KindLorry, Interval: 3600},
+		{Path: "gl/b", Text: `{"gl/b":{"type":"git","url":"https://gl.example/b.git"}}`, Kind: wire.KindLorry, Interval: 3600},
 	}, nil, nil
 }
 

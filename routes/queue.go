@@ -1,10 +1,7 @@
 package routes
 
 import (
-	"context"
 	"net/http"
-
-	"lorrycontroller.dev/lc/statedb"
 )
 
 func (s *Server) setQueue(running bool) handlerFunc {
@@ -17,12 +14,7 @@ func (s *Server) setQueue(running bool) handlerFunc {
 }
 
 func (s *Server) listQueue(w http.ResponseWriter, r *http.Request) error {
-	var q []string
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		q, err = tx.QueuePaths(r.Context())
-		return err
-	})
+	q, err := s.QueuePaths(r.Context())
 	if err != nil {
 		return err
 	}
@@ -70,30 +62,15 @@ func (s *Server) lorry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var l statedb.Lorry
-	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		l, err = tx.Lorry(r.Context(), path)
-		return err
-	})
+	l, err := s.Lorry(r.Context(), path)
 	if err != nil {
 		return err
 	}
 	return ok(w, lorryWire(l))
 }
 
-func (s *Server) maxJobs(ctx context.Context) (*int64, error) {
-	var n *int64
-	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
-		var err error
-		n, err = tx.MaxJobs(ctx)
-		return err
-	})
-	return n, err
-}
-
 func (s *Server) getMaxJobs(w http.ResponseWriter, r *http.Request) error {
-	n, err := s.maxJobs(r.Context())
+	n, err := s.MaxJobs(r.Context())
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -50,12 +49,7 @@ func (s *Server) getHostMaxJobs(w http.ResponseWriter, r *http.Request) error {
 	if host == "" {
 		return errorf(http.StatusBadRequest, "get-host-max-jobs needs host")
 	}
-	var n *int64
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		n, err = tx.HostMaxJobs(r.Context(), host)
-		return err
-	})
+	n, err := s.HostMaxJobs(r.Context(), host)
 	if err != nil {
 		return err
 	}
@@ -95,15 +89,11 @@ func saidHostMaxJobs(_ *http.Request, body []byte) string {
 	return fmt.Sprintf("Max jobs of host %s set to %d.", res.Host, *res.MaxJobs)
 }
 
-// queueStates reads the queues for status.
-func queueStates(ctx context.Context, tx *statedb.Tx) ([]queueJSON, error) {
-	qs, err := tx.QueueStates(ctx)
-	if err != nil {
-		return nil, err
-	}
+// queueStates are the queues as status shows them.
+func queueStates(qs []statedb.QueueState, now int64) []queueJSON {
 	out := make([]queueJSON, len(qs))
 	for i, q := range qs {
-		out[i] = queueWire(q, tx.Now)
+		out[i] = queueWire(q, now)
 	}
-	return out, nil
+	return out
 }

@@ -22,6 +22,7 @@ import (
 	"lorrycontroller.dev/lc/hosts/downstream"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/statedb/dbtest"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // stubConfig hands out a fixed configuration, or a fixed error.
@@ -177,7 +178,7 @@ func TestJobCycleOverHTTP(t *testing.T) {
 	ts.configure(t, "a/one", "a/two")
 	minion := url.Values{"host": {"h"}, "pid": {"7"}, "minion": {"m"}}
 	code, offer := ts.call(t, "POST", "/1.0/give-me-job", minion)
-	if code != 200 || offer["path"] != "a/one" || offer["kind"] != KindLorry || offer["timeout"] != 60.0 {
+	if code != 200 || offer["path"] != "a/one" || offer["kind"] != wire.KindLorry || offer["timeout"] != 60.0 {
 		t.Fatalf("give-me-job = %d %v; want a/one, kind lorry, timeout 60", code, offer)
 	}
 	// Half the ghost timeout of a minute, the default kill grace, the

@@ -8,14 +8,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"lorrycontroller.dev/lc/confgit"
-	"lorrycontroller.dev/lc/control"
-	"lorrycontroller.dev/lc/statedb"
-)
-
-// The kinds of entry and job, as the API names them.
-const (
-	KindLorry   = control.KindLorry
-	KindScraper = control.KindScraper
 )
 
 // runtimeJSON is a runtime section of the configuration in use.
@@ -29,12 +21,7 @@ type runtimeJSON struct {
 }
 
 func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) error {
-	var st statedb.ConfigState
-	err := s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		st, err = tx.ConfigState(r.Context())
-		return err
-	})
+	st, err := s.ConfigState(r.Context())
 	if err != nil {
 		return err
 	}
@@ -65,11 +52,7 @@ func (s *Server) runtimeTar(w http.ResponseWriter, r *http.Request) error {
 	// A tree id alone would serve any directory of CONFGIT that looks like
 	// a runtime under any name: the name must be the one the id was
 	// configured or handed out with.
-	err = s.DB.View(r.Context(), func(tx *statedb.Tx) error {
-		var err error
-		ok, err = tx.RuntimeIs(r.Context(), name, id)
-		return err
-	})
+	ok, err = s.RuntimeIs(r.Context(), name, id)
 	if err != nil {
 		return err
 	}

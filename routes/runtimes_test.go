@@ -28,6 +28,7 @@ import (
 	"lorrycontroller.dev/lc/gittest"
 	"lorrycontroller.dev/lc/statedb"
 	"lorrycontroller.dev/lc/statedb/dbtest"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // confRepo is a CONFGIT repository made with the git command line.
@@ -384,7 +385,7 @@ func TestStatusPageKindFilter(t *testing.T) {
 func TestScraperWithoutHistory(t *testing.T) {
 	ts := newTestServer(t)
 	ts.conf.cfg = &confgit.Config{Commit: strings.Repeat("a", 40), Lorries: []confgit.Lorry{{
-		Path: "scrape/x", Text: `{"scrape/x":{"runtime":"fn","module":"m"}}`, Kind: confgit.KindScraper,
+		Path: "scrape/x", Text: `{"scrape/x":{"runtime":"fn","module":"m"}}`, Kind: wire.KindScraper,
 		Interval: time.Hour, Timeout: time.Minute, Runtime: confgit.Runtime{Name: "fn", ID: strings.Repeat("b", 40)}}}}
 	ts.readConfig(t)
 	if code, m := ts.call(t, "POST", "/1.0/give-me-job", minionForm); code != 204 {

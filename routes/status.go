@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -73,54 +72,19 @@ func (s *Server) copyFailure() string {
 	return s.copyErr
 }
 
-// collectStatus reads everything status shows but the run queue.
-func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON, error) {
-	var st statusJSON
-	var err error
-	// Asked before the first read, which the transaction's snapshot
-	// starts at: a read that has ended by then is in the snapshot.
-	if p, ok := s.ConfigRunning(); ok {
-		st.Applying = &p
-	}
-	st.Timestamp = tx.Now
-	st.AllowLocalSources = s.AllowLocalSources
-	if st.RunningQueue, err = tx.RunningQueue(ctx); err != nil {
-		return st, err
-	}
-	if st.MaxJobs, err = tx.MaxJobs(ctx); err != nil {
-		return st, err
-	}
-	if st.Queues, err = queueStates(ctx, tx); err != nil {
-		return st, err
-	}
-	if st.HostMaxJobs, err = tx.HostLimits(ctx); err != nil {
-		return st, err
-	}
-	if st.Lorries, err = tx.CountLorries(ctx); err != nil {
-		return st, err
-	}
-	hosts, err := tx.Hosts(ctx)
-	if err != nil {
-		return st, err
-	}
-	st.Hosts = make([]hostJSON, len(hosts))
-	for i, h := range hosts {
+// statusWire is everything status shows but the run queue, from what
+// rd read.
+func (s *Server) statusWire(rd control.StatusRead) statusJSON {
+	st := statusJSON{Applying: rd.Applying, Timestamp: rd.Now, AllowLocalSources: s.AllowLocalSources,
+		RunningQueue: rd.RunningQueue, MaxJobs: rd.MaxJobs, Queues: queueStates(rd.Queues, rd.Now),
+		HostMaxJobs: rd.HostMaxJobs, Lorries: rd.Lorries, RunningJobs: list(rd.RunningJobs), Config: rd.Config}
+	st.Hosts = make([]hostJSON, len(rd.Hosts))
+	for i, h := range rd.Hosts {
 		st.Hosts[i] = hostWire(h)
 	}
-	if st.RunningJobs, err = tx.RunningJobIDs(ctx); err != nil {
-		return st, err
-	}
-	st.RunningJobs = list(st.RunningJobs)
-	minions, err := tx.Minions(ctx)
-	if err != nil {
-		return st, err
-	}
-	st.Minions = make([]minionJSON, len(minions))
-	for i, m := range minions {
-		st.Minions[i] = minionWire(m, tx.Now, s.aliveWithin())
-	}
-	if st.Config, err = tx.ConfigState(ctx); err != nil {
-		return st, err
+	st.Minions = make([]minionJSON, len(rd.Minions))
+	for i, m := range rd.Minions {
+		st.Minions[i] = minionWire(m, rd.Now, s.aliveWithin())
 	}
 	st.Config.Errors, st.Config.Runtimes = list(st.Config.Errors), list(st.Config.Runtimes)
 	for i, e := range st.Config.Errors {
@@ -128,17 +92,13 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 		// its credentials among them.
 		st.Config.Errors[i].Error = redact.URLs(e.Error)
 	}
-	replicas, err := tx.Replicas(ctx)
-	if err != nil {
-		return st, err
-	}
-	st.Replicas = make([]replicaJSON, len(replicas))
-	for i, r := range replicas {
+	st.Replicas = make([]replicaJSON, len(rd.Replicas))
+	for i, r := range rd.Replicas {
 		st.Replicas[i] = replicaJSON{Name: r.Name, URL: r.URL, LastSeen: r.LastSeen,
-			State: s.ReplicaState(r, tx.Now), Leases: list(r.Leases)}
+			State: s.ReplicaState(r, rd.Now), Leases: list(r.Leases)}
 	}
 	st.DiskFree = -1
-	if dir := s.DB.DiskDir(); dir != "" {
+	if dir := s.StateDir(); dir != "" {
 		st.DiskFree = diskFree(dir)
 	}
 	var warnings []string
@@ -149,7 +109,7 @@ func (s *Server) collectStatus(ctx context.Context, tx *statedb.Tx) (statusJSON,
 		warnings = append(warnings, "last read-configuration failed: "+st.Config.Failure)
 	}
 	st.WarningMsg = strings.Join(warnings, "; ")
-	return st, nil
+	return st
 }
 
 // diskFree is the space available to unprivileged users on dir's file
@@ -186,22 +146,15 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 			return errorf(http.StatusBadRequest, "run_queue %q is neither true nor false", v)
 		}
 	}
-	var st statusJSON
-	var page []statedb.Lorry
-	err := s.DB.View(ctx, func(tx *statedb.Tx) error {
-		var err error
-		if st, err = s.collectStatus(ctx, tx); err != nil {
-			return err
-		}
-		if !withQueue {
-			return nil
-		}
-		page, err = tx.LorriesAfter(ctx, math.MinInt64, statusPage)
-		return err
-	})
+	req := control.StatusRequest{}
+	if withQueue {
+		req.Queue = statusPage
+	}
+	rd, err := s.Status(ctx, req)
 	if err != nil {
 		return err
 	}
+	st, page := s.statusWire(rd), rd.Queue
 	// The pages show a failed copy in a banner of their own.
 	if why := s.copyFailure(); why != "" {
 		why = "the on-disk copy of the status page could not be written: " + why
@@ -248,11 +201,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 		after := page[len(page)-1].QueuePos
-		err := s.DB.View(ctx, func(tx *statedb.Tx) error {
-			var err error
-			page, err = tx.LorriesAfter(ctx, after, statusPage)
-			return err
-		})
+		page, err = s.LorriesAfter(ctx, after, statusPage)
 		if err != nil {
 			// Too late for an error answer: the client sees a cut body.
 			s.Log.Error("status", "err", err)
@@ -266,13 +215,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 func isEmpty(s string) bool { return s == "" }
 
 func (s *Server) healthCheck(w http.ResponseWriter, r *http.Request) error {
-	if err := s.DB.Ping(r.Context()); err != nil {
+	if err := s.Ping(r.Context()); err != nil {
 		s.Log.Error("health check", "err", err)
 		return errorf(http.StatusServiceUnavailable, "state database does not answer")
 	}
 	// A database that answers reads but takes no writes (a full disk)
 	// gives no jobs and loses their output: that is no health.
-	if err := s.DB.CheckWrites(r.Context()); err != nil {
+	if err := s.CheckWrites(r.Context()); err != nil {
 		s.Log.Error("health check", "err", err)
 		return errorf(http.StatusServiceUnavailable, "state database does not take writes")
 	}

@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 
@@ -118,7 +117,7 @@ const hidden = "***"
 // URLs, known are those of its addresses, and for a scraper the values of
 // its env, whose names stay.
 func redactText(known *redact.Known, kind, text string) string {
-	if kind != KindScraper {
+	if kind != wire.KindScraper {
 		return known.JSON(text)
 	}
 	v, err := lorryspec.DecodeJSON([]byte(text))
@@ -250,15 +249,4 @@ type minionJSON struct {
 func minionWire(m statedb.Minion, now, ghostTimeout int64) minionJSON {
 	return minionJSON{Name: m.Name, Host: m.Host, PID: m.PID, LastSeen: m.LastSeen, JobID: m.JobID,
 		Health: control.MinionHealth(m, now, ghostTimeout), Retired: m.Retire, Kill: m.Kill}
-}
-
-// knownSecrets are the credentials of the spec of the lorry at path,
-// which its jobs' output may repeat in forms the parser does not see;
-// nil when there is no such lorry now.
-func knownSecrets(ctx context.Context, tx *statedb.Tx, path string) *redact.Known {
-	l, err := tx.Lorry(ctx, path)
-	if err != nil {
-		return nil
-	}
-	return redact.KnownInJSON(l.Text)
 }

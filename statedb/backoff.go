@@ -5,135 +5,55 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"strconv"
+
+	"lorrycontroller.dev/lc/rules"
 )
 
-// The states of a lorry's failure streak.
+// The states of a lorry's failure streak: see rules.
 const (
-	// StateOK: the last run did not fail (or none ran yet).
-	StateOK = "ok"
-	// StateFailing: the last run failed, and the next runs at the
-	// normal interval.
-	StateFailing = "failing"
-	// StateBackingOff: runs failed in a row, and the delay before the
-	// next has grown beyond the interval.
-	StateBackingOff = "backing-off"
-	// StateHardFailed: hard-fail-after runs failed in a row; the lorry
-	// is not run again until Retry now, a change of its spec, or a
-	// success of a run started otherwise.
-	StateHardFailed = "hard-failed"
+	StateOK         = rules.StateOK
+	StateFailing    = rules.StateFailing
+	StateBackingOff = rules.StateBackingOff
+	StateHardFailed = rules.StateHardFailed
 )
 
 // States are the states in the order the pages and metrics give them.
-var States = []string{StateOK, StateFailing, StateBackingOff, StateHardFailed}
+var States = rules.States
 
-// Defaults of the max-backoff and hard-fail-after keys.
+// Defaults of the max-backoff and hard-fail-after keys: see rules.
 const (
-	DefaultMaxBackoff    = 24 * 60 * 60
-	DefaultHardFailAfter = 14
-	// HardFailAfterAuthGone is hard-fail-after for failures of class
-	// auth or gone, which a retry seldom mends: credentials or a
-	// repository that went away need an operator.
-	HardFailAfterAuthGone = 3
+	DefaultMaxBackoff     = rules.DefaultMaxBackoff
+	DefaultHardFailAfter  = rules.DefaultHardFailAfter
+	HardFailAfterAuthGone = rules.HardFailAfterAuthGone
 )
 
-// The error classes that the WEBAPP itself gives or treats apart; lorry
-// names the others (see the mirror package).
+// The error classes that the WEBAPP itself gives or treats apart: see
+// rules.
 const (
-	ClassAuth       = "auth"
-	ClassGone       = "gone"
-	ClassDownstream = "downstream"
-	ClassInternal   = "internal"
+	ClassAuth       = rules.ClassAuth
+	ClassGone       = rules.ClassGone
+	ClassDownstream = rules.ClassDownstream
+	ClassInternal   = rules.ClassInternal
 )
 
 // hardFailedDue is the next_due of a hard-failed lorry: later than any
 // clock, so that it is never due and the indexes on next_due never find it.
-const hardFailedDue int64 = 1 << 62
+const hardFailedDue = rules.Never
 
 // resetStreak is the SQL that ends a lorry's failure streak, as a change
 // of its spec or Retry now does; next_due is the caller's to set.
 const resetStreak = `consecutive_failures = 0, state = 'ok', backoff_until = 0`
 
-// jitterPermille bounds the jitter of a backoff delay: ±10%.
-const jitterPermille = 100
-
-// BackoffDelay is how long after the start of its failures'th failed run
-// in a row a lorry of the given interval runs again: interval ×
-// 2^(failures−1), then ±10% of jitter, then at most max(maxBackoff,
-// interval). The jitter is the same for the same path and failures, so
-// that lorries that fail together spread out, and a test can predict it.
-// A first failure waits just the interval.
-func BackoffDelay(path string, interval, maxBackoff, failures int64) int64 {
-	if interval <= 0 || failures <= 1 {
-		return max(interval, 0)
-	}
-	limit := max(maxBackoff, interval)
-	delay := interval
-	for i := int64(1); i < failures && delay < limit*2; i++ {
-		delay *= 2
-	}
-	h := fnv.New64a()
-	h.Write([]byte(path + "\x00" + strconv.FormatInt(failures, 10)))
-	j := int64(h.Sum64()%(2*jitterPermille+1)) - jitterPermille
-	delay += delay * j / 1000
-	return min(delay, limit)
-}
-
-// countsAsFailure says whether a job that ended with status is a failure
-// of its lorry: not an operator's kill, nor a job that never ran.
-func countsAsFailure(status string) bool {
-	return status == StatusFailed || status == StatusTimedOut || status == StatusLost
-}
-
-// streak is a lorry's failure streak after a job ended.
+// streak is a lorry's failure streak after a job ended, as rules.AfterRun
+// found it, in the form recordRunQuery writes it.
 type streak struct {
 	failures     int64
 	state        string
 	backoffUntil int64
 	lastSuccess  *int64
 	errorClass   string
-	// notifyFailure says whether the job's failure is notified: one of
-	// class auth or gone is, only when it begins a streak of that class.
-	notifyFailure bool
-	// hardFailed and recovered say that the lorry became hard-failed, or
-	// succeeded after failures, with this job.
-	hardFailed, recovered bool
-}
-
-// nextStreak is l's streak after job j ended with status and class. base
-// is the lorry's interval, or for a scheduled lorry the time from j's
-// start to the next event of its schedule.
-func nextStreak(l Lorry, j Job, status, class string, base int64) streak {
-	s := streak{failures: l.ConsecutiveFailures, state: l.State, backoffUntil: l.BackoffUntil,
-		lastSuccess: l.LastSuccess, errorClass: l.LastErrorClass, notifyFailure: status != StatusSucceeded}
-	switch {
-	case status == StatusSucceeded:
-		started := j.Started
-		s.recovered = l.ConsecutiveFailures > 0
-		s.failures, s.state, s.backoffUntil, s.lastSuccess, s.errorClass = 0, StateOK, 0, &started, ""
-	case countsAsFailure(status):
-		repeated := (class == ClassAuth || class == ClassGone) && l.ConsecutiveFailures > 0 && l.LastErrorClass == class
-		s.notifyFailure = !repeated
-		s.failures++
-		s.errorClass = class
-		limit := l.HardFailAfter
-		if (class == ClassAuth || class == ClassGone) && limit > HardFailAfterAuthGone {
-			limit = HardFailAfterAuthGone
-		}
-		if limit > 0 && s.failures >= limit {
-			s.hardFailed = l.State != StateHardFailed
-			s.state, s.backoffUntil = StateHardFailed, 0
-			break
-		}
-		delay := BackoffDelay(l.Path, base, l.MaxBackoff, s.failures)
-		s.backoffUntil = j.Started + delay
-		s.state = StateFailing
-		if delay > base {
-			s.state = StateBackingOff
-		}
-	}
-	return s
+	// notifyFailure, hardFailed and recovered are rules.Outcome's.
+	notifyFailure, hardFailed, recovered bool
 }
 
 // lorryRun is what the end e of job j writes on its lorry l, which runs
@@ -150,27 +70,19 @@ type lorryRun struct {
 // planRun works out what the end e of job j, with the last error
 // lastErr, writes on its lorry l.
 func (tx *Tx) planRun(ctx context.Context, l Lorry, j Job, e jobEnd, lastErr string) (lorryRun, error) {
-	base := l.Interval
-	var cronNext int64
-	if l.Schedule != "" {
-		if err := tx.queryRow(ctx, `SELECT cron_next FROM lorries WHERE path = $1`, l.Path).Scan(&cronNext); err != nil {
+	rl := rules.Lorry{Path: l.Path, Interval: l.Interval, MaxBackoff: l.MaxBackoff, HardFailAfter: l.HardFailAfter,
+		Scheduled: l.Schedule != "", Streak: rules.Streak{Failures: l.ConsecutiveFailures, State: l.State,
+			BackoffUntil: l.BackoffUntil, LastSuccess: l.LastSuccess, ErrorClass: l.LastErrorClass}}
+	if rl.Scheduled {
+		if err := tx.queryRow(ctx, `SELECT cron_next FROM lorries WHERE path = $1`, l.Path).Scan(&rl.CronNext); err != nil {
 			return lorryRun{}, fmt.Errorf("read schedule of lorry %q: %w", l.Path, err)
 		}
-		if cronNext > j.Started {
-			base = cronNext - j.Started
-		}
 	}
-	s := nextStreak(l, j, e.status, e.class, base)
-	// A scheduled lorry is due next at the first event its schedule has
-	// not dealt with, or when its backoff ends if that is later.
-	next := max(j.Started+l.Interval, s.backoffUntil)
-	if l.Schedule != "" {
-		next = max(cronNext, s.backoffUntil)
-	}
-	if s.state == StateHardFailed {
-		next = hardFailedDue
-	}
-	return lorryRun{l: l, j: j, e: e, lastErr: lastErr, s: s, next: next}, nil
+	o := rules.AfterRun(rl, rules.End{Started: j.Started, Status: e.status, Class: e.class})
+	s := streak{failures: o.Streak.Failures, state: o.Streak.State, backoffUntil: o.Streak.BackoffUntil,
+		lastSuccess: o.Streak.LastSuccess, errorClass: o.Streak.ErrorClass,
+		notifyFailure: o.NotifyFailure, hardFailed: o.HardFailed, recovered: o.Recovered}
+	return lorryRun{l: l, j: j, e: e, lastErr: lastErr, s: s, next: o.Next}, nil
 }
 
 // recordRunQuery writes a lorryRun (its args) on the lorry, if it still

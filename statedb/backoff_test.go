@@ -5,46 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
-)
 
-func TestBackoffDelay(t *testing.T) {
-	tests := []struct {
-		name               string
-		interval, max, n   int64
-		wantMin, wantMax   int64
-		wantExactlyAtLimit bool
-	}{
-		{name: "first failure waits the interval", interval: 100, max: 86400, n: 1, wantMin: 100, wantMax: 100},
-		{name: "second doubles", interval: 100, max: 86400, n: 2, wantMin: 180, wantMax: 220},
-		{name: "third quadruples", interval: 100, max: 86400, n: 3, wantMin: 360, wantMax: 440},
-		{name: "tenth", interval: 100, max: 86400, n: 10, wantMin: 46080, wantMax: 56320},
-		{name: "capped at max-backoff", interval: 3600, max: 86400, n: 13, wantMin: 86400, wantMax: 86400},
-		{name: "an interval over max-backoff is never shortened", interval: 7200, max: 3600, n: 5, wantMin: 7200, wantMax: 7200},
-		{name: "huge counts do not overflow", interval: 3600, max: 86400, n: 1000, wantMin: 86400, wantMax: 86400},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, path := range []string{"a", "b/c", "delta/linux", "x"} {
-				got := BackoffDelay(path, tt.interval, tt.max, tt.n)
-				if got < tt.wantMin || got > tt.wantMax {
-					t.Errorf("BackoffDelay(%q, %d, %d, %d) = %d; want in [%d, %d]",
-						path, tt.interval, tt.max, tt.n, got, tt.wantMin, tt.wantMax)
-				}
-				if again := BackoffDelay(path, tt.interval, tt.max, tt.n); again != got {
-					t.Errorf("BackoffDelay(%q, ...) = %d, then %d; want the same", path, got, again)
-				}
-			}
-		})
-	}
-	// The jitter spreads lorries that fail together.
-	seen := map[int64]bool{}
-	for _, p := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		seen[BackoffDelay(p, 1000, 86400, 3)] = true
-	}
-	if len(seen) < 2 {
-		t.Errorf("eight lorries backed off by %v; want different delays", seen)
-	}
-}
+	"lorrycontroller.dev/lc/rules"
+)
 
 // events reads the outbox's events, oldest first, and the payloads of the
 // lorry-hard-failed and lorry-recovered ones.
@@ -114,7 +77,7 @@ func TestBackoffGrowsThenHardFails(t *testing.T) {
 		if l.ConsecutiveFailures != n {
 			t.Fatalf("after failure %d: consecutive_failures %d", n, l.ConsecutiveFailures)
 		}
-		want := BackoffDelay("a", 100, DefaultMaxBackoff, n)
+		want := rules.BackoffDelay("a", 100, DefaultMaxBackoff, n)
 		if got := l.NextDue - started; got != want {
 			t.Errorf("after failure %d: due %ds after the start; want %d", n, got, want)
 		}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+
+	"lorrycontroller.dev/lc/rules"
 )
 
 // Assignment is the answer to a minion asking for a job.
@@ -37,12 +38,7 @@ type MinionID struct {
 }
 
 // onlyKind is the one kind of entry m takes, or "" when it takes any.
-func (m MinionID) onlyKind() string {
-	if len(m.Kinds) == 0 || slices.Contains(m.Kinds, "lorry") && slices.Contains(m.Kinds, "scraper") {
-		return ""
-	}
-	return m.Kinds[0]
-}
+func (m MinionID) onlyKind() string { return rules.OnlyKind(m.Kinds) }
 
 // GiveMeJob hands the first due lorry of the queue to the minion m, within
 // max_jobs, the limits of the queues and of m's host and the queues m

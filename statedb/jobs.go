@@ -5,30 +5,27 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"lorrycontroller.dev/lc/rules"
 )
 
-// Job states, after Disbatch's task states. A job is live while claimed or
-// running; docs/api.md lists them with Disbatch's and Bistro's names.
+// Job states: see rules.
 const (
-	// StatusClaimed is a job handed out whose minion has not yet said
-	// that its process started.
-	StatusClaimed   = "claimed"
-	StatusRunning   = "running"
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusKilled    = "killed"
-	StatusTimedOut  = "timed-out"
-	StatusLost      = "lost"
-	// StatusOrphaned is a claimed job never confirmed within the claim
-	// timeout: it never ran, so it does not count as a run.
-	StatusOrphaned = "orphaned"
+	StatusClaimed   = rules.StatusClaimed
+	StatusRunning   = rules.StatusRunning
+	StatusSucceeded = rules.StatusSucceeded
+	StatusFailed    = rules.StatusFailed
+	StatusKilled    = rules.StatusKilled
+	StatusTimedOut  = rules.StatusTimedOut
+	StatusLost      = rules.StatusLost
+	StatusOrphaned  = rules.StatusOrphaned
 )
 
 // liveStatus is the SQL condition of a live job: claimed or running.
 const liveStatus = `status IN ('claimed', 'running')`
 
 // Live says whether the job is claimed or running: not over yet.
-func (j Job) Live() bool { return j.Status == StatusClaimed || j.Status == StatusRunning }
+func (j Job) Live() bool { return rules.Live(j.Status) }
 
 // Job is one run of a lorry.
 type Job struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"lorrycontroller.dev/lc/rules"
 	"lorrycontroller.dev/lc/wire"
 )
 
@@ -322,15 +323,7 @@ func (tx *Tx) finishReported(ctx context.Context, j Job, u JobUpdate, l *Lorry) 
 			}
 		}
 	}
-	// A lorry that failed without naming the kind of its failure
-	// failed in a way it did not foresee.
-	class := u.ErrorClass
-	if status == StatusFailed && class == "" && j.Kind == "lorry" {
-		class = ClassInternal
-	}
-	if status != StatusFailed {
-		class = ""
-	}
+	class := rules.EndClass(j.Kind, status, u.ErrorClass)
 	return tx.endJob(ctx, j, jobEnd{status: status, exit: u.Exit, class: class, heard: true, head: u.Head, lorry: l})
 }
 

@@ -7,17 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-)
 
-// takesQueue says whether a minion that asked for queues and ignores
-// ignore takes work from queue q. queues wins if both are given.
-func takesQueue(q string, queues, ignore []string) bool {
-	if len(queues) > 0 {
-		return slices.Contains(queues, q)
-	}
-	return !slices.Contains(ignore, q)
-}
+	"lorrycontroller.dev/lc/rules"
+)
 
 // openQueues finds the queues that may hand an entry to minion m within
 // every limit but the global max_jobs: the queue's threads as of now,
@@ -31,29 +23,26 @@ func (tx *Tx) openQueues(ctx context.Context, m MinionID, live liveCounts, st ha
 	if err != nil {
 		return openSet{}, "", err
 	}
-	if hostMax != nil && live.onHost >= *hostMax {
-		return openSet{}, fmt.Sprintf("%d jobs running on host %s, its max_jobs is %d", live.onHost, m.Host, *hostMax), nil
+	if idle := rules.HostFull(m.Host, live.onHost, hostMax); idle != "" {
+		return openSet{}, idle, nil
 	}
 	q = openSet{all: qs, open: make(map[string]string, len(qs)), kind: m.onlyKind()}
 	for _, queue := range qs {
-		if !takesQueue(queue.Name, m.Queues, m.IgnoreQueues) {
+		if !rules.TakesQueue(queue.Name, m.Queues, m.IgnoreQueues) {
 			continue
 		}
 		limit, err := tx.threadsNow(queue)
 		if err != nil {
 			return openSet{}, "", fmt.Errorf("queue %q: %w", queue.Name, err)
 		}
-		if limit != nil && live.byQueue[queue.Name] >= *limit {
+		if rules.QueueFull(limit, live.byQueue[queue.Name]) {
 			q.full = append(q.full, queue.Name)
 			continue
 		}
 		q.open[queue.Name] = queue.Sort
 	}
 	if len(q.open) == 0 {
-		if len(q.full) > 0 {
-			return openSet{}, "queues full: " + strings.Join(q.full, ", "), nil
-		}
-		return openSet{}, "this minion takes none of the queues", nil
+		return openSet{}, rules.NoOpenQueue(q.full), nil
 	}
 	return q, "", nil
 }
@@ -70,16 +59,7 @@ type openSet struct {
 
 // noneDue is why there is nothing to hand out when no open queue has a
 // due entry.
-func (q openSet) noneDue() string {
-	why := "no lorry is due in the queues this minion takes"
-	if q.kind != "" {
-		why = "no " + q.kind + " is due in the queues this minion takes"
-	}
-	if len(q.full) > 0 {
-		why += " that are not full (full: " + strings.Join(q.full, ", ") + ")"
-	}
-	return why
-}
+func (q openSet) noneDue() string { return rules.NoneDue(q.kind, q.full) }
 
 // pickLorry finds, on SQLite, the entry to hand out from the open queues
 // of q: each offers its first due entry by its sort order, and of those
@@ -91,18 +71,16 @@ func (tx *Tx) pickLorry(ctx context.Context, q openSet) (l Lorry, idle string, e
 		if err != nil {
 			return Lorry{}, "", err
 		}
-		var pos sql.NullInt64
-		for name := range q.open {
-			if h := heads[name]; h.Valid && (!pos.Valid || h.Int64 < pos.Int64) {
-				pos = h
-			}
-		}
-		if !pos.Valid {
+		pos, ok := rules.PickHead(q.open, func(name string) (int64, bool) {
+			h := heads[name]
+			return h.Int64, h.Valid
+		})
+		if !ok {
 			return Lorry{}, q.noneDue(), nil
 		}
-		l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = $1`, pos.Int64))
+		l, err = scanLorry(tx.queryRow(ctx, `SELECT `+lorryColumns+` FROM lorries WHERE queue_pos = $1`, pos))
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos.Int64, err)
+			return Lorry{}, "", fmt.Errorf("read due lorry at %d: %w", pos, err)
 		}
 		if err == nil && q.due(l, tx.Now) {
 			return l, "", nil
@@ -110,7 +88,7 @@ func (tx *Tx) pickLorry(ctx context.Context, q openSet) (l Lorry, idle string, e
 		// A choice kept from before that no longer holds would be a
 		// change the triggers missed: find every choice again.
 		if try > 0 {
-			return Lorry{}, "", fmt.Errorf("the entry at %d chosen for a hand-out is not due", pos.Int64)
+			return Lorry{}, "", fmt.Errorf("the entry at %d chosen for a hand-out is not due", pos)
 		}
 		tx.s.cache.heads = nil
 	}
@@ -118,7 +96,7 @@ func (tx *Tx) pickLorry(ctx context.Context, q openSet) (l Lorry, idle string, e
 
 // due says whether l may be handed out from q at now.
 func (q openSet) due(l Lorry, now int64) bool {
-	return l.RunningJob == nil && l.NextDue <= now && q.open[l.Queue] != "" && (q.kind == "" || l.Kind == q.kind)
+	return rules.Offerable(q.open, q.kind, l.Queue, l.Kind, l.RunningJob != nil, l.NextDue, now)
 }
 
 // queueHeads answers each open queue's choice for a hand-out to a minion

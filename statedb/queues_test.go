@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"lorrycontroller.dev/lc/rules"
 )
 
 // queues configures the queues and which lorry is in which.
@@ -367,7 +369,7 @@ func TestKeptChoicesAgreeWithAFreshLook(t *testing.T) {
 		}
 		open := map[string]string{}
 		for _, q := range qs {
-			if takesQueue(q.Name, queues, nil) {
+			if rules.TakesQueue(q.Name, queues, nil) {
 				open[q.Name] = q.Sort
 			}
 		}

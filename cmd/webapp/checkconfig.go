@@ -16,6 +16,7 @@ import (
 	"lorrycontroller.dev/lc/confgit"
 	"lorrycontroller.dev/lc/control"
 	"lorrycontroller.dev/lc/statedb"
+	"lorrycontroller.dev/lc/wire"
 )
 
 // The exit codes of check-config.
@@ -274,7 +275,7 @@ func summarize(cfg *confgit.Config, now time.Time) *checkSummary {
 		return &u
 	}
 	for _, l := range cfg.Lorries {
-		if l.Kind == confgit.KindScraper {
+		if l.Kind == wire.KindScraper {
 			s.Scrapers++
 		} else {
 			s.Lorries++

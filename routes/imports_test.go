@@ -3,10 +3,9 @@ package routes
 import (
 	"go/ast"
 	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"lorrycontroller.dev/lc/gosource"
 )
 
 // TestCallsNoStore keeps the routes above the application: no non-test
@@ -15,20 +14,8 @@ import (
 // Update). The routes call control, which applies the rules and reads and
 // writes the store; statedb's value types may still appear in answers.
 func TestCallsNoStore(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		fset := token.NewFileSet()
-		parsed, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(parsed, func(n ast.Node) bool {
+	for _, f := range gosource.Dir(t, ".", parser.SkipObjectResolution) {
+		ast.Inspect(f.AST, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok {
 				return true
@@ -36,12 +23,12 @@ func TestCallsNoStore(t *testing.T) {
 			name := sel.Sel.Name
 			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "statedb" {
 				if name == "DB" || name == "Tx" {
-					t.Errorf("%s: statedb.%s; want a method of control", fset.Position(sel.Pos()), name)
+					t.Errorf("%s: statedb.%s; want a method of control", f.Pos(sel), name)
 				}
 				return true
 			}
 			if name == "DB" || name == "View" || name == "Update" {
-				t.Errorf("%s: .%s; want a method of control", fset.Position(sel.Pos()), name)
+				t.Errorf("%s: .%s; want a method of control", f.Pos(sel), name)
 			}
 			return true
 		})

@@ -4,11 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"lorrycontroller.dev/lc/gosource"
 )
 
 // onPostgres says whether db runs on PostgreSQL, for the tests that
@@ -34,23 +33,14 @@ func driverFile(name string) bool {
 // no field or key named pg, no IsPostgres, no driver type named, but in
 // driver.go, which chooses the driver from the database's place.
 func TestSharedFilesAskNoBackend(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") || driverFile(name) {
+	for _, f := range gosource.Dir(t, ".", 0) {
+		if driverFile(f.Path) {
 			continue
 		}
 		checked++
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, found := range backendQuestions(f, name == "driver.go") {
-			t.Errorf("%s: %s; a shared file asks no backend: make it a method of the driver", fset.Position(found.pos), found.what)
+		for _, found := range backendQuestions(f.AST, f.Path == "driver.go") {
+			t.Errorf("%s: %s; a shared file asks no backend: make it a method of the driver", f.Fset.Position(found.pos), found.what)
 		}
 	}
 	if checked < 20 {
@@ -131,49 +121,20 @@ func TestBackendQuestionsFound(t *testing.T) {
 // the database (Backup, CheckBackups, DiskDir, ...), and the driver is
 // chosen here, from the database's place, by Open. Tests may ask.
 func TestOnlyStatedbAsksBackend(t *testing.T) {
-	root := ".."
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("the module's root: %v", err)
-	}
-	checked := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "statedb", "node_modules", "testdata", ".git":
-				if path != root {
-					return filepath.SkipDir
-				}
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		checked++
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
+	files := gosource.Module(t, "..", 0, "statedb")
+	for _, f := range files {
+		ast.Inspect(f.AST, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok || sel.Sel.Name != "IsPostgres" {
 				return true
 			}
 			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "statedb" {
-				t.Errorf("%s: asks statedb.IsPostgres; say what is wanted of the database instead", fset.Position(sel.Pos()))
+				t.Errorf("%s: asks statedb.IsPostgres; say what is wanted of the database instead", f.Pos(sel))
 			}
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if checked < 50 {
-		t.Fatalf("checked %d files; want the module's", checked)
+	if len(files) < 50 {
+		t.Fatalf("checked %d files; want the module's", len(files))
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"go/ast"
 	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"lorrycontroller.dev/lc/gosource"
 )
 
 // The sizes the code is held to: the WEBAPP's wiring reads as parse the
@@ -55,51 +55,25 @@ func TestWiringSize(t *testing.T) {
 func TestSourceSizes(t *testing.T) {
 	root := filepath.Join("..", "..")
 	var long []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, f := range gosource.Module(t, root, parser.ParseComments|parser.SkipObjectResolution, "apiclient") {
+		if ast.IsGenerated(f.AST) {
+			continue
+		}
+		rel, err := filepath.Rel(root, f.Path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if rel != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || rel == "apiclient") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		if ast.IsGenerated(f) {
-			return nil
-		}
-		for _, decl := range f.Decls {
-			fn, ok := decl.(*ast.FuncDecl)
-			if !ok {
-				continue
-			}
-			if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > maxFuncLines {
-				long = append(long, fmt.Sprintf("function %s in %s is %d lines; want at most %d", funcName(fn), rel, n, maxFuncLines))
+		for _, decl := range f.AST.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && f.Lines(fn) > maxFuncLines {
+				long = append(long, fmt.Sprintf("function %s in %s is %d lines; want at most %d", funcName(fn), rel, f.Lines(fn), maxFuncLines))
 			}
 		}
 		top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
 		if top == "statedb" || top == "routes" || top == "control" {
-			if n := fset.File(f.Pos()).LineCount(); n > maxPackageLines {
+			if n := f.Fset.File(f.AST.Pos()).LineCount(); n > maxPackageLines {
 				long = append(long, fmt.Sprintf("file %s is %d lines; want at most %d", rel, n, maxPackageLines))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(long)
 	for _, l := range long {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,8 +66,9 @@ echo done`)
 				t.Fatalf("RunOnce: got %v, %v; want true, nil", ran, err)
 			}
 			// RunOnce returns once the job has ended: a job killed at
-			// once may have been killed before it wrote its pid.
-			if _, err := os.Stat(pidFile); err == nil {
+			// once may have been killed before it wrote its pid, or
+			// between making the file and writing it.
+			if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
 				waitGone(t, readPid(t, pidFile))
 			}
 			updates := f.routeRequests("job-update")

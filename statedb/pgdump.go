@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -237,6 +238,13 @@ func runTool(ctx context.Context, env []string, stdout func(io.Reader) error, na
 	if err != nil {
 		return fmt.Errorf("%s not found: install PostgreSQL's client programs (Debian's postgresql-client): %w", name, err)
 	}
+	// The tool dies with this process (its parent-death signal), which
+	// Linux sends when the thread that forked it ends: the goroutine
+	// holds its thread until the tool is waited for, so that no other
+	// goroutine can end that thread meanwhile (one that exits locked to
+	// it, as a umask's does).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -246,7 +247,7 @@ type cluster struct {
 	bin  string
 	cred *syscall.Credential
 	proc *exec.Cmd
-	done chan struct{} // closed when proc has exited
+	done <-chan struct{} // closed when proc has exited
 }
 
 // startCluster makes a cluster in a new temporary directory and starts
@@ -311,12 +312,38 @@ func (c *cluster) start() error {
 	}
 	defer log.Close()
 	pg.Stdout, pg.Stderr = log, log
-	if err := pg.Start(); err != nil {
+	done, err := startHeld(pg)
+	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	c.proc, c.done = pg, make(chan struct{})
-	go func() { pg.Wait(); close(c.done) }()
+	c.proc, c.done = pg, done
 	return nil
+}
+
+// startHeld starts cmd, whose parent-death signal is set, from a goroutine
+// locked to its thread until cmd exits, and closes done then. Linux sends
+// the signal when the thread that forked the child ends, not the process,
+// and the Go runtime ends the thread of any goroutine that exits locked to
+// it (a umask's, a user's): forked from an arbitrary goroutine, the child
+// could be killed whenever another goroutine came to end that thread.
+func startHeld(cmd *exec.Cmd) (done <-chan struct{}, err error) {
+	started := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return exited, nil
 }
 
 // stop stops the cluster's server with a fast shutdown: its sessions'

@@ -2,9 +2,13 @@ package dbtest
 
 import (
 	"context"
+	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -109,5 +113,48 @@ func TestPgBouncerPortTaken(t *testing.T) {
 	if err := second.start(bin, host, port, cred); err == nil {
 		second.stop()
 		t.Fatalf("a second pgbouncer on port %d started; want it to fail, the port being the first's", first.port)
+	}
+}
+
+// TestServerOutlivesItsThread starts a cluster from a goroutine locked
+// to its thread, which then exits locked, so that the Go runtime ends
+// the thread: Linux sends a child its parent-death signal when the
+// thread that forked it ends, not the process. Any thread may end so,
+// when any goroutine (a umask's, a user's) exits locked to it; the
+// server must not go with it.
+func TestServerOutlivesItsThread(t *testing.T) {
+	var c *cluster
+	for c == nil {
+		started := make(chan *cluster, 1)
+		go func() {
+			runtime.LockOSThread()
+			// The main thread is never ended, only parked: try again
+			// on another.
+			if unix.Gettid() == os.Getpid() {
+				runtime.UnlockOSThread()
+				started <- nil
+				return
+			}
+			// Never unlocked: the thread ends with the goroutine.
+			c, err := startCluster()
+			if err != nil {
+				t.Errorf("start a PostgreSQL cluster: %v", err)
+				c = &cluster{}
+			}
+			started <- c
+		}()
+		c = <-started
+	}
+	if c.proc == nil {
+		return
+	}
+	defer c.remove()
+	select {
+	case <-c.done:
+		t.Fatal("the server exited when the thread that started it ended")
+	case <-time.After(time.Second):
+	}
+	if err := answers(c.url()); err != nil {
+		t.Fatalf("the server did not outlive the thread that started it: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ type pgbouncer struct {
 	port int
 	user string
 	proc *exec.Cmd
-	done chan struct{} // closed when proc has exited
+	done <-chan struct{} // closed when proc has exited
 }
 
 // BouncerQuery is the query of every address the tests are given
@@ -132,11 +132,11 @@ func (b *pgbouncer) start(bin, host, port string, cred *syscall.Credential) erro
 	}
 	defer out.Close()
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	done, err := startHeld(cmd)
+	if err != nil {
 		return err
 	}
-	b.proc, b.done = cmd, make(chan struct{})
-	go func() { cmd.Wait(); close(b.done) }()
+	b.proc, b.done = cmd, done
 	// Ready when it listens on its port, and then answers a query through
 	// to the server. Until its log says it listens, the port may be
 	// another's, such as another test binary's pgbouncer that took it

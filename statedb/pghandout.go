@@ -295,21 +295,7 @@ func readHeads(text string, heads map[string]sql.NullInt64) error {
 // was marked running, whether the minion was free, and the choices
 // found, as [queue, position]; no row if nothing is due.
 const (
-	pgClaimFirstQuery = `WITH found (key, pos) AS (SELECT j.key, CASE
-			WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries
-				WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
-				ORDER BY next_due, queue_pos LIMIT 1)
-			WHEN j.value = 'lifo' THEN (SELECT queue_pos FROM lorries
-				WHERE queue = j.key AND running_job IS NULL AND next_due <= $1
-				ORDER BY next_due DESC, queue_pos DESC LIMIT 1)
-			WHEN (SELECT MIN(next_due) FROM lorries
-				WHERE queue = j.key AND running_job IS NULL) <= $1
-			THEN (SELECT queue_pos FROM lorries
-				WHERE queue = j.key AND running_job IS NULL AND (schedule = '' OR next_due != cron_next)
-					AND next_due <= $1
-				ORDER BY queue_pos LIMIT 1)
-			END
-		FROM jsonb_each_text(CAST($2 AS jsonb)) AS j),
+	pgClaimFirstQuery = `WITH found (key, pos) AS (` + pgHeadsQuery + `),
 	` + pgClaimHead
 	pgClaimFirstOfKindQuery = `WITH found (key, pos) AS (SELECT j.key, CASE
 			WHEN j.value = 'fifo' THEN (SELECT queue_pos FROM lorries

@@ -15,6 +15,11 @@ PGYARNS := ^(TestScenarios|TestGeneratedClient|TestReportsSafeToRepeat|TestScrap
 # front of the same server (docs/operations.md, "Behind pgbouncer").
 PGBPKGS := ./statedb/... ./control/
 PGB     := LORRY_CONTROLLER_TEST_STATEDB=postgres LORRY_CONTROLLER_TEST_PGBOUNCER=1
+# How many packages' tests run at once. Most of their time they wait, on
+# the processes, servers and databases they start: twice the cores keeps
+# a small machine's cores busy; from 8 on, go test's own default (one a
+# core) does.
+TESTP   ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n * 2 < 8 ? n * 2 : (n > 8 ? n : 8) )))
 
 # Where make install puts things. DESTDIR goes in front of every path, for
 # staged installs and packages; the installed files name the paths without
@@ -69,10 +74,10 @@ deps:
 # mostly waits out its faults, without the race detector (the scenarios
 # above run the same binaries under it).
 test: deps check
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m $(PGPKGS)
+	$(GO) test -race -count=1 -p $(TESTP) -timeout 20m $(PKGS)
+	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -p $(TESTP) -timeout 20m $(PGPKGS)
 	LORRY_CONTROLLER_TEST_STATEDB=postgres $(GO) test -race -count=1 -timeout 20m -run '$(PGYARNS)' ./yarns/
-	$(PGB) $(GO) test -race -count=1 -timeout 20m $(PGBPKGS)
+	$(PGB) $(GO) test -race -count=1 -p $(TESTP) -timeout 20m $(PGBPKGS)
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^(TestScenarios|TestReplicaSessions)$$' ./yarns/
 	$(PGB) $(GO) test -race -count=1 -timeout 20m -run '^TestReplicas$$/^postgres$$' ./yarns/
 	@log=$$(mktemp); echo "./scripts/test-install > $$log (beside the fault campaign)"; \

@@ -194,3 +194,45 @@ func TestReadRunsAgainOnNewConnection(t *testing.T) {
 	}
 	everySession(t, db, "after the sessions ended")
 }
+
+// TestCloseAfterCancelledStatement closes a DB whose write session's
+// connection was closed under it: a statement whose context ended before
+// it ran (as a WEBAPP's shutdown ends its ticks') makes the connection
+// bad, and
+// database/sql closes it, while the statements prepared on it are still
+// the session's. (pgx answers a statement whose context ended before it
+// was sent as a bad connection, and its pool tears down a connection
+// left in a transaction on a goroutine of its own.) Closing them then
+// would reach into that connection as it is torn down: the race detector
+// saw it.
+func TestCloseAfterCancelledStatement(t *testing.T) {
+	cancelled := func(db *DB) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		return db.Update(ctx, func(tx *Tx) error {
+			if err := tx.setSetting(ctx, "close_test", "1"); err != nil {
+				return err
+			}
+			cancel()
+			return tx.setSetting(ctx, "close_test", "2")
+		})
+	}
+	write := func(tx *Tx) error { return tx.setSetting(context.Background(), "close_test", "3") }
+	for i := range 3 {
+		db, err := Open(context.Background(), dbtest.DatabaseOrSkip(t), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cancelled(db); err == nil {
+			t.Fatalf("try %d: a statement whose context ended: nil error", i+1)
+		}
+		// The next write finds the connection gone, and renews it.
+		if err := db.Update(context.Background(), write); err != nil {
+			t.Errorf("try %d: the write after: %v", i+1, err)
+		}
+		cancelled(db)
+		if err := db.Close(); err != nil {
+			t.Errorf("try %d: close: %v", i+1, err)
+		}
+	}
+}

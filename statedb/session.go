@@ -92,11 +92,29 @@ func (st *stmt) close() error {
 }
 
 func (s *session) close() error {
-	var errs []error
-	for _, st := range s.stmts {
-		errs = append(errs, st.close())
+	errs := []error{s.closeStmts()}
+	if err := s.conn.Close(); !errors.Is(err, sql.ErrConnDone) {
+		errs = append(errs, err)
 	}
-	return errors.Join(append(errs, s.conn.Close())...)
+	return errors.Join(errs...)
+}
+
+// closeStmts closes the session's statements, unless database/sql has
+// already closed its connection: it does so when a statement finds the
+// connection bad (on PostgreSQL, one whose context ended before it was
+// sent), and does not close the statements prepared on a *sql.Conn with
+// it. Their connection is gone then, and with it what they held; pgx's
+// pool may still be tearing it down on a goroutine of its own, which
+// closing a statement, as it deallocates on that connection, would race.
+func (s *session) closeStmts() error {
+	var errs []error
+	if s.conn.Raw(func(any) error { return nil }) == nil {
+		for _, st := range s.stmts {
+			errs = append(errs, st.close())
+		}
+	}
+	s.stmts = map[string]*stmt{}
+	return errors.Join(errs...)
 }
 
 // begin begins a transaction on s with the statements begin. A session's
@@ -177,11 +195,8 @@ func (db *DB) renew(ctx context.Context, s *session) bool {
 	if !db.drv.connBroken(ctx, s.conn) {
 		return false
 	}
-	for _, st := range s.stmts {
-		st.close()
-	}
+	s.closeStmts()
 	s.conn.Close()
-	s.stmts = map[string]*stmt{}
 	s.cache = sessionCache{}
 	conn, err := db.pool.Conn(ctx)
 	if err != nil {

@@ -182,11 +182,9 @@ func (a *App) LorryPage(ctx context.Context, path string, jobs, runs int) (Lorry
 		if p.Pos, err = tx.QueuePosition(ctx, path); err != nil {
 			return p, err
 		}
-		counts, err := tx.CountLorries(ctx)
-		if err != nil {
+		if p.Total, err = tx.TotalLorries(ctx); err != nil {
 			return p, err
 		}
-		p.Total = counts.Total
 		if p.Jobs, err = tx.RecentJobs(ctx, path, jobs); err != nil {
 			return p, err
 		}

@@ -157,12 +157,16 @@ func readStatusPage(ctx context.Context, tx *statedb.Tx, req StatusPageRequest, 
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]int64, len(running))
+	for i, j := range running {
+		ids[i] = j.ID
+	}
+	lines, err := tx.LastOutputLines(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	for _, j := range running {
-		line, err := tx.LastOutputLine(ctx, j.ID)
-		if err != nil {
-			return nil, err
-		}
-		p.Running = append(p.Running, RunningJob{Job: j, LastLine: line})
+		p.Running = append(p.Running, RunningJob{Job: j, LastLine: lines[j.ID]})
 	}
 	if counts.Failing > 0 {
 		if p.Failing, err = tx.FailingLorries(ctx, 0, req.Failing); err != nil {

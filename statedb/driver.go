@@ -42,6 +42,8 @@ type driver interface {
 	// recordEnd writes the end e of job j and the state it left its
 	// lorry in, and frees its minion.
 	recordEnd(ctx context.Context, tx *Tx, j Job, e jobEnd, lorryState string) error
+	// lastOutputLines is Tx.LastOutputLines.
+	lastOutputLines(ctx context.Context, tx *Tx, ids []int64) (map[int64]string, error)
 
 	// prepareSession readies a new session's connection, read-only or
 	// not, and says how its transactions begin.
@@ -122,6 +124,7 @@ type dialectSQL struct {
 	aheadSchedules  string
 	claimDeliveries string
 	countFailing    string
+	countLorries    string
 	countMatching   string
 	dueDeliveries   string
 	dueSchedules    string
@@ -146,7 +149,7 @@ type dialectSQL struct {
 	moveHostsOfRemovedQueues   string
 	moveLorriesOfRemovedQueues string
 	orphanedJobs               string
-	queueDue                   string
+	queuesDue                  string
 	queuePosition              string
 	seeConfigLorries           string
 	seenTwice                  string

@@ -303,10 +303,15 @@ func (tx *Tx) outputTail(ctx context.Context, id int64, n int) ([]byte, error) {
 	for i := len(chunks) - 1; i >= 0; i-- {
 		out = append(out, chunks[i]...)
 	}
+	return lastBytes(out, n), nil
+}
+
+// lastBytes is the last n bytes of out, trimmed, as valid UTF-8.
+func lastBytes(out []byte, n int) []byte {
 	if len(out) > n {
 		out = out[len(out)-n:]
 	}
-	return []byte(strings.ToValidUTF8(strings.TrimSpace(string(out)), "\uFFFD")), nil
+	return []byte(strings.ToValidUTF8(strings.TrimSpace(string(out)), "\uFFFD"))
 }
 
 // lastLineBytes is how far back from the end of a job's output
@@ -327,16 +332,28 @@ func (tx *Tx) LastOutputLine(ctx context.Context, id int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return lastLine(tail, carry), nil
+}
+
+// lastLine is the last line that is not blank of tail, the end of a
+// job's stored output, and carry, its line held back, as it stands.
+func lastLine(tail, carry []byte) string {
 	if len(carry) > 0 {
 		tail = append(append(tail, '\n'), carry...)
 	}
 	lines := strings.FieldsFunc(string(tail), func(r rune) bool { return r == '\n' || r == '\r' })
 	for i := len(lines) - 1; i >= 0; i-- {
 		if s := strings.TrimSpace(lines[i]); s != "" {
-			return s, nil
+			return s
 		}
 	}
-	return "", nil
+	return ""
+}
+
+// LastOutputLines is LastOutputLine of each of the jobs ids, by id; a job
+// that is not there is left out.
+func (tx *Tx) LastOutputLines(ctx context.Context, ids []int64) (map[int64]string, error) {
+	return tx.drv.lastOutputLines(ctx, tx, ids)
 }
 
 // OutputPart is the output of a job from some offset on.

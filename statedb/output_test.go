@@ -3,6 +3,7 @@ package statedb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -171,4 +172,67 @@ func TestMinionCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("tail after the cut", open.Job.ID, "01\n[... 50 bytes of output cut ...]\ntailmore", 60, 50)
+}
+
+// TestLastOutputLinesAsEachAlone reads the last lines of many running
+// jobs at once, as the status page does, and finds for each what
+// LastOutputLine finds for it alone: whatever its output's chunks, few
+// or many, small or large, cut inside a character, with a progress
+// meter's line held back or none.
+func TestLastOutputLinesAsEachAlone(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	outputs := [][]string{
+		nil,
+		{"first\nsecond\n"},
+		repeat(20, func(i int) string { return fmt.Sprintf("line %d\n", i) }),
+		repeat(8, func(i int) string { return strings.Repeat("x", 190) + fmt.Sprintf(" %d\n", i) }),
+		repeat(9, func(i int) string { return strings.Repeat("y", 150) + fmt.Sprintf(" %d\n", i) }),
+		{strings.Repeat("a", 3000) + "\nlast line\n", "Receiving objects:  10%\rReceiving objects:  50%\r"},
+		{strings.Repeat("é", 2000) + "\n"},
+		{"\n\n  \n"},
+		{"Counting: 1\rCounting: 2"},
+	}
+	var paths []string
+	for i := range outputs {
+		paths = append(paths, fmt.Sprintf("o/%d", i))
+	}
+	f.lorries(t, paths...)
+	var ids []int64
+	for i, out := range outputs {
+		a := f.mustGive(t, minion(fmt.Sprintf("m%d", i), "h"))
+		for _, s := range out {
+			if _, err := f.report(t, JobUpdate{ID: a.Job.ID, Stdout: []byte(s)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids = append(ids, a.Job.ID)
+	}
+	f.view(t, func(tx *Tx) error {
+		got, err := tx.LastOutputLines(ctx, append(ids, 999999))
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			want, err := tx.LastOutputLine(ctx, id)
+			if err != nil {
+				return err
+			}
+			if got[id] != want {
+				t.Errorf("job %d (output %d): %q; alone %q", id, i, got[id], want)
+			}
+		}
+		if line, ok := got[999999]; ok {
+			t.Errorf("a job that is not there: %q", line)
+		}
+		return nil
+	})
+}
+
+func repeat(n int, f func(int) string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
 }

@@ -14,8 +14,8 @@ var postgresSQL = dialectSQL{
 			WHERE status = 'pending' AND next_try <= $3 AND (claimed_until <= $3 OR claimed_by = $1)
 			ORDER BY next_try, id LIMIT $4)
 		RETURNING ` + deliveryColumns,
-	countFailing: `SELECT COUNT(*) FROM lorries
-		WHERE last_run_exit != 0 OR last_run_error != ''`,
+	countFailing:  pgCountFailing,
+	countLorries:  `SELECT ` + countTotalAndDue + `, (` + pgCountFailing + `), ` + countRunning,
 	countMatching: `SELECT COUNT(*) FROM lorries WHERE ` + pgLorryFilter,
 	dueDeliveries: `SELECT ` + deliveryColumns + ` FROM outbox
 		WHERE status = 'pending' AND next_try <= $1 ORDER BY next_try, id LIMIT $2`,
@@ -57,8 +57,9 @@ var postgresSQL = dialectSQL{
 		WHERE queue NOT IN (SELECT value FROM jsonb_array_elements_text($2::jsonb))`,
 	orphanedJobs: `SELECT ` + jobColumns + ` FROM jobs
 		WHERE status = 'claimed' AND started < $1 ORDER BY id`,
-	queueDue: `SELECT COUNT(*), MIN(next_due) FROM lorries
-			WHERE queue = $1 AND running_job IS NULL AND next_due <= $2`,
+	queuesDue: `SELECT q.name, d.n, d.oldest FROM jsonb_array_elements_text($1::jsonb) AS q(name)
+			CROSS JOIN LATERAL (SELECT COUNT(*) AS n, MIN(next_due) AS oldest FROM lorries
+				WHERE queue = q.name AND running_job IS NULL AND next_due <= $2) AS d`,
 	queuePosition: `SELECT (SELECT COALESCE(SUM(n), 0) FROM lorry_buckets WHERE bucket < l.queue_pos >> 14)
 			+ (SELECT COUNT(*) FROM lorries
 				WHERE queue_pos BETWEEN (l.queue_pos >> 14) << 14 AND l.queue_pos)
@@ -133,3 +134,7 @@ const (
 // sequence set with setval(…, false), as migrate-statedb sets it, has
 // given the id before the one it holds.
 const pgLastJobIDQuery = `SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM jobs_id_seq`
+
+// pgCountFailing counts the failing lorries: see CountLorries.
+const pgCountFailing = `SELECT COUNT(*) FROM lorries
+		WHERE last_run_exit != 0 OR last_run_error != ''`

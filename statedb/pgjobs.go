@@ -3,6 +3,7 @@ package statedb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 )
 
@@ -92,3 +93,55 @@ const pgRunEndQuery = `WITH run AS (UPDATE lorries SET running_job = NULL, last_
 	freed AS (UPDATE minions SET job_id = NULL, last_seen = CASE WHEN $18 = 1 THEN $3 ELSE last_seen END
 		WHERE name = $17 AND job_id = $13 AND EXISTS (SELECT 1 FROM ended))
 	SELECT (SELECT run_again FROM run), (SELECT COUNT(*) FROM ended)`
+
+// lastOutputLines reads the lines of all the jobs in one statement
+// (pgLastChunksQuery): the status page shows the line of every running
+// job, and a round trip or two for each of hundreds of them took most
+// of the page's time under load. A job whose last chunks hold less than
+// the kilobyte looked at, with more chunks before them, is read alone.
+func (pgDriver) lastOutputLines(ctx context.Context, tx *Tx, ids []int64) (map[int64]string, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.query(ctx, pgLastChunksQuery, string(list), pgLastChunks)
+	if err != nil {
+		return nil, fmt.Errorf("read the jobs' output: %w", err)
+	}
+	defer rows.Close()
+	lines := make(map[int64]string, len(ids))
+	var short []int64
+	for rows.Next() {
+		var id, n int64
+		var carry, data []byte
+		if err := rows.Scan(&id, &carry, &n, &data); err != nil {
+			return nil, fmt.Errorf("read the jobs' output: %w", err)
+		}
+		if n == pgLastChunks && len(data) < lastLineBytes {
+			short = append(short, id)
+			continue
+		}
+		lines[id] = lastLine(lastBytes(data, lastLineBytes), finishCR(carry))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the jobs' output: %w", err)
+	}
+	rows.Close()
+	for _, id := range short {
+		if lines[id], err = tx.LastOutputLine(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return lines, nil
+}
+
+// pgLastChunksQuery reads, for each job of the JSON list $1, its line
+// held back and the number and text of its last $2 chunks of output.
+const pgLastChunksQuery = `SELECT j.id, j.output_carry, t.n, COALESCE(t.data, ''::bytea)
+	FROM jsonb_array_elements_text($1::jsonb) AS i(id)
+	JOIN jobs AS j ON j.id = i.id::bigint
+	CROSS JOIN LATERAL (SELECT COUNT(*) AS n, string_agg(c.data, ''::bytea ORDER BY c.seq) AS data
+		FROM (SELECT seq, data FROM job_output WHERE job_id = j.id ORDER BY seq DESC LIMIT $2) AS c) AS t`
+
+// pgLastChunks is how many chunks of each job pgLastChunksQuery reads.
+const pgLastChunks = 8

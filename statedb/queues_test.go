@@ -665,3 +665,70 @@ func pathOrIdle(a Assignment) string {
 	}
 	return a.Lorry.Path
 }
+
+// TestQueueStatesCountEachQueue reads the due entries of every queue in
+// one statement: each queue's own count and oldest due time, whatever
+// characters its name holds, none for a queue with nothing due or
+// nothing in it, and a running entry not counted; and CountLorries'
+// four counts, in one statement too, and TotalLorries.
+func TestQueueStatesCountEachQueue(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	odd := `q "x" 'é' \ %_`
+	f.lorries(t, "a", "b", "c", "d", "e")
+	f.queues(t, []Queue{{Name: odd}, {Name: "y"}, {Name: "empty"}},
+		map[string]string{"a": odd, "b": odd, "c": "y", "e": "y"})
+	f.update(t, func(tx *Tx) error {
+		for p, due := range map[string]int64{"a": 990, "b": 900, "c": 950, "d": 5000, "e": 5000} {
+			if _, err := tx.exec(ctx, `UPDATE lorries SET next_due = $1 WHERE path = $2`, due, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if got := f.mustGive(t, minion("m", "h")).Lorry.Path; got != "a" {
+		t.Fatalf("handed out %s; want a, first in the queue", got)
+	}
+	type want struct {
+		due    int64
+		oldest *int64
+	}
+	wants := map[string]want{odd: {1, exit(900)}, "y": {1, exit(950)}, "empty": {0, nil}, DefaultQueue: {0, nil}}
+	f.view(t, func(tx *Tx) error {
+		states, err := tx.QueueStates(ctx)
+		if err != nil {
+			return err
+		}
+		if len(states) != len(wants) {
+			t.Errorf("%d queue states; want %d", len(states), len(wants))
+		}
+		for _, st := range states {
+			w, ok := wants[st.Name]
+			if !ok {
+				t.Errorf("queue %q not configured", st.Name)
+				continue
+			}
+			if st.Due != w.due || (st.OldestDue == nil) != (w.oldest == nil) || st.OldestDue != nil && *st.OldestDue != *w.oldest {
+				t.Errorf("queue %q: due %d, oldest %v; want %d, %v", st.Name, st.Due, fmtPtr(st.OldestDue), w.due, fmtPtr(w.oldest))
+			}
+		}
+		c, err := tx.CountLorries(ctx)
+		if err != nil {
+			return err
+		}
+		if c != (LorryCounts{Total: 5, Due: 2, Failing: 0, Running: 1}) {
+			t.Errorf("counts %+v; want 5 in all, 2 due, none failing, 1 running", c)
+		}
+		if n, err := tx.TotalLorries(ctx); n != 5 || err != nil {
+			t.Errorf("TotalLorries: %d, %v; want 5", n, err)
+		}
+		return nil
+	})
+}
+
+func fmtPtr(p *int64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}

@@ -2,6 +2,8 @@ package statedb
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -97,3 +99,20 @@ const (
 	freeMinionQuery      = `UPDATE minions SET job_id = NULL WHERE name = $1 AND job_id = $2`
 	freeHeardMinionQuery = `UPDATE minions SET job_id = NULL, last_seen = $3 WHERE name = $1 AND job_id = $2`
 )
+
+// lastOutputLines reads each job's line in turn: a read is a call into
+// the library.
+func (sqliteDriver) lastOutputLines(ctx context.Context, tx *Tx, ids []int64) (map[int64]string, error) {
+	lines := make(map[int64]string, len(ids))
+	for _, id := range ids {
+		line, err := tx.LastOutputLine(ctx, id)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return nil, err
+		default:
+			lines[id] = line
+		}
+	}
+	return lines, nil
+}

@@ -12,8 +12,8 @@ var sqliteSQL = dialectSQL{
 			WHERE status = 'pending' AND next_try <= $3 AND (claimed_until <= $3 OR claimed_by = $1)
 			ORDER BY next_try, id LIMIT $4)
 		RETURNING ` + deliveryColumns,
-	countFailing: `SELECT COUNT(*) FROM lorries INDEXED BY lorries_failing
-		WHERE last_run_exit != 0 OR last_run_error != ''`,
+	countFailing:  sqliteCountFailing,
+	countLorries:  `SELECT ` + countTotalAndDue + `, (` + sqliteCountFailing + `), ` + countRunning,
 	countMatching: `SELECT COUNT(*) FROM lorries WHERE ` + sqliteLorryFilter,
 	dueDeliveries: `SELECT ` + deliveryColumns + ` FROM outbox INDEXED BY outbox_due
 		WHERE status = 'pending' AND next_try <= $1 ORDER BY next_try, id LIMIT $2`,
@@ -57,8 +57,12 @@ var sqliteSQL = dialectSQL{
 		WHERE queue NOT IN (SELECT value FROM json_each($2))`,
 	orphanedJobs: `SELECT ` + jobColumns + ` FROM jobs INDEXED BY jobs_claimed
 		WHERE status = 'claimed' AND started < $1 ORDER BY id`,
-	queueDue: `SELECT COUNT(*), MIN(next_due) FROM lorries INDEXED BY lorries_queue_due
-			WHERE queue = $1 AND running_job IS NULL AND next_due <= $2`,
+	queuesDue: `SELECT q.value,
+			(SELECT COUNT(*) FROM lorries INDEXED BY lorries_queue_due
+				WHERE queue = q.value AND running_job IS NULL AND next_due <= $2),
+			(SELECT MIN(next_due) FROM lorries INDEXED BY lorries_queue_due
+				WHERE queue = q.value AND running_job IS NULL AND next_due <= $2)
+		FROM json_each($1) AS q`,
 	queuePosition: `SELECT (SELECT COALESCE(SUM(n), 0) FROM lorry_buckets WHERE bucket < l.queue_pos >> 14)
 			+ (SELECT COUNT(*) FROM lorries INDEXED BY lorries_queue
 				WHERE queue_pos BETWEEN (l.queue_pos >> 14) << 14 AND l.queue_pos)
@@ -144,3 +148,7 @@ const headsOfKindQuery = `SELECT j.key, CASE
 			ORDER BY queue_pos LIMIT 1)
 		END
 	FROM json_each($2) AS j`
+
+// sqliteCountFailing counts the failing lorries: see CountLorries.
+const sqliteCountFailing = `SELECT COUNT(*) FROM lorries INDEXED BY lorries_failing
+		WHERE last_run_exit != 0 OR last_run_error != ''`

@@ -34,7 +34,7 @@ func TestTinySimulation(t *testing.T) {
 		`job-update: [0-9]+ answers`,
 		`WEBAPP CPU: `,
 		`database size: [0-9]+ MiB`,
-		`GET /1.0/status-html: \S+ ms \(200,`,
+		`GET /1.0/status-html: \S+ ms \(200, \d+ bytes; median of [1-5], `,
 		`GET /1.0/list-queue: \S+ ms \(200,`,
 		`GET /1.0/lorry-html/s00/f000000-0: \S+ ms \(200,`,
 	} {

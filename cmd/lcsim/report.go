@@ -3,17 +3,25 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
-// pageTime is the time one page or API answer took.
+// pageTime is the times a page or API answer took, each time it was
+// asked, and its last answer's status and size.
 type pageTime struct {
 	Path  string
-	Took  time.Duration
+	Took  []time.Duration
 	Code  int
 	Bytes int64
+}
+
+// median is the median of the times p took.
+func (p pageTime) median() time.Duration {
+	t := slices.Sorted(slices.Values(p.Took))
+	return t[len(t)/2]
 }
 
 // report is what the simulation measured.
@@ -98,7 +106,8 @@ func (r *report) print(w io.Writer, o options) {
 	}
 	fmt.Fprintf(w, "database size: %s\n", mib(r.DBSize))
 	for _, p := range r.Pages {
-		fmt.Fprintf(w, "GET %s: %s (%d, %d bytes)\n", p.Path, ms(p.Took), p.Code, p.Bytes)
+		fmt.Fprintf(w, "GET %s: %s (%d, %d bytes; median of %d, %s to %s)\n", p.Path, ms(p.median()), p.Code, p.Bytes,
+			len(p.Took), ms(slices.Min(p.Took)), ms(slices.Max(p.Took)))
 	}
 }
 

@@ -32,9 +32,9 @@ type pathSet struct {
 	files []string
 }
 
-// pathChunkBits sizes the chunks of pathSet: 1 MiB each, allocated once,
-// whole, and up to 4,096 of them (4 GiB of paths) can be addressed by
-// the 32 bits of byHash's values.
+// pathChunkBits sizes the chunks of pathSet: up to 1 MiB each, allocated
+// once, whole, and up to 4,096 of them (4 GiB of paths) can be addressed
+// by the 32 bits of byHash's values.
 const pathChunkBits = 20
 
 func newPathSet() *pathSet {
@@ -99,7 +99,13 @@ func (s *pathSet) store(f int, p string) (uint32, bool) {
 		if len(s.chunks) == 1<<(32-pathChunkBits) {
 			return 0, false
 		}
-		s.chunks = append(s.chunks, make([]byte, 0, size))
+		// The first chunks are small, for the few paths of a change or a
+		// check: each is twice the last, up to size.
+		n := 4 << 10
+		if last >= 0 {
+			n = min(size, 2*cap(s.chunks[last]))
+		}
+		s.chunks = append(s.chunks, make([]byte, 0, max(n, need)))
 		last++
 	}
 	c := s.chunks[last]

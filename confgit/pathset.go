@@ -15,9 +15,9 @@ import (
 // chunks of bytes, and found through a map from a 32-bit hash of the path
 // to where it is: no pointer in either, and less than half the memory.
 //
-// It is exact: a path whose hash an earlier, different path has (a few in
-// a million), or one too long for a chunk, is kept in a map of its own,
-// looked in after the first.
+// It is exact: a path whose hash an earlier, different path has (about a
+// hundred in a million), or one too long for a chunk, is kept in a map of
+// its own, looked in after the first.
 type pathSet struct {
 	hash   func(string) uint32
 	byHash map[uint32]uint32 // chunk<<pathChunkBits | offset in the chunk

@@ -305,7 +305,7 @@ func walk(ctx context.Context, t tree, now time.Time, n int, check bool, section
 	}
 	sort.Strings(names)
 
-	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{},
+	b := &builder{cfg: cfg, from: newPathSet(), reported: map[FileError]bool{},
 		runtimes: map[string]Runtime{}, brokenRuntimes: brokenRuntimes, files: map[string]bool{},
 		batch: n, each: each, now: now}
 	for _, r := range cfg.Runtimes {
@@ -400,7 +400,7 @@ func matchSections(sections []lorriesSection, segs []string, matched []*lorriesS
 
 type builder struct {
 	cfg      *Config
-	from     map[string]string // lorry path -> file that defined it
+	from     *pathSet // lorry paths defined so far, and their files
 	reported map[FileError]bool
 	runtimes map[string]Runtime // by name
 	files    map[string]bool    // regular files of the tree, for "config"
@@ -492,7 +492,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				b.cfg.Kept.Paths = append(b.cfg.Kept.Paths, p)
 				continue
 			}
-			if first, dup := b.from[p]; dup {
+			if first, dup := b.from.find(p); dup {
 				b.reportSpec(name, key, fmt.Errorf("path %q is already defined by %s", p, first))
 				continue
 			}
@@ -501,7 +501,7 @@ func (b *builder) addFile(name string, data []byte, sections []*lorriesSection) 
 				b.reportSpec(name, key, err)
 				continue
 			}
-			b.from[p] = name
+			b.from.add(p, name)
 			b.pending = append(b.pending, Lorry{
 				Path:     p,
 				Text:     string(text),

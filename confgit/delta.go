@@ -162,7 +162,7 @@ func readDelta(ctx context.Context, t *gitTree, oldRoot *object.Tree, changed []
 		return nil, err
 	}
 	sort.Strings(changed)
-	b := &builder{cfg: cfg, from: map[string]string{}, reported: map[FileError]bool{},
+	b := &builder{cfg: cfg, from: newPathSet(), reported: map[FileError]bool{},
 		runtimes: map[string]Runtime{}, files: map[string]bool{}, now: now,
 		each: func(ls []Lorry) error { cfg.Lorries = append(cfg.Lorries, ls...); return nil }}
 	d := &Delta{Config: cfg}
